@@ -1,0 +1,94 @@
+//! Builds the wasm plugins (built-in providers and the test-only components)
+//! for wasm32-wasip2 with a nested cargo, the way wasmtime builds its
+//! test-programs, so a plain `cargo build` / `cargo test` at the root is enough.
+//! The built-in ones are embedded in the binary (see `plugin::builtin`).
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Built-in providers: (plugin name, crate name).
+const BUILTIN: &[(&str, &str)] = &[
+    ("claude-code", "sanddune-plugin-claude-code"),
+    ("test-isolated", "sanddune-plugin-test-isolated"),
+    ("demo", "sanddune-plugin-demo"),
+];
+
+/// Components built only for the tests (not embedded).
+const TEST_ONLY: &[(&str, &str)] = &[
+    ("hostile", "sanddune-test-plugin-hostile"),
+    ("future-api", "sanddune-test-plugin-future-api"),
+    ("not-a-plugin", "sanddune-test-plugin-not-a-plugin"),
+];
+
+fn main() {
+    let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
+    let root = manifest_dir.parent().unwrap().to_path_buf();
+    let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
+    for dir in ["wit", "plugins", "tests/plugins"] {
+        println!("cargo:rerun-if-changed={}", root.join(dir).display());
+    }
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+
+    // A target dir of its own: the outer cargo holds the lock on the main one.
+    let target_dir = out_dir
+        .ancestors()
+        .nth(4)
+        .map(|t| t.join("wasm-plugins"))
+        .unwrap_or_else(|| root.join("target/wasm-plugins"));
+
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(&root)
+        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
+        .arg(&target_dir);
+    for (_, krate) in BUILTIN.iter().chain(TEST_ONLY) {
+        cmd.args(["-p", krate]);
+    }
+    // Flags meant for the host (coverage, target-cpu) must not reach wasm.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        cmd.env_remove(var);
+    }
+    let status = cmd.status().expect("failed to start cargo for the wasm plugins");
+    if !status.success() {
+        panic!(
+            "building the wasm plugins failed; is the target installed? run: rustup target add wasm32-wasip2"
+        );
+    }
+
+    let wasm_dir = target_dir.join("wasm32-wasip2/release");
+    let mut table = String::from("&[\n");
+    for (name, krate) in BUILTIN {
+        let dest = copy_component(&wasm_dir, krate, &out_dir);
+        table.push_str(&format!(
+            "    ({name:?}, include_bytes!({:?}) as &[u8]),\n",
+            dest.display().to_string()
+        ));
+    }
+    table.push(']');
+    fs::write(out_dir.join("builtin_plugins.rs"), table).unwrap();
+
+    let test_dir = out_dir.join("test-plugins");
+    fs::create_dir_all(&test_dir).unwrap();
+    // The tests also load the built-ins from files, as a user's plugin would be.
+    for (_, krate) in BUILTIN.iter().chain(TEST_ONLY) {
+        copy_component(&wasm_dir, krate, &test_dir);
+    }
+    println!("cargo:rustc-env=SANDDUNE_TEST_PLUGIN_DIR={}", test_dir.display());
+}
+
+fn copy_component(wasm_dir: &Path, krate: &str, dest_dir: &Path) -> PathBuf {
+    let file = format!("{}.wasm", krate.replace('-', "_"));
+    let dest = dest_dir.join(&file);
+    fs::copy(wasm_dir.join(&file), &dest)
+        .unwrap_or_else(|e| panic!("missing component {file}: {e}"));
+    dest
+}

@@ -1,0 +1,111 @@
+//! Host implementations of the capability imports, and the per-store state
+//! they check every call against: what this plugin was granted.
+
+pub mod logging;
+pub mod output;
+pub mod process;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Result};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+pub use process::Brokered;
+
+/// What the host lets one plugin instance do. Built-in plugins get what they
+/// declare; third-party plugins get what the user approved.
+#[derive(Clone, Debug, Default)]
+pub struct Grants {
+    /// Programs the plugin may spawn, as named in its request.
+    pub programs: Vec<String>,
+    /// A private scratch directory, preopened read-write at the same path.
+    pub scratch_dir: Option<PathBuf>,
+    /// Directories preopened at the same path: (path, writable).
+    pub directories: Vec<(PathBuf, bool)>,
+    /// Environment visible through wasi:cli/environment.
+    pub env: Vec<(String, String)>,
+}
+
+/// Limits that bound a plugin that computes or allocates without end.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    /// Linear memory per instance.
+    pub memory_bytes: usize,
+    /// Wasm execution time per call, in epoch ticks (see `plugin::engine`).
+    pub cpu_ticks_per_call: u64,
+}
+
+/// The data of one plugin store.
+pub struct PluginState {
+    /// The plugin's name, for every message about it.
+    pub plugin: Arc<str>,
+    pub grants: Arc<Grants>,
+    pub brokered: Brokered,
+    wasi: WasiCtx,
+    pub(crate) table: ResourceTable,
+    limits: Limits,
+    cpu_ticks: u64,
+    log_messages: u64,
+}
+
+impl PluginState {
+    pub fn new(plugin: Arc<str>, grants: Arc<Grants>, wasi: WasiCtx, limits: Limits) -> Self {
+        Self {
+            plugin,
+            grants,
+            brokered: Brokered::default(),
+            wasi,
+            table: ResourceTable::new(),
+            limits,
+            cpu_ticks: 0,
+            log_messages: 0,
+        }
+    }
+
+    /// Called before every top-level call into the plugin.
+    pub fn begin_call(&mut self) {
+        self.cpu_ticks = 0;
+        self.log_messages = 0;
+        self.brokered.reset();
+    }
+
+    /// Called by the epoch callback on every tick the plugin spends in wasm.
+    pub fn charge_cpu_tick(&mut self) -> Result<()> {
+        self.cpu_ticks += 1;
+        if self.cpu_ticks > self.limits.cpu_ticks_per_call {
+            return Err(wasmtime::format_err!(
+                "plugin `{}` exceeded its CPU time budget of {} ms for one call and was stopped",
+                self.plugin,
+                self.limits.cpu_ticks_per_call * crate::plugin::engine::EPOCH_TICK.as_millis() as u64
+            ));
+        }
+        Ok(())
+    }
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl ResourceLimiter for PluginState {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> Result<bool> {
+        if desired > self.limits.memory_bytes {
+            return Err(wasmtime::format_err!(
+                "plugin `{}` exceeded its memory limit of {} MiB and was stopped",
+                self.plugin,
+                self.limits.memory_bytes >> 20
+            ));
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> Result<bool> {
+        Ok(desired <= 1_000_000)
+    }
+}
+
+impl crate::plugin::bindings::types::Host for PluginState {}

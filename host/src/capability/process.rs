@@ -1,0 +1,281 @@
+//! The `process` capability: spawn granted host programs, stream their lines.
+//!
+//! The host owns every process it brokers. Each runs in its own process group
+//! so a kill reaches grandchildren too (`kill_on_drop` alone orphans them).
+//! `Brokered` lets the orchestrator kill them from outside the plugin call
+//! (abort, idle timeout): the guest then sees end-of-output and a `killed`
+//! status, returns normally, and its instance stays usable.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use tokio::sync::{mpsc, oneshot};
+use wasmtime::Result;
+use wasmtime::component::Resource;
+
+use super::PluginState;
+use crate::plugin::bindings::process::{ExitStatus, Host, HostChild, SpawnOptions};
+use crate::plugin::bindings::types::{OutputLine, OutputStream};
+
+/// Longest line handed to a plugin; longer output is split.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
+
+/// Host environment keys every spawned program inherits.
+const BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LANG", "TMPDIR", "TERM"];
+
+/// The processes brokered for one plugin instance.
+#[derive(Clone, Default)]
+pub struct Brokered {
+    inner: Arc<BrokeredInner>,
+}
+
+#[derive(Default)]
+struct BrokeredInner {
+    next_id: AtomicU64,
+    live: Mutex<HashMap<u64, Arc<Kill>>>,
+    /// Set by `kill_all`; refuses new spawns until the next call begins.
+    cancelled: AtomicBool,
+}
+
+/// Kills one process group once.
+struct Kill {
+    pgid: i32,
+    killed: AtomicBool,
+    timed_out: AtomicBool,
+}
+
+impl Kill {
+    fn kill(&self) {
+        if !self.killed.swap(true, Ordering::SeqCst) {
+            // SAFETY: plain syscall; a negative pid addresses the process group.
+            unsafe { libc::kill(-self.pgid, libc::SIGKILL) };
+        }
+    }
+}
+
+impl Brokered {
+    /// Kill every live process of this plugin instance and refuse new ones
+    /// until the next call into the plugin.
+    pub fn kill_all(&self) {
+        self.inner.cancelled.store(true, Ordering::SeqCst);
+        for kill in self.inner.live.lock().unwrap().values() {
+            kill.kill();
+        }
+    }
+
+    pub(crate) fn reset(&self) {
+        self.inner.cancelled.store(false, Ordering::SeqCst);
+    }
+
+    fn register(&self, kill: Arc<Kill>) -> u64 {
+        let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
+        self.inner.live.lock().unwrap().insert(id, kill);
+        id
+    }
+
+    fn unregister(&self, id: u64) {
+        self.inner.live.lock().unwrap().remove(&id);
+    }
+}
+
+/// A spawned process, as the guest's `child` resource.
+pub struct Child {
+    proc: tokio::process::Child,
+    lines: mpsc::Receiver<OutputLine>,
+    stdin: Option<mpsc::UnboundedSender<Vec<u8>>>,
+    kill: Arc<Kill>,
+    id: u64,
+    brokered: Brokered,
+    exited: Option<oneshot::Sender<()>>,
+}
+
+impl Drop for Child {
+    fn drop(&mut self) {
+        // A guest that drops a child without waiting must not leak it.
+        if self.exited.is_some() {
+            self.kill.kill();
+        }
+        self.brokered.unregister(self.id);
+    }
+}
+
+fn check_granted(state: &PluginState, program: &str) -> Result<(), String> {
+    if state.grants.programs.iter().any(|p| p == program) {
+        return Ok(());
+    }
+    let granted = if state.grants.programs.is_empty() {
+        "no programs".to_string()
+    } else {
+        state.grants.programs.join(", ")
+    };
+    Err(format!(
+        "plugin `{}` may not run `{program}`: it was granted {granted}",
+        state.plugin
+    ))
+}
+
+fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
+    check_granted(state, &opts.program)?;
+    if state.brokered.inner.cancelled.load(Ordering::SeqCst) {
+        return Err("the run was cancelled: no new processes".into());
+    }
+    let mut cmd = tokio::process::Command::new(&opts.program);
+    cmd.args(&opts.args).env_clear().process_group(0);
+    for key in BASE_ENV {
+        if let Some(v) = std::env::var_os(key) {
+            cmd.env(key, v);
+        }
+    }
+    for var in &opts.env {
+        cmd.env(&var.key, &var.value);
+    }
+    if let Some(cwd) = &opts.cwd {
+        cmd.current_dir(cwd);
+    }
+    if opts.terminal {
+        cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
+    } else {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    }
+    let mut proc = cmd
+        .spawn()
+        .map_err(|e| format!("cannot start `{}`: {e}", opts.program))?;
+    let pgid = proc.id().map(|p| p as i32).unwrap_or(0);
+    let kill = Arc::new(Kill { pgid, killed: AtomicBool::new(false), timed_out: AtomicBool::new(false) });
+    let id = state.brokered.register(kill.clone());
+
+    let (tx, lines) = mpsc::channel(1024);
+    if let Some(out) = proc.stdout.take() {
+        tokio::spawn(read_lines(out, OutputStream::Stdout, tx.clone()));
+    }
+    if let Some(err) = proc.stderr.take() {
+        tokio::spawn(read_lines(err, OutputStream::Stderr, tx.clone()));
+    }
+    drop(tx);
+    let stdin = proc.stdin.take().map(|mut pipe| {
+        // A task writes stdin so a child that fills its stdout never
+        // deadlocks against a guest still writing its prompt.
+        let (tx, mut rx) = mpsc::unbounded_channel::<Vec<u8>>();
+        tokio::spawn(async move {
+            while let Some(chunk) = rx.recv().await {
+                if pipe.write_all(&chunk).await.is_err() {
+                    return;
+                }
+            }
+            let _ = pipe.shutdown().await;
+        });
+        tx
+    });
+    let (exited, exited_rx) = oneshot::channel();
+    if let Some(ms) = opts.timeout_ms {
+        let kill = kill.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(ms)) => {
+                    kill.timed_out.store(true, Ordering::SeqCst);
+                    // SAFETY: see `Kill::kill`; not marked `killed`, it timed out.
+                    unsafe { libc::kill(-kill.pgid, libc::SIGKILL) };
+                }
+                _ = exited_rx => {}
+            }
+        });
+    }
+    Ok(Child { proc, lines, stdin, kill, id, brokered: state.brokered.clone(), exited: Some(exited) })
+}
+
+/// Split a stream into lines, lossily decoded, none longer than MAX_LINE_BYTES.
+async fn read_lines(pipe: impl AsyncRead + Unpin, stream: OutputStream, tx: mpsc::Sender<OutputLine>) {
+    let mut reader = BufReader::with_capacity(64 << 10, pipe);
+    let mut line = Vec::new();
+    loop {
+        let chunk = match reader.fill_buf().await {
+            Ok([]) | Err(_) => break,
+            Ok(chunk) => chunk,
+        };
+        let room = MAX_LINE_BYTES - line.len();
+        let (take, complete) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) if i <= room => (i + 1, true),
+            _ if chunk.len() >= room => (room, true),
+            _ => (chunk.len(), false),
+        };
+        line.extend_from_slice(&chunk[..take]);
+        reader.consume(take);
+        if complete && tx.send(to_line(&mut line, stream)).await.is_err() {
+            return;
+        }
+    }
+    if !line.is_empty() {
+        let _ = tx.send(to_line(&mut line, stream)).await;
+    }
+}
+
+fn to_line(buf: &mut Vec<u8>, stream: OutputStream) -> OutputLine {
+    if buf.last() == Some(&b'\n') {
+        buf.pop();
+        if buf.last() == Some(&b'\r') {
+            buf.pop();
+        }
+    }
+    let text = String::from_utf8_lossy(buf).into_owned();
+    buf.clear();
+    OutputLine { stream, text }
+}
+
+impl Host for PluginState {
+    async fn spawn(&mut self, options: SpawnOptions) -> Result<Result<Resource<Child>, String>> {
+        match spawn(self, options) {
+            Ok(child) => Ok(Ok(self.table.push(child)?)),
+            Err(e) => {
+                tracing::warn!(plugin = %self.plugin, "{e}");
+                Ok(Err(e))
+            }
+        }
+    }
+}
+
+impl HostChild for PluginState {
+    async fn write_stdin(&mut self, child: Resource<Child>, data: Vec<u8>) -> Result<Result<(), String>> {
+        let child = self.table.get_mut(&child)?;
+        Ok(match &child.stdin {
+            Some(tx) => tx.send(data).map_err(|_| "stdin is closed".to_string()),
+            None => Err("stdin is closed".to_string()),
+        })
+    }
+
+    async fn close_stdin(&mut self, child: Resource<Child>) -> Result<()> {
+        self.table.get_mut(&child)?.stdin = None;
+        Ok(())
+    }
+
+    async fn read_line(&mut self, child: Resource<Child>) -> Result<Option<OutputLine>> {
+        Ok(self.table.get_mut(&child)?.lines.recv().await)
+    }
+
+    async fn wait(&mut self, child: Resource<Child>) -> Result<ExitStatus> {
+        let child = self.table.get_mut(&child)?;
+        child.stdin = None;
+        let status = child.proc.wait().await;
+        if let Some(exited) = child.exited.take() {
+            let _ = exited.send(());
+        }
+        Ok(ExitStatus {
+            code: status.ok().and_then(|s| s.code()),
+            timed_out: child.kill.timed_out.load(Ordering::SeqCst),
+            killed: child.kill.killed.load(Ordering::SeqCst),
+        })
+    }
+
+    async fn kill(&mut self, child: Resource<Child>) -> Result<()> {
+        self.table.get_mut(&child)?.kill.kill();
+        Ok(())
+    }
+
+    async fn drop(&mut self, child: Resource<Child>) -> Result<()> {
+        self.table.delete(child)?;
+        Ok(())
+    }
+}

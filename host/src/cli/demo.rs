@@ -1,0 +1,64 @@
+//! `sanddune demo`: a real run on embedded defaults. Makes a throwaway git
+//! repository, runs the deterministic demo agent in the test-isolated sandbox
+//! provider (both built in), and shows the commit that came back.
+
+use std::path::Path;
+use std::process::Command;
+
+use clap::Args;
+
+use crate::error::{Error, Result};
+use crate::plugin::PluginRef;
+use crate::run::{Prompt, RunOptions};
+
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Keep the throwaway repository and print its path.
+    #[arg(long)]
+    keep: bool,
+}
+
+fn git(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| Error::input(format!("cannot run git (is it installed?): {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Other(anyhow::anyhow!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr))));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+pub async fn demo(args: DemoArgs) -> Result<()> {
+    let dir = tempfile::Builder::new().prefix("sanddune-demo-").tempdir().map_err(|e| Error::Other(e.into()))?;
+    let repo = dir.path();
+    git(repo, &["init", "-q", "-b", "main"])?;
+    std::fs::write(repo.join("README.md"), "# demo\n").map_err(|e| Error::Other(e.into()))?;
+    git(repo, &["add", "README.md"])?;
+    git(repo, &["-c", "user.name=sanddune-demo", "-c", "user.email=demo@sanddune.invalid", "commit", "-q", "-m", "initial"])?;
+    println!("throwaway repository: {}", repo.display());
+    println!("sanddune run --sandbox test-isolated --agent demo --prompt \"Say hello in DEMO.md\"\n");
+
+    let mut options = RunOptions::new(
+        PluginRef::Builtin("test-isolated".into()),
+        PluginRef::Builtin("demo".into()),
+        Prompt::Inline("Say hello in DEMO.md".into()),
+    );
+    options.cwd = repo.to_path_buf();
+    options.max_iterations = 3;
+    options.on_event = Some(std::sync::Arc::new(|e| match e {
+        crate::run::StreamEvent::Text { iteration, text, .. } => eprintln!("[{iteration}] {text}"),
+        crate::run::StreamEvent::ToolCall { iteration, name, input, .. } => eprintln!("[{iteration}] > {name} {input}"),
+    }));
+    let result = crate::run::run(options).await?;
+    println!();
+    super::run::print_summary(&result, repo);
+    println!("\n$ git log --oneline main\n{}", git(repo, &["log", "--oneline", "main"])?.trim_end());
+    println!("$ cat DEMO.md\n{}", std::fs::read_to_string(repo.join("DEMO.md")).unwrap_or_default().trim_end());
+    if args.keep {
+        println!("\nkept: {}", dir.keep().display());
+    }
+    Ok(())
+}

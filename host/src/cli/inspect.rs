@@ -1,0 +1,112 @@
+//! `sanddune plugin inspect`: what a plugin says it is, what it asks for,
+//! and what its component really imports.
+
+use clap::Args;
+
+use crate::error::{Error, Result};
+use crate::plugin::agent::AgentProvider;
+use crate::plugin::bindings::types::DirectoryAccess;
+use crate::plugin::sandbox::{SandboxKind, SandboxProvider};
+use crate::plugin::{Plugin, PluginKind, PluginRef, PluginRuntime, RuntimeConfig, builtin};
+
+#[derive(Args)]
+pub struct InspectArgs {
+    /// A built-in plugin name or a component file.
+    plugin: String,
+}
+
+fn list(items: &[String]) -> String {
+    if items.is_empty() { "none".into() } else { items.join(", ") }
+}
+
+pub async fn inspect(args: InspectArgs) -> Result<()> {
+    let runtime = PluginRuntime::new(RuntimeConfig::default())?;
+    let plugin = match PluginRef::parse(&args.plugin) {
+        PluginRef::Builtin(name) => {
+            let bytes = builtin::get(&name).ok_or_else(|| {
+                Error::input(format!("no built-in plugin named `{name}` (built-ins: {})", builtin::names().join(", ")))
+            })?;
+            runtime.load_bytes(bytes, &name, None)?
+        }
+        PluginRef::File(path) => {
+            let bytes = std::fs::read(&path)
+                .map_err(|e| Error::input(format!("cannot read plugin file {}: {e}", path.display())))?;
+            runtime.load_bytes(&bytes, &path.display().to_string(), None)?
+        }
+    };
+    let header = |p: &Plugin| {
+        println!("source:       {}", p.source);
+        println!("sha256:       {}", p.sha256);
+        println!("api:          sanddune:plugin@{}", p.api_version);
+    };
+    match plugin.kind {
+        PluginKind::Sandbox => {
+            let provider = SandboxProvider::from_plugin(plugin).await?;
+            let info = provider.info();
+            println!("sandbox provider `{}` {}", info.name, info.version);
+            println!("  {}", info.description);
+            header(provider.plugin());
+            let kind = match info.kind {
+                SandboxKind::BindMount => "bind-mount (default branch strategy: head)",
+                SandboxKind::Isolated => "isolated (default branch strategy: merge-to-head)",
+            };
+            println!("kind:         {kind}");
+            println!("options:");
+            if info.config.is_empty() {
+                println!("  none");
+            }
+            for opt in &info.config {
+                let default = opt.default_value.as_deref().map(|d| format!(" (default {d})")).unwrap_or_default();
+                println!("  {}{default}: {}", opt.name, opt.description);
+            }
+            let caps = &info.capabilities;
+            println!("requests:");
+            println!("  programs:   {}", list(&caps.programs));
+            println!("  scratch dir: {}", if caps.scratch_dir { "yes" } else { "no" });
+            let worktree = match caps.worktree {
+                DirectoryAccess::None => "no",
+                DirectoryAccess::ReadOnly => "read-only",
+                DirectoryAccess::ReadWrite => "read-write",
+            };
+            println!("  worktree:   {worktree}");
+            println!("  hosts:      {}", list(&caps.hosts));
+            println!("  env keys:   {}", list(&caps.env_keys));
+            println!("  containers: {}", if caps.containers { "yes" } else { "no" });
+            print_imports(provider.plugin());
+        }
+        PluginKind::Agent => {
+            let agent = AgentProvider::from_plugin(plugin).await?;
+            let info = agent.info();
+            println!("agent provider `{}` {}", info.name, info.version);
+            println!("  {}", info.description);
+            header(agent.plugin());
+            println!("program:      {}", info.program);
+            println!("model:        {}", info.default_model.as_deref().unwrap_or("(the agent's default)"));
+            println!("sessions:     {}", if info.session_files { "resumable session files" } else { "no session files" });
+            println!("options:");
+            if info.options.is_empty() {
+                println!("  none");
+            }
+            for opt in &info.options {
+                let allowed = if opt.allowed_values.is_empty() { String::new() } else { format!(" [{}]", opt.allowed_values.join("|")) };
+                println!("  {}{allowed}: {}", opt.name, opt.description);
+            }
+            println!("env:");
+            if info.env.is_empty() {
+                println!("  none");
+            }
+            for req in &info.env {
+                println!("  {}: {}", req.any_of.join(" or "), req.description);
+            }
+            print_imports(agent.plugin());
+        }
+    }
+    Ok(())
+}
+
+fn print_imports(plugin: &Plugin) {
+    println!("imports (what the component can call):");
+    for import in plugin.imports() {
+        println!("  {import}");
+    }
+}

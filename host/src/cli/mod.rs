@@ -1,0 +1,75 @@
+//! The `sanddune` command line.
+
+mod demo;
+mod inspect;
+mod run;
+
+use clap::{Parser, Subcommand};
+
+use crate::error::Error;
+
+#[derive(Parser)]
+#[command(name = "sanddune", version, about = "Run AI coding agents in sandboxes and bring their commits back to a branch")]
+struct Cli {
+    #[command(subcommand)]
+    command: Commands,
+}
+
+#[derive(Subcommand)]
+enum Commands {
+    /// Run an agent in a sandbox until it signals completion or hits --max-iterations.
+    Run(run::RunArgs),
+    /// Work with sandbox and agent provider plugins.
+    Plugin {
+        #[command(subcommand)]
+        command: PluginCommands,
+    },
+    /// A real run end to end in a throwaway repository: the test-isolated
+    /// sandbox provider and the deterministic demo agent (no Docker, no API key).
+    Demo(demo::DemoArgs),
+}
+
+#[derive(Subcommand)]
+enum PluginCommands {
+    /// Show what a plugin is, what it asks for, and what it actually imports.
+    Inspect(inspect::InspectArgs),
+}
+
+/// Parse arguments, run, and return the process exit code.
+pub fn main() -> i32 {
+    let cli = Cli::parse();
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("SANDDUNE_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => return report(&Error::Other(e.into())),
+    };
+    let result = rt.block_on(async {
+        match cli.command {
+            Commands::Run(args) => run::run(args).await,
+            Commands::Plugin { command: PluginCommands::Inspect(args) } => inspect::inspect(args).await,
+            Commands::Demo(args) => demo::demo(args).await,
+        }
+    });
+    match result {
+        Ok(()) => 0,
+        Err(e) => report(&e),
+    }
+}
+
+fn report(e: &Error) -> i32 {
+    eprintln!("error: {e}");
+    e.exit_code()
+}
+
+/// Parse `KEY=VALUE`.
+fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_string(), v.to_string())),
+        _ => Err(format!("expected KEY=VALUE, got `{s}`")),
+    }
+}

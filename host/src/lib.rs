@@ -1,0 +1,15 @@
+//! sanddune turns "a prompt, an agent, a sandbox" into commits on a branch.
+//!
+//! Sandbox providers and agent providers are WebAssembly components
+//! (`wit/`), loaded by [`plugin::PluginRuntime`] with only the capabilities
+//! granted to them ([`capability`]). [`run::run`] drives one run session:
+//! worktree, sandbox, iterations, commits back by the branch strategy.
+
+pub mod capability;
+pub mod cli;
+pub mod error;
+pub mod plugin;
+pub mod run;
+pub mod worktree;
+
+pub use error::{Error, Result};

@@ -1,0 +1,103 @@
+//! A loaded agent provider. Agent providers are pure: their store gets no
+//! capability at all, so one instance serves the whole run.
+
+use wasmtime::Store;
+use wasmtime::component::ResourceAny;
+
+use super::bindings::agent::AgentPlugin;
+use super::{Plugin, PluginKind, PluginRef, PluginRuntime, one_line};
+use crate::capability::{Grants, PluginState};
+use crate::error::{Error, Result};
+
+pub use super::bindings::agent_api::{AgentCommand, AgentEvent, AgentInfo, AgentResult, CommandRequest, ToolCall};
+pub use super::bindings::types::Usage;
+
+pub struct AgentProvider {
+    plugin: Plugin,
+    info: AgentInfo,
+    store: Store<PluginState>,
+    bindings: AgentPlugin,
+}
+
+/// A stream parser living in the agent provider's instance.
+pub struct StreamParser(ResourceAny);
+
+impl AgentProvider {
+    pub async fn load(runtime: &PluginRuntime, plugin: &PluginRef) -> Result<Self> {
+        let plugin = runtime.load(plugin, PluginKind::Agent)?;
+        Self::from_plugin(plugin).await
+    }
+
+    pub async fn from_plugin(plugin: Plugin) -> Result<Self> {
+        let mut store = plugin.runtime().store(&plugin.source, Grants::default())?;
+        let pre = super::bindings::agent::AgentPluginPre::new(plugin.pre.clone())
+            .map_err(|e| Error::input(format!("`{}` does not fit the agent-plugin world: {e}", plugin.source)))?;
+        store.data_mut().begin_call();
+        store.set_epoch_deadline(1);
+        let bindings = pre
+            .instantiate_async(&mut store)
+            .await
+            .map_err(|e| Error::Plugin(format!("cannot instantiate `{}`: {}", plugin.source, one_line(&e.into()))))?;
+        let info = bindings
+            .sanddune_plugin_agent_provider()
+            .call_describe(&mut store)
+            .await
+            .map_err(|e| Error::Plugin(format!("`{}` failed in describe: {}", plugin.source, one_line(&e.into()))))?;
+        Ok(Self { plugin, info, store, bindings })
+    }
+
+    pub fn info(&self) -> &AgentInfo {
+        &self.info
+    }
+
+    pub fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    fn begin(&mut self) -> (&AgentPlugin, &mut Store<PluginState>) {
+        self.store.data_mut().begin_call();
+        self.store.set_epoch_deadline(1);
+        (&self.bindings, &mut self.store)
+    }
+
+    fn trap(&self, what: &str, e: wasmtime::Error) -> Error {
+        Error::Plugin(format!("agent provider `{}` stopped in {what}: {}", self.info.name, one_line(&e.into())))
+    }
+
+    /// The command for one unattended iteration. A refusal (bad option,
+    /// empty prompt) is bad input.
+    pub async fn build_print_command(&mut self, request: &CommandRequest) -> Result<AgentCommand> {
+        let (b, s) = self.begin();
+        let r = b.sanddune_plugin_agent_provider().call_build_print_command(s, request).await;
+        match r {
+            Ok(Ok(cmd)) => Ok(cmd),
+            Ok(Err(msg)) => Err(Error::Input(format!("{}: {msg}", self.info.name))),
+            Err(e) => Err(self.trap("build-print-command", e)),
+        }
+    }
+
+    pub async fn new_parser(&mut self) -> Result<StreamParser> {
+        let (b, s) = self.begin();
+        let r = b.sanddune_plugin_agent_provider().stream_parser().call_constructor(s).await;
+        r.map(StreamParser).map_err(|e| self.trap("stream-parser", e))
+    }
+
+    pub async fn push_line(&mut self, parser: &StreamParser, line: &str) -> Result<Vec<AgentEvent>> {
+        let (b, s) = self.begin();
+        let r = b.sanddune_plugin_agent_provider().stream_parser().call_push_line(s, parser.0, line).await;
+        r.map_err(|e| self.trap("push-line", e))
+    }
+
+    /// Final events, then the parser is gone.
+    pub async fn finish(&mut self, parser: StreamParser) -> Result<Vec<AgentEvent>> {
+        let (b, s) = self.begin();
+        let r = b.sanddune_plugin_agent_provider().stream_parser().call_finish(s, parser.0).await;
+        let events = r.map_err(|e| self.trap("finish", e))?;
+        let _ = parser.0.resource_drop_async(&mut self.store).await;
+        Ok(events)
+    }
+}

@@ -1,0 +1,300 @@
+//! The plugin runtime: loads components (built-in or from files), checks that
+//! they fit a sanddune world and version, and instantiates them with exactly
+//! the capabilities granted.
+
+pub mod agent;
+pub mod bindings;
+pub mod builtin;
+pub mod cache;
+pub mod engine;
+pub mod sandbox;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
+use wasmtime::{Engine, Store};
+use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
+
+use crate::capability::{Grants, Limits, PluginState};
+use crate::error::{Error, Result};
+
+/// The WIT package version this host implements. Plugins built against any
+/// 0.1.x load; a future 0.2 or 1.0 would get bindings of its own beside these.
+pub const API_PACKAGE: &str = "sanddune:plugin";
+pub const API_VERSION: (u64, u64) = (0, 1);
+
+/// The two kinds of provider, one world each.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PluginKind {
+    Sandbox,
+    Agent,
+}
+
+impl PluginKind {
+    fn interface(self) -> &'static str {
+        match self {
+            PluginKind::Sandbox => "sandbox-provider",
+            PluginKind::Agent => "agent-provider",
+        }
+    }
+
+    pub fn noun(self) -> &'static str {
+        match self {
+            PluginKind::Sandbox => "sandbox provider",
+            PluginKind::Agent => "agent provider",
+        }
+    }
+}
+
+/// How the user named a plugin: a built-in name or a component file.
+#[derive(Clone, Debug)]
+pub enum PluginRef {
+    Builtin(String),
+    File(PathBuf),
+}
+
+impl PluginRef {
+    /// `./x.wasm`, `/abs/x.wasm` and anything with a `/` or a `.wasm` suffix
+    /// is a file; anything else a name.
+    pub fn parse(text: &str) -> Self {
+        if text.ends_with(".wasm") || text.contains('/') {
+            PluginRef::File(PathBuf::from(text))
+        } else {
+            PluginRef::Builtin(text.to_string())
+        }
+    }
+}
+
+impl std::fmt::Display for PluginRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            PluginRef::Builtin(name) => write!(f, "{name}"),
+            PluginRef::File(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// Runtime settings.
+#[derive(Clone, Debug)]
+pub struct RuntimeConfig {
+    /// Compiled-component cache; `None` compiles on every load.
+    pub cache_dir: Option<PathBuf>,
+    pub limits: Limits,
+}
+
+impl Default for RuntimeConfig {
+    fn default() -> Self {
+        Self {
+            cache_dir: cache::default_cache_dir(),
+            limits: Limits {
+                memory_bytes: 256 << 20,
+                cpu_ticks_per_call: 3_000, // 30 s of wasm execution per call
+            },
+        }
+    }
+}
+
+/// Shared by every plugin loaded from it. Cheap to clone.
+#[derive(Clone)]
+pub struct PluginRuntime {
+    inner: Arc<RuntimeInner>,
+}
+
+struct RuntimeInner {
+    engine: Engine,
+    sandbox_linker: Linker<PluginState>,
+    agent_linker: Linker<PluginState>,
+    cache: cache::ComponentCache,
+    limits: Limits,
+    _ticker: engine::EpochTicker,
+}
+
+/// A loaded, linked component, ready to instantiate.
+#[derive(Clone)]
+pub struct Plugin {
+    /// How the user named it (built-in name or file path).
+    pub source: String,
+    pub kind: PluginKind,
+    /// The `sanddune:plugin` version it was built against.
+    pub api_version: String,
+    pub sha256: String,
+    pub component: Component,
+    pre: InstancePre<PluginState>,
+    runtime: PluginRuntime,
+}
+
+impl PluginRuntime {
+    pub fn new(config: RuntimeConfig) -> Result<Self> {
+        let engine = engine::new_engine()?;
+        let mut sandbox_linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut sandbox_linker).map_err(anyhow::Error::from)?;
+        bindings::sandbox::SandboxPlugin::add_to_linker::<_, HasSelf<PluginState>>(&mut sandbox_linker, |s| s)
+            .map_err(anyhow::Error::from)?;
+        let mut agent_linker = Linker::new(&engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut agent_linker).map_err(anyhow::Error::from)?;
+        bindings::agent::AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(&mut agent_linker, |s| s)
+            .map_err(anyhow::Error::from)?;
+        let cache = cache::ComponentCache::new(&engine, config.cache_dir);
+        let ticker = engine::EpochTicker::start(&engine);
+        Ok(Self {
+            inner: Arc::new(RuntimeInner {
+                engine,
+                sandbox_linker,
+                agent_linker,
+                cache,
+                limits: config.limits,
+                _ticker: ticker,
+            }),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.inner.engine
+    }
+
+    /// Load a plugin the user named, expecting `kind`.
+    pub fn load(&self, plugin: &PluginRef, kind: PluginKind) -> Result<Plugin> {
+        let (bytes, source) = match plugin {
+            PluginRef::Builtin(name) => {
+                let bytes = builtin::get(name).ok_or_else(|| {
+                    Error::input(format!(
+                        "no built-in plugin named `{name}` (built-ins: {}); to load a component file, pass its path, e.g. ./{name}.wasm",
+                        builtin::names().join(", ")
+                    ))
+                })?;
+                (std::borrow::Cow::Borrowed(bytes), name.clone())
+            }
+            PluginRef::File(path) => (std::borrow::Cow::Owned(read_component_file(path)?), path.display().to_string()),
+        };
+        self.load_bytes(&bytes, &source, Some(kind))
+    }
+
+    /// Load component bytes; `expect` checks the kind when given.
+    pub fn load_bytes(&self, bytes: &[u8], source: &str, expect: Option<PluginKind>) -> Result<Plugin> {
+        check_is_component(bytes, source)?;
+        let engine = &self.inner.engine;
+        let component = self
+            .inner
+            .cache
+            .load(engine, bytes)
+            .map_err(|e| Error::input(format!("`{source}` is not a valid WebAssembly component: {}", one_line(&e))))?;
+        let (kind, api_version) = identify(engine, &component, source)?;
+        if let Some(expect) = expect.filter(|e| *e != kind) {
+            return Err(Error::input(format!(
+                "`{source}` is an {}, not a {}",
+                kind.noun(),
+                expect.noun()
+            )));
+        }
+        let linker = match kind {
+            PluginKind::Sandbox => &self.inner.sandbox_linker,
+            PluginKind::Agent => &self.inner.agent_linker,
+        };
+        let pre = linker.instantiate_pre(&component).map_err(|e| {
+            Error::input(format!(
+                "`{source}` does not fit the sanddune {} world: {}",
+                kind.noun(),
+                one_line(&e.into())
+            ))
+        })?;
+        Ok(Plugin {
+            source: source.to_string(),
+            kind,
+            api_version,
+            sha256: cache::sha256_hex(bytes),
+            component,
+            pre,
+            runtime: self.clone(),
+        })
+    }
+
+    /// A fresh store for a plugin, with only `grants` visible to it.
+    fn store(&self, name: &str, grants: Grants) -> Result<Store<PluginState>> {
+        let mut wasi = WasiCtxBuilder::new();
+        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        for (key, value) in &grants.env {
+            wasi.env(key, value);
+        }
+        let mut dirs: Vec<(&Path, bool)> = grants.directories.iter().map(|(p, w)| (p.as_path(), *w)).collect();
+        if let Some(scratch) = &grants.scratch_dir {
+            dirs.push((scratch, true));
+        }
+        for (path, writable) in dirs {
+            let perms = if writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
+            let guest = path.to_str().ok_or_else(|| Error::input(format!("non-UTF-8 path {}", path.display())))?;
+            wasi.preopened_dir(path, guest, perms)
+                .map_err(|e| Error::Other(anyhow::anyhow!("cannot grant {} to `{name}`: {e}", path.display())))?;
+        }
+        let state = PluginState::new(name.into(), Arc::new(grants), wasi.build(), self.inner.limits);
+        let mut store = Store::new(&self.inner.engine, state);
+        store.limiter(|s| s);
+        store.epoch_deadline_callback(|mut ctx| {
+            ctx.data_mut().charge_cpu_tick()?;
+            Ok(wasmtime::UpdateDeadline::Yield(1))
+        });
+        Ok(store)
+    }
+}
+
+impl Plugin {
+    /// Every import the component declares, as `name` strings.
+    pub fn imports(&self) -> Vec<String> {
+        let engine = self.runtime.engine();
+        self.component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect()
+    }
+
+    pub(crate) fn runtime(&self) -> &PluginRuntime {
+        &self.runtime
+    }
+}
+
+fn read_component_file(path: &Path) -> Result<Vec<u8>> {
+    std::fs::read(path).map_err(|e| {
+        Error::input(format!("cannot read plugin file {}: {e}", path.display()))
+    })
+}
+
+/// Tell "not wasm" and "a core module" apart from a component before compiling.
+fn check_is_component(bytes: &[u8], source: &str) -> Result<()> {
+    if bytes.len() < 8 || &bytes[..4] != b"\0asm" {
+        return Err(Error::input(format!(
+            "`{source}` is not a WebAssembly component (no wasm header); build the plugin for wasm32-wasip2"
+        )));
+    }
+    if !wasmtime::wasmparser::Parser::is_component(bytes) {
+        return Err(Error::input(format!(
+            "`{source}` is a core WebAssembly module, not a component; build it for wasm32-wasip2 (or run `wasm-tools component new`)"
+        )));
+    }
+    Ok(())
+}
+
+/// Which sanddune world a component exports, and at what API version.
+fn identify(engine: &Engine, component: &Component, source: &str) -> Result<(PluginKind, String)> {
+    let exports: Vec<String> = component.component_type().exports(engine).map(|(n, _)| n.to_string()).collect();
+    for kind in [PluginKind::Sandbox, PluginKind::Agent] {
+        let prefix = format!("{API_PACKAGE}/{}@", kind.interface());
+        let Some(version) = exports.iter().find_map(|e| e.strip_prefix(&prefix)) else {
+            continue;
+        };
+        let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
+        let (major, minor) = (parts.next().flatten(), parts.next().flatten());
+        if (major, minor) != (Some(API_VERSION.0), Some(API_VERSION.1)) {
+            return Err(Error::input(format!(
+                "`{source}` was built against {API_PACKAGE}@{version}, but this sanddune speaks {API_PACKAGE}@{}.{}.x; rebuild the plugin against that version",
+                API_VERSION.0, API_VERSION.1
+            )));
+        }
+        return Ok((kind, version.to_string()));
+    }
+    let shown = if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") };
+    Err(Error::input(format!(
+        "`{source}` is a component but not a sanddune plugin: it exports {shown}, not {API_PACKAGE}/sandbox-provider or {API_PACKAGE}/agent-provider"
+    )))
+}
+
+/// An error chain on one line.
+pub(crate) fn one_line(e: &anyhow::Error) -> String {
+    format!("{e:#}").replace('\n', " ")
+}

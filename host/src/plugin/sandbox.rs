@@ -1,0 +1,312 @@
+//! A loaded sandbox provider and the live sandboxes it creates.
+
+use std::path::{Path, PathBuf};
+
+use tokio::sync::mpsc;
+use wasmtime::Store;
+use wasmtime::component::ResourceAny;
+
+use super::bindings::sandbox::SandboxPlugin;
+use super::bindings::types::{DirectoryAccess, EnvVar, OutputLine, OutputStream};
+use super::{Plugin, PluginKind, PluginRef, PluginRuntime, one_line};
+use crate::capability::output::OutputSink;
+use crate::capability::{Brokered, Grants, PluginState};
+use crate::error::{Error, Result};
+
+pub use super::bindings::sandbox_api::{
+    Command, CreateOptions, ExecRequest, FileStat, ProviderInfo, SandboxKind,
+};
+
+/// Output kept per stream of one exec; lines past it still stream to the
+/// consumer, they are just not accumulated.
+pub const MAX_CAPTURED_BYTES: usize = 16 << 20;
+
+/// A sandbox provider, loaded and described.
+pub struct SandboxProvider {
+    plugin: Plugin,
+    info: ProviderInfo,
+}
+
+/// What one exec produced.
+#[derive(Clone, Debug, Default)]
+pub struct ExecOutput {
+    pub exit_code: i32,
+    pub timed_out: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Where a new sandbox comes from: the host side of `create-options`.
+#[derive(Clone, Debug)]
+pub struct SandboxSpec {
+    pub run_id: String,
+    pub name: String,
+    pub worktree: PathBuf,
+    pub git_dir: PathBuf,
+    pub branch: String,
+    pub env: Vec<(String, String)>,
+    pub config: Vec<(String, String)>,
+}
+
+fn env_vars(env: &[(String, String)]) -> Vec<EnvVar> {
+    env.iter().map(|(k, v)| EnvVar { key: k.clone(), value: v.clone() }).collect()
+}
+
+impl SandboxProvider {
+    pub async fn load(runtime: &PluginRuntime, plugin: &PluginRef) -> Result<Self> {
+        let plugin = runtime.load(plugin, PluginKind::Sandbox)?;
+        Self::from_plugin(plugin).await
+    }
+
+    pub async fn from_plugin(plugin: Plugin) -> Result<Self> {
+        // `describe` runs with nothing granted.
+        let (mut store, bindings) = instantiate(&plugin, "describe", Grants::default()).await?;
+        store.data_mut().begin_call();
+        store.set_epoch_deadline(1);
+        let info = bindings
+            .sanddune_plugin_sandbox_provider()
+            .call_describe(&mut store)
+            .await
+            .map_err(|e| Error::Plugin(format!("`{}` failed in describe: {}", plugin.source, one_line(&e.into()))))?;
+        Ok(Self { plugin, info })
+    }
+
+    pub fn info(&self) -> &ProviderInfo {
+        &self.info
+    }
+
+    pub fn plugin(&self) -> &Plugin {
+        &self.plugin
+    }
+
+    pub fn name(&self) -> &str {
+        &self.info.name
+    }
+
+    /// What this provider gets: what it declared (built-ins are pre-approved),
+    /// resolved against this sandbox's worktree and scratch directory.
+    fn grants(&self, worktree: &Path, scratch: Option<&Path>, env: &[(String, String)]) -> Grants {
+        let caps = &self.info.capabilities;
+        let mut directories = Vec::new();
+        match caps.worktree {
+            DirectoryAccess::None => {}
+            DirectoryAccess::ReadOnly => directories.push((worktree.to_path_buf(), false)),
+            DirectoryAccess::ReadWrite => directories.push((worktree.to_path_buf(), true)),
+        }
+        Grants {
+            programs: caps.programs.clone(),
+            scratch_dir: scratch.map(Path::to_path_buf),
+            directories,
+            env: env.iter().filter(|(k, _)| caps.env_keys.contains(k)).cloned().collect(),
+        }
+    }
+
+    /// Create a sandbox for `spec`.
+    pub async fn create(&self, spec: &SandboxSpec) -> Result<Sandbox> {
+        let scratch = if self.info.capabilities.scratch_dir {
+            let dir = tempfile::Builder::new()
+                .prefix(&format!("sanddune-{}-", self.info.name))
+                .tempdir()
+                .map_err(|e| Error::Other(anyhow::anyhow!("cannot create a scratch directory: {e}")))?;
+            Some(dir.keep())
+        } else {
+            None
+        };
+        let grants = self.grants(&spec.worktree, scratch.as_deref(), &spec.env);
+        let (mut store, bindings) = instantiate(&self.plugin, &self.info.name, grants).await?;
+        let options = CreateOptions {
+            run_id: spec.run_id.clone(),
+            name: spec.name.clone(),
+            host_worktree_path: spec.worktree.display().to_string(),
+            host_git_dir: spec.git_dir.display().to_string(),
+            branch: spec.branch.clone(),
+            env: env_vars(&spec.env),
+            config: spec.config.clone(),
+            scratch_dir: scratch.as_ref().map(|p| p.display().to_string()),
+        };
+        store.data_mut().begin_call();
+        store.set_epoch_deadline(1);
+        let created = bindings.sanddune_plugin_sandbox_provider().call_create(&mut store, &options).await;
+        let name = self.info.name.clone();
+        let handle = match flatten(&name, "create", created) {
+            Ok(handle) => handle,
+            Err(e) => {
+                if let Some(dir) = &scratch {
+                    let _ = std::fs::remove_dir_all(dir);
+                }
+                return Err(e);
+            }
+        };
+        let mut sandbox = Sandbox { store, bindings, handle, name, worktree_path: String::new(), scratch, closed: false };
+        sandbox.worktree_path = sandbox.call("worktree-path", |b, s, h| Box::pin(async move {
+            b.sanddune_plugin_sandbox_provider().sandbox().call_worktree_path(s, h).await.map(Ok)
+        })).await?;
+        Ok(sandbox)
+    }
+}
+
+async fn instantiate(plugin: &Plugin, name: &str, grants: Grants) -> Result<(Store<PluginState>, SandboxPlugin)> {
+    let mut store = plugin.runtime().store(name, grants)?;
+    let pre = super::bindings::sandbox::SandboxPluginPre::new(plugin.pre.clone())
+        .map_err(|e| Error::input(format!("`{}` does not fit the sandbox-plugin world: {e}", plugin.source)))?;
+    store.data_mut().begin_call();
+    store.set_epoch_deadline(1);
+    let bindings = pre
+        .instantiate_async(&mut store)
+        .await
+        .map_err(|e| Error::Plugin(format!("cannot instantiate `{}`: {}", plugin.source, one_line(&e.into()))))?;
+    Ok((store, bindings))
+}
+
+/// A guest call's two failure layers (trap, provider error) as one error.
+fn flatten<T>(name: &str, what: &str, r: wasmtime::Result<Result<T, String>>) -> Result<T> {
+    match r {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(msg)) => Err(Error::Plugin(format!("sandbox provider `{name}` failed in {what}: {msg}"))),
+        Err(trap) => Err(Error::Plugin(format!("sandbox provider `{name}` stopped in {what}: {}", one_line(&trap.into())))),
+    }
+}
+
+type CallFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = wasmtime::Result<Result<T, String>>> + Send + 'a>>;
+
+/// A live sandbox. Close it with `close`; dropping it unclosed still kills
+/// its processes and removes its scratch directory.
+pub struct Sandbox {
+    store: Store<PluginState>,
+    bindings: SandboxPlugin,
+    handle: ResourceAny,
+    name: String,
+    worktree_path: String,
+    scratch: Option<PathBuf>,
+    closed: bool,
+}
+
+impl Sandbox {
+    /// The repository's path inside the sandbox.
+    pub fn worktree_path(&self) -> &str {
+        &self.worktree_path
+    }
+
+    pub fn provider_name(&self) -> &str {
+        &self.name
+    }
+
+    /// Kills what this sandbox's provider is running, from anywhere: its
+    /// current call returns and the sandbox stays usable.
+    pub fn canceller(&self) -> Brokered {
+        self.store.data().brokered.clone()
+    }
+
+    async fn call<T>(
+        &mut self,
+        what: &str,
+        f: impl for<'a> FnOnce(&'a SandboxPlugin, &'a mut Store<PluginState>, ResourceAny) -> CallFuture<'a, T>,
+    ) -> Result<T> {
+        if self.closed {
+            return Err(Error::Plugin(format!("sandbox `{}` is closed", self.name)));
+        }
+        self.store.data_mut().begin_call();
+        self.store.set_epoch_deadline(1);
+        let r = f(&self.bindings, &mut self.store, self.handle).await;
+        flatten(&self.name, what, r)
+    }
+
+    /// Run a command; `on_line` sees each output line as it arrives.
+    pub async fn exec(&mut self, request: ExecRequest, mut on_line: impl FnMut(&OutputLine) + Send) -> Result<ExecOutput> {
+        let (tx, mut rx) = mpsc::channel::<OutputLine>(256);
+        let sink = self
+            .store
+            .data_mut()
+            .table
+            .push(OutputSink { tx })
+            .map_err(|e| Error::Other(e.into()))?;
+        let mut out = ExecOutput::default();
+        let mut collect = |line: OutputLine, out: &mut ExecOutput| {
+            on_line(&line);
+            let buf = match line.stream {
+                OutputStream::Stdout => &mut out.stdout,
+                OutputStream::Stderr => &mut out.stderr,
+            };
+            if buf.len() + line.text.len() < MAX_CAPTURED_BYTES {
+                buf.push_str(&line.text);
+                buf.push('\n');
+            } else if !buf.ends_with("[output truncated]\n") {
+                buf.push_str("[output truncated]\n");
+            }
+        };
+        let sink_rep = wasmtime::component::Resource::<OutputSink>::new_borrow(sink.rep());
+        let result = {
+            let call = self.call("exec", move |b, s, h| {
+                Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_exec(s, h, &request, sink_rep).await })
+            });
+            tokio::pin!(call);
+            loop {
+                tokio::select! {
+                    r = &mut call => break r,
+                    Some(line) = rx.recv() => collect(line, &mut out),
+                }
+            }
+        };
+        let _ = self.store.data_mut().table.delete(sink);
+        while let Ok(line) = rx.try_recv() {
+            collect(line, &mut out);
+        }
+        let result = result?;
+        out.exit_code = result.exit_code;
+        out.timed_out = result.timed_out;
+        Ok(out)
+    }
+
+    pub async fn copy_file_in(&mut self, host: &Path, sandbox_path: &str) -> Result<()> {
+        let (h, p) = (host.display().to_string(), sandbox_path.to_string());
+        self.call("copy-file-in", move |b, s, r| {
+            Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_copy_file_in(s, r, &h, &p).await })
+        })
+        .await
+    }
+
+    pub async fn copy_file_out(&mut self, sandbox_path: &str, host: &Path) -> Result<()> {
+        let (p, h) = (sandbox_path.to_string(), host.display().to_string());
+        self.call("copy-file-out", move |b, s, r| {
+            Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_copy_file_out(s, r, &p, &h).await })
+        })
+        .await
+    }
+
+    pub async fn read_file(&mut self, path: &str) -> Result<Vec<u8>> {
+        let p = path.to_string();
+        self.call("read-file", move |b, s, r| {
+            Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_read_file(s, r, &p).await })
+        })
+        .await
+    }
+
+    /// Tear the sandbox down. Idempotent.
+    pub async fn close(&mut self) -> Result<()> {
+        if self.closed {
+            return Ok(());
+        }
+        let r = self
+            .call("close", |b, s, h| Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_close(s, h).await }))
+            .await;
+        self.closed = true;
+        self.cleanup();
+        r
+    }
+
+    fn cleanup(&mut self) {
+        self.store.data().brokered.kill_all();
+        if let Some(dir) = self.scratch.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        if !self.closed {
+            tracing::warn!("sandbox `{}` dropped without close; killing its processes", self.name);
+            self.cleanup();
+        }
+    }
+}

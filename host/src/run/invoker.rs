@@ -1,0 +1,160 @@
+//! The production `AgentInvoker`: the agent provider builds the command, the
+//! sandbox execs it streaming lines, and the agent's parser turns the lines
+//! into events while the command still runs.
+
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::abort::AbortHandle;
+use super::iteration::{AgentInvoker, Invocation, StreamEvent, StreamEventCallback, now_ms};
+use super::sync;
+use crate::error::{Error, Result};
+use crate::plugin::agent::{AgentEvent, AgentProvider, CommandRequest};
+use crate::plugin::bindings::types::OutputStream;
+use crate::plugin::sandbox::{Command, ExecRequest, Sandbox};
+use crate::worktree::Worktree;
+
+/// How long a provider gets to return after its processes were killed.
+const RETURN_AFTER_KILL: Duration = Duration::from_secs(10);
+
+pub struct SandboxInvoker<'a> {
+    pub agent: &'a mut AgentProvider,
+    pub sandbox: &'a mut Sandbox,
+    pub model: Option<String>,
+    pub options: Vec<(String, String)>,
+    /// Isolated providers: the host worktree and the last commit synced out.
+    pub sync: Option<(&'a Worktree, String)>,
+    pub on_event: Option<StreamEventCallback>,
+    pub abort: AbortHandle,
+}
+
+/// Everything the parser said during one exec.
+#[derive(Default)]
+struct Parsed {
+    inv: Invocation,
+    failed_result: bool,
+    errors: Vec<String>,
+}
+
+fn emit(on_event: &Option<StreamEventCallback>, event: StreamEvent) {
+    if let Some(cb) = on_event {
+        // A broken forwarder must not kill the run.
+        let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| cb(&event)));
+    }
+}
+
+fn handle(on_event: &Option<StreamEventCallback>, iteration: u32, event: AgentEvent, p: &mut Parsed) {
+    match event {
+        AgentEvent::Text(text) => {
+            emit(on_event, StreamEvent::Text { iteration, timestamp: now_ms(), text: text.clone() });
+            p.inv.texts.push(text);
+        }
+        AgentEvent::ToolCall(call) => emit(
+            on_event,
+            StreamEvent::ToolCall { iteration, timestamp: now_ms(), name: call.name, input: call.input },
+        ),
+        AgentEvent::SessionId(id) => p.inv.session_id = Some(id),
+        AgentEvent::Usage(usage) => p.inv.usage = Some(usage.into()),
+        AgentEvent::Result(result) => {
+            p.failed_result |= result.is_error;
+            if !result.text.is_empty() {
+                p.inv.texts.push(result.text);
+            }
+        }
+        AgentEvent::Error(message) => p.errors.push(message),
+    }
+}
+
+impl AgentInvoker for SandboxInvoker<'_> {
+    async fn invoke(&mut self, iteration: u32, prompt: &str) -> Result<Invocation> {
+        let request = CommandRequest {
+            prompt: prompt.to_string(),
+            model: self.model.clone(),
+            options: self.options.clone(),
+            resume_session: None,
+            skip_permissions: true,
+        };
+        let command = self.agent.build_print_command(&request).await?;
+        let program = command.argv.first().cloned().unwrap_or_default();
+        let exec = ExecRequest {
+            command: Command::Argv(command.argv),
+            cwd: None,
+            env: command.env,
+            stdin: command.stdin,
+            sudo: false,
+            timeout_ms: None,
+        };
+        let parser = self.agent.new_parser().await?;
+        let canceller = self.sandbox.canceller();
+        let mut parsed = Parsed::default();
+        // The exec and the parser run side by side; the block ends their borrows.
+        let (exec_result, parser_failure) = {
+            let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+            let run = self.sandbox.exec(exec, move |line| {
+                if line.stream == OutputStream::Stdout {
+                    let _ = tx.send(line.text.clone());
+                }
+            });
+            let (agent, on_event, parsed) = (&mut *self.agent, &self.on_event, &mut parsed);
+            let parser = &parser;
+            let consume = async move {
+                let mut failure = None;
+                while let Some(line) = rx.recv().await {
+                    if failure.is_some() {
+                        continue; // keep draining so the exec is never blocked
+                    }
+                    match agent.push_line(parser, &line).await {
+                        Ok(events) => events.into_iter().for_each(|e| handle(on_event, iteration, e, parsed)),
+                        Err(e) => failure = Some(e),
+                    }
+                }
+                failure
+            };
+            let work = async { tokio::join!(run, consume) };
+            tokio::pin!(work);
+            tokio::select! {
+                r = &mut work => r,
+                () = self.abort.aborted() => {
+                    canceller.kill_all();
+                    let _ = tokio::time::timeout(RETURN_AFTER_KILL, work).await;
+                    return Err(Error::Aborted(self.abort.reason()));
+                }
+            }
+        };
+        let output = exec_result?;
+        if let Some(e) = parser_failure {
+            return Err(e);
+        }
+        for event in self.agent.finish(parser).await? {
+            handle(&self.on_event, iteration, event, &mut parsed);
+        }
+        // Bring commits back before judging the iteration: a failed
+        // iteration's commits are kept on the branch too.
+        if let Some((worktree, synced)) = &mut self.sync {
+            *synced = sync::sync_out(self.sandbox, worktree, synced).await?;
+        }
+        let name = self.agent.name().to_string();
+        if output.timed_out {
+            return Err(Error::Agent(format!("agent `{name}` timed out in iteration {iteration}")));
+        }
+        if output.exit_code != 0 || parsed.failed_result || !parsed.errors.is_empty() {
+            let mut why = parsed.errors;
+            if output.exit_code != 0 || why.is_empty() {
+                why.push(last_lines(&output.stderr, 5));
+            }
+            let why = why.join("; ");
+            return Err(Error::Agent(format!(
+                "agent `{name}` failed in iteration {iteration} (`{program}` exited with code {}): {why}",
+                output.exit_code
+            )));
+        }
+        Ok(parsed.inv)
+    }
+}
+
+fn last_lines(text: &str, n: usize) -> String {
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(n)..].join(" | ");
+    if tail.is_empty() { "no error output".into() } else { tail }
+}

@@ -1,0 +1,262 @@
+//! One run session: worktree, sandbox, iterations, commits back by the
+//! branch strategy, teardown.
+
+pub mod abort;
+pub mod invoker;
+pub mod iteration;
+pub mod strategy;
+pub mod sync;
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+pub use abort::AbortHandle;
+pub use iteration::{AgentInvoker, IterationResult, IterationUsage, StreamEvent, StreamEventCallback};
+pub use strategy::BranchStrategy;
+
+use crate::error::{Error, Result};
+use crate::plugin::agent::{AgentProvider, CommandRequest};
+use crate::plugin::sandbox::{SandboxKind, SandboxProvider, SandboxSpec};
+use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
+use crate::worktree::{Repo, Worktree};
+
+/// The default completion signal. sanddune never adds it to a prompt.
+pub const DEFAULT_COMPLETION_SIGNAL: &str = "<promise>COMPLETE</promise>";
+
+/// Where the prompt comes from.
+#[derive(Clone, Debug)]
+pub enum Prompt {
+    /// Passed to the agent literally.
+    Inline(String),
+    /// Read from a file, relative to the process's cwd.
+    File(PathBuf),
+}
+
+/// Everything a run needs.
+#[derive(Clone)]
+pub struct RunOptions {
+    pub sandbox: PluginRef,
+    /// Sandbox provider options (`create-options.config`).
+    pub sandbox_config: Vec<(String, String)>,
+    pub agent: PluginRef,
+    /// Agent provider options, e.g. ("effort", "high").
+    pub agent_options: Vec<(String, String)>,
+    pub model: Option<String>,
+    pub prompt: Prompt,
+    pub max_iterations: u32,
+    pub completion_signals: Vec<String>,
+    /// The branch strategy; the sandbox provider's default when None.
+    pub strategy: Option<BranchStrategy>,
+    /// The repository to work on; relative to the process's cwd.
+    pub cwd: PathBuf,
+    pub on_event: Option<StreamEventCallback>,
+    pub abort: AbortHandle,
+    /// A shared runtime (and its compiled-component cache); a default one
+    /// when None.
+    pub runtime: Option<PluginRuntime>,
+}
+
+impl RunOptions {
+    pub fn new(sandbox: PluginRef, agent: PluginRef, prompt: Prompt) -> Self {
+        Self {
+            sandbox,
+            sandbox_config: vec![],
+            agent,
+            agent_options: vec![],
+            model: None,
+            prompt,
+            max_iterations: 1,
+            completion_signals: vec![DEFAULT_COMPLETION_SIGNAL.to_string()],
+            strategy: None,
+            cwd: PathBuf::from("."),
+            on_event: None,
+            abort: AbortHandle::new(),
+            runtime: None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Commit {
+    pub sha: String,
+}
+
+/// What a run produced. Field names follow the PRD (camelCase in JSON).
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunResult {
+    pub iterations: Vec<IterationResult>,
+    /// Which completion signal matched, if any.
+    pub completion_signal: Option<String>,
+    /// The agent's text output over all iterations.
+    pub stdout: String,
+    /// Commits the run added, oldest first.
+    pub commits: Vec<Commit>,
+    /// The branch the commits are on when the run ends: the target branch
+    /// for head and merge-to-head, the named branch for branch.
+    pub branch: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_file_path: Option<String>,
+    /// Set when the worktree had uncommitted changes and was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preserved_worktree_path: Option<String>,
+}
+
+fn resolve_prompt(prompt: &Prompt) -> Result<String> {
+    let text = match prompt {
+        Prompt::Inline(text) => text.clone(),
+        Prompt::File(path) => std::fs::read_to_string(path)
+            .map_err(|e| Error::input(format!("cannot read prompt file {}: {e}", path.display())))?,
+    };
+    if text.trim().is_empty() {
+        return Err(Error::input("the prompt is empty: give the agent something to do"));
+    }
+    Ok(text)
+}
+
+fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path).map_err(|e| Error::input(format!("bad --cwd {}: {e}", path.display())))
+}
+
+fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{}-{:04x}", nanos / 1_000_000_000, (nanos as u32 ^ std::process::id()) & 0xffff)
+}
+
+/// Env the agent declared that the caller's environment has.
+fn agent_env(agent: &AgentProvider) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    for req in &agent.info().env {
+        for key in &req.any_of {
+            if let Ok(v) = std::env::var(key) {
+                env.push((key.clone(), v));
+            }
+        }
+    }
+    env
+}
+
+/// Run an agent in a sandbox until a completion signal or `max_iterations`,
+/// and bring its commits back by the branch strategy.
+pub async fn run(options: RunOptions) -> Result<RunResult> {
+    // Everything that can be refused is checked before the first side effect.
+    let prompt = resolve_prompt(&options.prompt)?;
+    if options.max_iterations == 0 {
+        return Err(Error::input("--max-iterations must be at least 1"));
+    }
+    if options.completion_signals.iter().any(|s| s.is_empty()) {
+        return Err(Error::input("a completion signal cannot be empty"));
+    }
+    let cwd = absolute(&options.cwd)?;
+    let repo = Repo::discover(&cwd)?;
+    let runtime = match options.runtime.clone() {
+        Some(rt) => rt,
+        None => PluginRuntime::new(RuntimeConfig::default())?,
+    };
+    let provider = SandboxProvider::load(&runtime, &options.sandbox).await?;
+    let mut agent = AgentProvider::load(&runtime, &options.agent).await?;
+    let kind = provider.info().kind;
+    let strategy = strategy::resolve(options.strategy.clone(), kind, provider.name())?;
+    // Let the agent provider refuse bad options and prompts now, not after
+    // a worktree and a sandbox exist.
+    agent
+        .build_print_command(&CommandRequest {
+            prompt: prompt.clone(),
+            model: options.model.clone(),
+            options: options.agent_options.clone(),
+            resume_session: None,
+            skip_permissions: true,
+        })
+        .await?;
+    let target = repo.current_branch()?;
+
+    let id = run_id();
+    let worktree = match &strategy {
+        BranchStrategy::Head => None,
+        BranchStrategy::MergeToHead => Some(repo.add_worktree(&format!("run-{id}"), &format!("sanddune/run-{id}"), true)?),
+        BranchStrategy::Branch(branch) => Some(repo.add_worktree(&branch.replace('/', "-"), branch, false)?),
+    };
+    let result = run_in_worktree(&options, &repo, &provider, &mut agent, &strategy, worktree.as_ref(), &target, &id, &prompt).await;
+    let preserved = match &worktree {
+        Some(wt) => {
+            // A failed merge-to-head keeps its branch: the commits are there.
+            let keep_branch = result.is_err();
+            repo.close_worktree(wt, keep_branch)?
+        }
+        None => None,
+    };
+    let mut result = result?;
+    result.preserved_worktree_path = preserved.map(|p| p.display().to_string());
+    Ok(result)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_in_worktree(
+    options: &RunOptions,
+    repo: &Repo,
+    provider: &SandboxProvider,
+    agent: &mut AgentProvider,
+    strategy: &BranchStrategy,
+    worktree: Option<&Worktree>,
+    target: &str,
+    id: &str,
+    prompt: &str,
+) -> Result<RunResult> {
+    let (path, branch) = match worktree {
+        Some(wt) => (wt.path.clone(), wt.branch.clone()),
+        None => (repo.root().to_path_buf(), target.to_string()),
+    };
+    let base = repo.branch_head(&branch)?;
+    let spec = SandboxSpec {
+        run_id: id.to_string(),
+        name: branch.clone(),
+        worktree: path,
+        git_dir: repo.git_dir(),
+        branch: branch.clone(),
+        env: agent_env(agent),
+        config: options.sandbox_config.clone(),
+    };
+    let mut sandbox = provider.create(&spec).await?;
+    let isolated = provider.info().kind == SandboxKind::Isolated;
+    let looped = async {
+        if isolated {
+            sync::sync_in(&mut sandbox, worktree.expect("isolated runs have a worktree")).await?;
+        }
+        let mut invoker = invoker::SandboxInvoker {
+            agent,
+            sandbox: &mut sandbox,
+            model: options.model.clone(),
+            options: options.agent_options.clone(),
+            sync: if isolated { worktree.map(|wt| (wt, base.clone())) } else { None },
+            on_event: options.on_event.clone(),
+            abort: options.abort.clone(),
+        };
+        iteration::run_iterations(&mut invoker, prompt, options.max_iterations, &options.completion_signals).await
+    }
+    .await;
+    let closed = sandbox.close().await;
+    let outcome = looped?;
+    closed?;
+
+    let commits = repo.commits_since(&base, &branch)?;
+    let landed_on = match strategy {
+        BranchStrategy::MergeToHead => {
+            repo.merge_into_head(&branch)?;
+            target.to_string()
+        }
+        _ => branch,
+    };
+    Ok(RunResult {
+        iterations: outcome.iterations,
+        completion_signal: outcome.completion_signal,
+        stdout: outcome.stdout,
+        commits: commits.into_iter().map(|sha| Commit { sha }).collect(),
+        branch: landed_on,
+        log_file_path: None,
+        preserved_worktree_path: None,
+    })
+}

@@ -1,0 +1,94 @@
+//! Repository sync for isolated sandbox providers, driven by the host over
+//! the provider's generic operations (exec, copy-file-in, copy-file-out):
+//! a git bundle of the branch goes in, bundles of new commits come out and
+//! are fast-forwarded into the host worktree. Providers never implement sync.
+
+use std::path::Path;
+use std::process::Command as HostCommand;
+
+use crate::error::{Error, Result};
+use crate::plugin::sandbox::{Command, ExecOutput, ExecRequest, Sandbox};
+use crate::worktree::Worktree;
+
+fn host_git(cwd: &Path, args: &[&str]) -> Result<String> {
+    let out = HostCommand::new("git")
+        .arg("-C")
+        .arg(cwd)
+        .args(args)
+        .output()
+        .map_err(|e| Error::input(format!("cannot run git (is it installed and on PATH?): {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Other(anyhow::anyhow!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+async fn sandbox_sh(sandbox: &mut Sandbox, script: String) -> Result<ExecOutput> {
+    let request = ExecRequest {
+        command: Command::Shell(script.clone()),
+        cwd: None,
+        env: vec![],
+        stdin: None,
+        sudo: false,
+        timeout_ms: Some(600_000),
+    };
+    let out = sandbox.exec(request, |_| {}).await?;
+    if out.exit_code != 0 {
+        return Err(Error::Plugin(format!(
+            "sync with sandbox `{}` failed: `{script}` exited {}: {}",
+            sandbox.provider_name(),
+            out.exit_code,
+            out.stderr.trim()
+        )));
+    }
+    Ok(out)
+}
+
+/// Quote for `sh`.
+fn q(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Put the worktree's branch into the sandbox at its `worktree-path`.
+pub async fn sync_in(sandbox: &mut Sandbox, worktree: &Worktree) -> Result<()> {
+    let tmp = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
+    let bundle = tmp.path().join("in.bundle");
+    host_git(&worktree.path, &["bundle", "create", "-q", bundle.to_str().unwrap(), &worktree.branch])?;
+    let wt = sandbox.worktree_path().to_string();
+    sandbox_sh(sandbox, format!("git init -q {}", q(&wt))).await?;
+    let inside = format!("{wt}/.git/sanddune-in.bundle");
+    sandbox.copy_file_in(&bundle, &inside).await?;
+    let b = q(&worktree.branch);
+    sandbox_sh(
+        sandbox,
+        format!("git fetch -q .git/sanddune-in.bundle {b} && git checkout -q -B {b} FETCH_HEAD && rm -f .git/sanddune-in.bundle"),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Bring commits made in the sandbox since `synced` into the host worktree.
+/// Returns the sandbox's HEAD, the next `synced`.
+pub async fn sync_out(sandbox: &mut Sandbox, worktree: &Worktree, synced: &str) -> Result<String> {
+    let head = sandbox_sh(sandbox, "git rev-parse HEAD".into()).await?.stdout.trim().to_string();
+    if head == synced {
+        return Ok(head);
+    }
+    sandbox_sh(sandbox, format!("git bundle create -q .git/sanddune-out.bundle {synced}..HEAD")).await?;
+    let tmp = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
+    let bundle = tmp.path().join("out.bundle");
+    let inside = format!("{}/.git/sanddune-out.bundle", sandbox.worktree_path());
+    sandbox.copy_file_out(&inside, &bundle).await?;
+    host_git(&worktree.path, &["fetch", "-q", bundle.to_str().unwrap(), "HEAD"])?;
+    host_git(&worktree.path, &["merge", "-q", "--ff-only", "FETCH_HEAD"]).map_err(|_| {
+        Error::Agent(format!(
+            "the agent rewrote commits that were already synced; its work stays in sandbox `{}`",
+            sandbox.provider_name()
+        ))
+    })?;
+    Ok(head)
+}
