@@ -1,0 +1,380 @@
+//! Command lines for `claude`, and validation of the agent options.
+
+pub const PROGRAM: &str = "claude";
+pub const EFFORT: &str = "effort";
+pub const PERMISSION_MODE: &str = "permission-mode";
+pub const OPTIONS: [&str; 2] = [EFFORT, PERMISSION_MODE];
+pub const EFFORTS: [&str; 5] = ["low", "medium", "high", "xhigh", "max"];
+
+/// Linux refuses a single argv string of 32 pages (MAX_ARG_STRLEN, 131072
+/// bytes including the terminating NUL).
+const MAX_ARG_LEN: usize = 131_071;
+
+/// Mirrors the WIT `command-request`.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub prompt: String,
+    pub model: Option<String>,
+    pub options: Vec<(String, String)>,
+    pub resume_session: Option<String>,
+    pub skip_permissions: bool,
+}
+
+/// Mirrors the WIT `agent-command` (claude needs no extra environment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub argv: Vec<String>,
+    pub stdin: Option<Vec<u8>>,
+}
+
+/// The validated request fields that become flags.
+#[derive(Debug, Default)]
+struct Flags<'a> {
+    model: Option<&'a str>,
+    effort: Option<&'a str>,
+    permission_mode: Option<&'a str>,
+    resume: Option<&'a str>,
+}
+
+fn flags(request: &Request) -> Result<Flags<'_>, String> {
+    let mut flags = Flags {
+        model: non_empty("model", request.model.as_deref())?,
+        resume: non_empty("resume session id", request.resume_session.as_deref())?,
+        ..Flags::default()
+    };
+    for (name, value) in &request.options {
+        let slot = match name.as_str() {
+            EFFORT => {
+                if !EFFORTS.contains(&value.as_str()) {
+                    return Err(format!(
+                        "invalid effort {value:?} for claude-code: expected one of {}",
+                        EFFORTS.join(", ")
+                    ));
+                }
+                &mut flags.effort
+            }
+            PERMISSION_MODE => {
+                if value.trim().is_empty() {
+                    return Err("the permission-mode option for claude-code is empty".into());
+                }
+                &mut flags.permission_mode
+            }
+            _ => {
+                return Err(format!(
+                    "unknown option {name:?} for claude-code: expected one of {}",
+                    OPTIONS.join(", ")
+                ));
+            }
+        };
+        // Two values for one option is a config mistake, not a "last one wins".
+        if slot.replace(value).is_some() {
+            return Err(format!("option {name:?} for claude-code is given twice"));
+        }
+    }
+    Ok(flags)
+}
+
+/// A blank model or session id would become a bogus flag value.
+fn non_empty<'a>(what: &str, value: Option<&'a str>) -> Result<Option<&'a str>, String> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(format!("the {what} for claude-code is empty")),
+        _ => Ok(value),
+    }
+}
+
+fn push_flag(argv: &mut Vec<String>, flag: &str, value: Option<&str>) {
+    if let Some(value) = value {
+        argv.push(flag.to_owned());
+        argv.push(value.to_owned());
+    }
+}
+
+/// One unattended iteration:
+/// `claude --print --verbose --output-format stream-json [--model M]
+///  [--dangerously-skip-permissions | --permission-mode X] [--effort E]
+///  [--resume ID] -p -`, with the prompt on stdin (argv has a size limit).
+pub fn print_command(request: &Request) -> Result<Command, String> {
+    // An empty prompt is how a provider that dropped stdin shows up; refuse it
+    // here too rather than let claude "succeed" at nothing.
+    if request.prompt.trim().is_empty() {
+        return Err("the prompt is empty: refusing to start claude with nothing to do".into());
+    }
+    let flags = flags(request)?;
+    let mut argv: Vec<String> = [
+        PROGRAM,
+        "--print",
+        "--verbose",
+        "--output-format",
+        "stream-json",
+    ]
+    .map(String::from)
+    .to_vec();
+    push_flag(&mut argv, "--model", flags.model);
+    if request.skip_permissions {
+        argv.push("--dangerously-skip-permissions".into());
+    } else {
+        push_flag(&mut argv, "--permission-mode", flags.permission_mode);
+    }
+    push_flag(&mut argv, "--effort", flags.effort);
+    push_flag(&mut argv, "--resume", flags.resume);
+    argv.extend(["-p".into(), "-".into()]);
+    Ok(Command {
+        argv,
+        stdin: Some(request.prompt.as_bytes().to_vec()),
+    })
+}
+
+/// The TUI: `claude [--dangerously-skip-permissions] [--model M]
+/// [--permission-mode X] [--effort E] [--resume ID] [prompt]`. The terminal is
+/// the user's, so the prompt goes on argv.
+pub fn interactive_command(request: &Request) -> Result<Command, String> {
+    let flags = flags(request)?;
+    let mut argv = vec![PROGRAM.to_owned()];
+    if request.skip_permissions {
+        argv.push("--dangerously-skip-permissions".into());
+    }
+    push_flag(&mut argv, "--model", flags.model);
+    if !request.skip_permissions {
+        push_flag(&mut argv, "--permission-mode", flags.permission_mode);
+    }
+    push_flag(&mut argv, "--effort", flags.effort);
+    push_flag(&mut argv, "--resume", flags.resume);
+
+    let prompt = request.prompt.as_str();
+    if !prompt.trim().is_empty() {
+        if prompt.len() > MAX_ARG_LEN {
+            return Err(format!(
+                "the prompt is {} bytes, too large for claude's command line (at most {MAX_ARG_LEN})",
+                prompt.len()
+            ));
+        }
+        if prompt.contains('\0') {
+            return Err("the prompt contains a NUL byte, which a command line cannot carry".into());
+        }
+        // A prompt like "-h ..." would otherwise be read as flags.
+        if prompt.starts_with('-') {
+            argv.push("--".into());
+        }
+        argv.push(prompt.to_owned());
+    }
+    Ok(Command { argv, stdin: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(prompt: &str) -> Request {
+        Request {
+            prompt: prompt.into(),
+            ..Request::default()
+        }
+    }
+
+    fn options(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn print_minimal() {
+        let cmd = print_command(&request("fix the bug")).unwrap();
+        assert_eq!(
+            cmd.argv,
+            [
+                "claude",
+                "--print",
+                "--verbose",
+                "--output-format",
+                "stream-json",
+                "-p",
+                "-"
+            ]
+        );
+        assert_eq!(cmd.stdin.as_deref(), Some(&b"fix the bug"[..]));
+    }
+
+    #[test]
+    fn print_full_and_prompt_never_on_argv() {
+        let req = Request {
+            prompt: "do it".into(),
+            model: Some("opus".into()),
+            options: options(&[("effort", "xhigh"), ("permission-mode", "acceptEdits")]),
+            resume_session: Some("5805de68".into()),
+            skip_permissions: true,
+        };
+        let cmd = print_command(&req).unwrap();
+        assert_eq!(
+            cmd.argv,
+            [
+                "claude",
+                "--print",
+                "--verbose",
+                "--output-format",
+                "stream-json",
+                "--model",
+                "opus",
+                "--dangerously-skip-permissions",
+                "--effort",
+                "xhigh",
+                "--resume",
+                "5805de68",
+                "-p",
+                "-"
+            ]
+        );
+        assert!(!cmd.argv.iter().any(|a| a.contains("do it")));
+
+        // Without skip-permissions: the permission mode, never the dangerous flag.
+        let cmd = print_command(&Request {
+            skip_permissions: false,
+            ..req
+        })
+        .unwrap();
+        assert_eq!(
+            cmd.argv[5..9],
+            ["--model", "opus", "--permission-mode", "acceptEdits"]
+        );
+        assert!(
+            !cmd.argv
+                .contains(&"--dangerously-skip-permissions".to_string())
+        );
+    }
+
+    #[test]
+    fn empty_prompt_rejected() {
+        for prompt in ["", "  \n\t "] {
+            assert_eq!(
+                print_command(&request(prompt)).unwrap_err(),
+                "the prompt is empty: refusing to start claude with nothing to do"
+            );
+        }
+    }
+
+    #[test]
+    fn effort_validation() {
+        for effort in EFFORTS {
+            let req = Request {
+                options: options(&[("effort", effort)]),
+                ..request("p")
+            };
+            assert!(print_command(&req).is_ok(), "{effort}");
+        }
+        for bad in ["huge", "", "HIGH", " high"] {
+            let req = Request {
+                options: options(&[("effort", bad)]),
+                ..request("p")
+            };
+            let expected = format!(
+                "invalid effort {bad:?} for claude-code: expected one of low, medium, high, xhigh, max"
+            );
+            assert_eq!(print_command(&req).unwrap_err(), expected);
+            assert_eq!(interactive_command(&req).unwrap_err(), expected);
+        }
+    }
+
+    #[test]
+    fn unknown_and_duplicate_options_rejected() {
+        let req = Request {
+            options: options(&[("max-turns", "3")]),
+            ..request("p")
+        };
+        assert_eq!(
+            print_command(&req).unwrap_err(),
+            "unknown option \"max-turns\" for claude-code: expected one of effort, permission-mode"
+        );
+        let req = Request {
+            options: options(&[("effort", "low"), ("effort", "max")]),
+            ..request("p")
+        };
+        assert!(print_command(&req).unwrap_err().contains("given twice"));
+        let req = Request {
+            options: options(&[("permission-mode", " ")]),
+            ..request("p")
+        };
+        assert!(print_command(&req).unwrap_err().contains("empty"));
+    }
+
+    #[test]
+    fn blank_model_or_resume_rejected() {
+        let req = Request {
+            model: Some(" ".into()),
+            ..request("p")
+        };
+        assert!(print_command(&req).unwrap_err().contains("model"));
+        let req = Request {
+            resume_session: Some(String::new()),
+            ..request("p")
+        };
+        assert!(interactive_command(&req).unwrap_err().contains("resume"));
+    }
+
+    #[test]
+    fn interactive_forms() {
+        let req = Request {
+            prompt: "fix the bug".into(),
+            model: Some("sonnet".into()),
+            options: options(&[("effort", "low"), ("permission-mode", "plan")]),
+            resume_session: Some("abc".into()),
+            skip_permissions: true,
+        };
+        let cmd = interactive_command(&req).unwrap();
+        assert_eq!(
+            cmd.argv,
+            [
+                "claude",
+                "--dangerously-skip-permissions",
+                "--model",
+                "sonnet",
+                "--effort",
+                "low",
+                "--resume",
+                "abc",
+                "fix the bug"
+            ]
+        );
+        assert_eq!(cmd.stdin, None);
+
+        let cmd = interactive_command(&Request {
+            skip_permissions: false,
+            prompt: String::new(),
+            ..req
+        })
+        .unwrap();
+        assert_eq!(
+            cmd.argv,
+            [
+                "claude",
+                "--model",
+                "sonnet",
+                "--permission-mode",
+                "plan",
+                "--effort",
+                "low",
+                "--resume",
+                "abc"
+            ]
+        );
+        assert_eq!(interactive_command(&request(" ")).unwrap().argv, ["claude"]);
+    }
+
+    #[test]
+    fn interactive_prompt_edge_cases() {
+        assert_eq!(
+            interactive_command(&request("-h is not a flag"))
+                .unwrap()
+                .argv,
+            ["claude", "--", "-h is not a flag"]
+        );
+        assert!(interactive_command(&request(&"x".repeat(MAX_ARG_LEN))).is_ok());
+        let err = interactive_command(&request(&"x".repeat(MAX_ARG_LEN + 1))).unwrap_err();
+        assert!(err.contains("too large"), "{err}");
+        assert!(
+            interactive_command(&request("a\0b"))
+                .unwrap_err()
+                .contains("NUL")
+        );
+    }
+}

@@ -1,0 +1,416 @@
+//! Parser for `claude --print --output-format stream-json` (one JSON object
+//! per stdout line). See PROTOCOLS.md, "Claude Code".
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+/// Token usage, as Claude Code reports it (`message.usage`, `result.usage`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub cache_creation_input_tokens: u64,
+    pub cache_read_input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Reads a usage object; missing or non-integer fields count as 0.
+    /// None when `value` is not an object at all.
+    pub fn from_json(value: &Value) -> Option<Usage> {
+        let obj = value.as_object()?;
+        let field = |key: &str| obj.get(key).and_then(Value::as_u64).unwrap_or(0);
+        Some(Usage {
+            input_tokens: field("input_tokens"),
+            cache_creation_input_tokens: field("cache_creation_input_tokens"),
+            cache_read_input_tokens: field("cache_read_input_tokens"),
+            output_tokens: field("output_tokens"),
+        })
+    }
+}
+
+/// One event, mirroring the WIT `agent-event` variant.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Event {
+    Text(String),
+    ToolCall { name: String, input: String },
+    SessionId(String),
+    Usage(Usage),
+    Result { is_error: bool, text: String },
+    Error(String),
+}
+
+pub const NO_RESULT: &str =
+    "claude ended without a result line (stream cut short or the CLI failed before starting)";
+
+#[derive(Debug, Default)]
+pub struct Parser {
+    /// Session ids already reported, so each is reported once. (A BTreeSet:
+    /// HashSet seeding would import wasi:random into the component.)
+    sessions: BTreeSet<String>,
+    saw_result: bool,
+}
+
+impl Parser {
+    pub fn new() -> Parser {
+        Parser::default()
+    }
+
+    /// Events for one stdout line. Anything that is not a JSON object, or is
+    /// a type we do not use, yields nothing: stdout can carry stray output.
+    pub fn push_line(&mut self, line: &str) -> Vec<Event> {
+        let mut events = Vec::new();
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+            return events;
+        };
+
+        // Every line carries `session_id`; the first sighting of an id is
+        // reported whatever the line's type (init normally comes first).
+        if let Some(id) = obj.get("session_id").and_then(Value::as_str)
+            && !id.is_empty()
+            && self.sessions.insert(id.to_owned())
+        {
+            events.push(Event::SessionId(id.to_owned()));
+        }
+
+        match obj.get("type").and_then(Value::as_str) {
+            Some("assistant") => assistant(&obj, &mut events),
+            Some("result") => {
+                self.saw_result = true;
+                result(&obj, &mut events);
+            }
+            // `system` (init and the rest), `user` (tool results),
+            // `rate_limit_event`, `stream_event`, unknown types: nothing more.
+            _ => {}
+        }
+        events
+    }
+
+    /// Called at end of stdout: a stream without a `result` line means the
+    /// iteration did not complete, even if claude exited 0.
+    pub fn finish(&mut self) -> Vec<Event> {
+        if self.saw_result {
+            Vec::new()
+        } else {
+            vec![Event::Error(NO_RESULT.to_owned())]
+        }
+    }
+}
+
+type Object = serde_json::Map<String, Value>;
+
+fn assistant(obj: &Object, events: &mut Vec<Event>) {
+    let Some(message) = obj.get("message") else {
+        return;
+    };
+    if let Some(blocks) = message.get("content").and_then(Value::as_array) {
+        for block in blocks {
+            match block.get("type").and_then(Value::as_str) {
+                Some("text") => {
+                    if let Some(text) = block.get("text").and_then(Value::as_str) {
+                        events.push(Event::Text(text.to_owned()));
+                    }
+                }
+                Some("tool_use") => {
+                    let name = block.get("name").and_then(Value::as_str).unwrap_or("");
+                    // Compact JSON text; a missing input is an empty object.
+                    let input = block
+                        .get("input")
+                        .map_or_else(|| "{}".to_owned(), Value::to_string);
+                    events.push(Event::ToolCall {
+                        name: name.to_owned(),
+                        input,
+                    });
+                }
+                // `thinking` and unknown blocks are not reported.
+                _ => {}
+            }
+        }
+    }
+    if let Some(usage) = message.get("usage").and_then(Usage::from_json) {
+        events.push(Event::Usage(usage));
+    }
+}
+
+fn result(obj: &Object, events: &mut Vec<Event>) {
+    if let Some(usage) = obj.get("usage").and_then(Usage::from_json) {
+        events.push(Event::Usage(usage));
+    }
+    let subtype = obj.get("subtype").and_then(Value::as_str);
+    let text = obj.get("result").and_then(Value::as_str).unwrap_or("");
+    // `is_error: true` with subtype "success" is still a failure (rate limits,
+    // auth errors), and so is any non-success subtype, or a missing one.
+    let error_subtype = subtype != Some("success");
+    let is_error = obj
+        .get("is_error")
+        .and_then(Value::as_bool)
+        .unwrap_or(false)
+        || error_subtype;
+
+    events.push(Event::Result {
+        is_error,
+        text: text.to_owned(),
+    });
+    if is_error {
+        let mut message = match subtype {
+            Some(s) if error_subtype => format!("claude stopped with {s}"),
+            None => "claude reported a result without a subtype".to_owned(),
+            _ => "claude reported an error".to_owned(),
+        };
+        // Error subtypes usually carry no `result` text but an `errors` list.
+        let detail = if text.trim().is_empty() {
+            obj.get("errors")
+                .and_then(Value::as_array)
+                .map(|errors| {
+                    let texts: Vec<&str> = errors.iter().filter_map(Value::as_str).collect();
+                    texts.join("; ")
+                })
+                .unwrap_or_default()
+        } else {
+            text.to_owned()
+        };
+        if !detail.trim().is_empty() {
+            message.push_str(": ");
+            message.push_str(&detail);
+        }
+        events.push(Event::Error(message));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // Recorded lines, shaped as in PROTOCOLS.md.
+    const INIT: &str = r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11","tools":["Bash","Read","Edit"],"mcp_servers":[],"model":"claude-opus-4-6","permissionMode":"bypassPermissions","slash_commands":[],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.330","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"0b7e3c1a-0000-4000-8000-000000000001"}"#;
+    const ASSISTANT: &str = r#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-6","content":[{"type":"thinking","thinking":"let me run the tests","signature":"abc"},{"type":"text","text":"Running the tests."},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"npm test","description":"Run tests"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":2,"cache_creation_input_tokens":0,"cache_read_input_tokens":9600,"output_tokens":58,"service_tier":"standard"}},"parent_tool_use_id":null,"session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11","uuid":"0b7e3c1a-0000-4000-8000-000000000002"}"#;
+    const USER: &str = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"12 passing","is_error":false}]},"parent_tool_use_id":null,"session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11","uuid":"0b7e3c1a-0000-4000-8000-000000000003"}"#;
+    const RATE_LIMIT: &str = r#"{"type":"rate_limit_event","rate_limit_info":{"status":"allowed","resetsAt":1767225600,"rateLimitType":"five_hour"},"uuid":"0b7e3c1a-0000-4000-8000-000000000004","session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11"}"#;
+    const SUCCESS: &str = r#"{"type":"result","subtype":"success","is_error":false,"duration_ms":74096,"duration_api_ms":70011,"num_turns":15,"result":"Done. <promise>COMPLETE</promise>","session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11","total_cost_usd":0.24,"usage":{"input_tokens":18,"cache_creation_input_tokens":14760,"cache_read_input_tokens":169817,"output_tokens":2577,"server_tool_use":{"web_search_requests":0}},"permission_denials":[],"uuid":"0b7e3c1a-0000-4000-8000-000000000005"}"#;
+    const SESSION: &str = "5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11";
+
+    fn feed(lines: &[&str]) -> (Vec<Event>, Vec<Event>) {
+        let mut parser = Parser::new();
+        let events = lines.iter().flat_map(|l| parser.push_line(l)).collect();
+        (events, parser.finish())
+    }
+
+    #[test]
+    fn full_successful_stream() {
+        let (events, end) = feed(&[INIT, ASSISTANT, USER, RATE_LIMIT, SUCCESS]);
+        assert_eq!(
+            events,
+            vec![
+                Event::SessionId(SESSION.into()),
+                Event::Text("Running the tests.".into()),
+                Event::ToolCall {
+                    name: "Bash".into(),
+                    input: r#"{"command":"npm test","description":"Run tests"}"#.into(),
+                },
+                Event::Usage(Usage {
+                    input_tokens: 2,
+                    cache_creation_input_tokens: 0,
+                    cache_read_input_tokens: 9600,
+                    output_tokens: 58,
+                }),
+                Event::Usage(Usage {
+                    input_tokens: 18,
+                    cache_creation_input_tokens: 14760,
+                    cache_read_input_tokens: 169817,
+                    output_tokens: 2577,
+                }),
+                Event::Result {
+                    is_error: false,
+                    text: "Done. <promise>COMPLETE</promise>".into(),
+                },
+            ]
+        );
+        assert_eq!(end, vec![]);
+    }
+
+    #[test]
+    fn ignored_lines_yield_nothing() {
+        let mut parser = Parser::new();
+        assert_eq!(parser.push_line(INIT).len(), 1);
+        for line in [
+            USER,
+            RATE_LIMIT,
+            r#"{"type":"system","subtype":"hook_started","session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11"}"#,
+            r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11"}"#,
+            r#"{"type":"brand_new_thing","payload":{"x":[1,2,3]}}"#,
+            r#"{"no_type":true}"#,
+            "",
+            "   ",
+            "[1,2,3]",
+            "\"just a string\"",
+            "npm WARN deprecated something",
+            "null",
+        ] {
+            assert_eq!(parser.push_line(line), vec![], "line: {line}");
+        }
+    }
+
+    #[test]
+    fn session_id_once_per_distinct_id() {
+        let mut parser = Parser::new();
+        assert_eq!(
+            parser.push_line(INIT),
+            vec![Event::SessionId(SESSION.into())]
+        );
+        assert!(
+            !parser
+                .push_line(ASSISTANT)
+                .contains(&Event::SessionId(SESSION.into()))
+        );
+        // A session id first seen on a later line is still reported.
+        let other =
+            r#"{"type":"user","message":{"role":"user","content":[]},"session_id":"other-id"}"#;
+        assert_eq!(
+            parser.push_line(other),
+            vec![Event::SessionId("other-id".into())]
+        );
+        assert_eq!(parser.push_line(other), vec![]);
+    }
+
+    #[test]
+    fn session_id_from_result_without_init() {
+        let (events, end) = feed(&[SUCCESS]);
+        assert_eq!(events[0], Event::SessionId(SESSION.into()));
+        assert!(end.is_empty());
+    }
+
+    #[test]
+    fn is_error_with_success_subtype_is_a_failure() {
+        let line = r#"{"type":"result","subtype":"success","is_error":true,"duration_ms":512,"num_turns":1,"result":"API Error: 429 rate_limit_error","session_id":"s1","total_cost_usd":0,"usage":{"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0}}"#;
+        let (events, end) = feed(&[line]);
+        assert_eq!(
+            &events[2..],
+            &[
+                Event::Result {
+                    is_error: true,
+                    text: "API Error: 429 rate_limit_error".into(),
+                },
+                Event::Error("claude reported an error: API Error: 429 rate_limit_error".into()),
+            ]
+        );
+        assert!(end.is_empty());
+    }
+
+    #[test]
+    fn error_max_turns() {
+        let line = r#"{"type":"result","subtype":"error_max_turns","is_error":false,"duration_ms":9000,"num_turns":3,"session_id":"s1","total_cost_usd":0.01,"usage":{"input_tokens":5,"output_tokens":7}}"#;
+        let (events, _) = feed(&[line]);
+        assert_eq!(
+            events,
+            vec![
+                Event::SessionId("s1".into()),
+                Event::Usage(Usage {
+                    input_tokens: 5,
+                    output_tokens: 7,
+                    ..Usage::default()
+                }),
+                Event::Result {
+                    is_error: true,
+                    text: String::new(),
+                },
+                Event::Error("claude stopped with error_max_turns".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn error_during_execution_uses_errors_list() {
+        let line = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"errors":["boom","bang"]}"#;
+        let (events, _) = feed(&[line]);
+        assert_eq!(
+            events.last(),
+            Some(&Event::Error(
+                "claude stopped with error_during_execution: boom; bang".into()
+            ))
+        );
+    }
+
+    #[test]
+    fn missing_result_is_an_error_at_finish() {
+        let (_, end) = feed(&[INIT, ASSISTANT]);
+        assert_eq!(end, vec![Event::Error(NO_RESULT.into())]);
+        let (events, end) = feed(&[]);
+        assert!(events.is_empty());
+        assert_eq!(end, vec![Event::Error(NO_RESULT.into())]);
+    }
+
+    #[test]
+    fn truncated_json_yields_nothing() {
+        let mut parser = Parser::new();
+        for cut in [1, 10, SUCCESS.len() / 2, SUCCESS.len() - 1] {
+            assert_eq!(parser.push_line(&SUCCESS[..cut]), vec![]);
+        }
+        // A cut-off result line does not count as a result.
+        assert_eq!(parser.finish(), vec![Event::Error(NO_RESULT.into())]);
+    }
+
+    #[test]
+    fn invalid_utf8_replaced_chars() {
+        // The host hands lines over with bad bytes replaced by U+FFFD.
+        let mut bytes =
+            br#"{"type":"assistant","message":{"content":[{"type":"text","text":"caf"#.to_vec();
+        bytes.extend_from_slice(&[0xE9, 0xFF, 0xC3]);
+        bytes.extend_from_slice(br#""}]},"session_id":"s1"}"#);
+        let line = String::from_utf8_lossy(&bytes);
+        let events = Parser::new().push_line(&line);
+        assert_eq!(
+            events,
+            vec![
+                Event::SessionId("s1".into()),
+                Event::Text("caf\u{FFFD}\u{FFFD}\u{FFFD}".into())
+            ]
+        );
+        // Garbage bytes outside of JSON: nothing, no panic.
+        let garbage = String::from_utf8_lossy(&[0xFF, 0xFE, b'{', 0x80]);
+        assert_eq!(Parser::new().push_line(&garbage), vec![]);
+    }
+
+    #[test]
+    fn huge_text_line() {
+        let text = "x".repeat(5 * 1024 * 1024);
+        let line = serde_json::json!({
+            "type": "assistant",
+            "message": {"content": [{"type": "text", "text": text}]},
+            "session_id": "s1",
+        })
+        .to_string();
+        let events = Parser::new().push_line(&line);
+        assert_eq!(events.len(), 2);
+        assert_eq!(events[1], Event::Text(text));
+    }
+
+    #[test]
+    fn deeply_nested_json_does_not_panic() {
+        let line = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert_eq!(Parser::new().push_line(&line), vec![]);
+    }
+
+    #[test]
+    fn odd_shapes_are_tolerated() {
+        let mut parser = Parser::new();
+        // Wrong field types: skipped, never a panic.
+        for line in [
+            r#"{"type":"assistant"}"#,
+            r#"{"type":"assistant","message":"text"}"#,
+            r#"{"type":"assistant","message":{"content":"text","usage":7}}"#,
+            r#"{"type":"assistant","message":{"content":[1,null,{"type":"text","text":5}]}}"#,
+            r#"{"type":42,"session_id":5}"#,
+        ] {
+            assert_eq!(parser.push_line(line), vec![], "line: {line}");
+        }
+        let tool =
+            r#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Read"}]}}"#;
+        assert_eq!(
+            parser.push_line(tool),
+            vec![Event::ToolCall {
+                name: "Read".into(),
+                input: "{}".into()
+            }]
+        );
+    }
+}

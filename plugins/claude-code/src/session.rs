@@ -1,0 +1,302 @@
+//! Claude Code session files: `~/.claude/projects/<enc>/<session-id>.jsonl`,
+//! one JSON object per line.
+
+use std::ops::Range;
+
+use serde_json::Value;
+
+use crate::parser::Usage;
+
+/// Claude's project directory name for a cwd: every character outside
+/// `[A-Za-z0-9]` becomes `-`. Claude does this with a JavaScript regex over
+/// UTF-16 code units, so a character outside the BMP becomes two dashes.
+pub fn encode_cwd(cwd: &str) -> String {
+    let mut out = String::with_capacity(cwd.len());
+    for c in cwd.chars() {
+        if c.is_ascii_alphanumeric() {
+            out.push(c);
+        } else {
+            out.extend(std::iter::repeat_n('-', c.len_utf16()));
+        }
+    }
+    out
+}
+
+/// `{home}/.claude/projects/{enc}/{id}.jsonl`. None for an id that could
+/// step outside the project directory (ids are UUIDs in practice).
+pub fn session_file_path(home: &str, cwd: &str, session_id: &str) -> Option<String> {
+    if session_id.is_empty()
+        || session_id == "."
+        || session_id == ".."
+        || session_id.contains(['/', '\\', '\0'])
+    {
+        return None;
+    }
+    let home = home.trim_end_matches('/');
+    Some(format!(
+        "{home}/.claude/projects/{}/{session_id}.jsonl",
+        encode_cwd(cwd)
+    ))
+}
+
+/// Rewrites the top-level `"cwd"` of every line where it equals `from`. Only
+/// the cwd value's bytes change: key order, number spelling and every other
+/// line stay exactly as they were.
+pub fn rewrite_session_cwd(content: &str, from: &str, to: &str) -> String {
+    let to_json = Value::from(to).to_string();
+    // split/join on '\n' keeps empty lines, '\r' and a trailing newline.
+    content
+        .split('\n')
+        .map(|line| {
+            let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+                return line.to_owned();
+            };
+            if obj.get("cwd").and_then(Value::as_str) != Some(from) {
+                return line.to_owned();
+            }
+            let spans = top_level_values(line, "cwd").unwrap_or_default();
+            let mut out = line.to_owned();
+            // Back to front, so earlier spans keep their offsets.
+            for span in spans.into_iter().rev() {
+                if serde_json::from_str::<String>(&line[span.clone()]).is_ok_and(|v| v == from) {
+                    out.replace_range(span, &to_json);
+                }
+            }
+            out
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Usage of the last `assistant` line that carries `message.usage`.
+pub fn usage_from_session(content: &str) -> Option<Usage> {
+    content.lines().rev().find_map(|line| {
+        let value: Value = serde_json::from_str(line).ok()?;
+        if value.get("type")?.as_str()? != "assistant" {
+            return None;
+        }
+        Usage::from_json(value.get("message")?.get("usage")?)
+    })
+}
+
+/// Byte ranges of the values of the top-level `key` in `text`, a JSON object
+/// that serde_json has already accepted (so this scanner can stay simple).
+/// None if the text is not shaped as expected.
+fn top_level_values(text: &str, key: &str) -> Option<Vec<Range<usize>>> {
+    let bytes = text.as_bytes();
+    let mut pos = skip_ws(bytes, 0);
+    if bytes.get(pos) != Some(&b'{') {
+        return None;
+    }
+    pos += 1;
+    let mut spans = Vec::new();
+    loop {
+        pos = skip_ws(bytes, pos);
+        match bytes.get(pos)? {
+            b'}' => return Some(spans),
+            b',' => {
+                pos = skip_ws(bytes, pos + 1);
+            }
+            _ => {}
+        }
+        let key_end = skip_value(bytes, pos)?;
+        let name: String = serde_json::from_str(&text[pos..key_end]).ok()?;
+        pos = skip_ws(bytes, key_end);
+        if bytes.get(pos) != Some(&b':') {
+            return None;
+        }
+        let start = skip_ws(bytes, pos + 1);
+        let end = skip_value(bytes, start)?;
+        if name == key {
+            spans.push(start..end);
+        }
+        pos = end;
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
+    while bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
+        pos += 1;
+    }
+    pos
+}
+
+/// The end of the JSON value starting at `pos`.
+fn skip_value(bytes: &[u8], pos: usize) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut in_string = false;
+    let mut i = pos;
+    while let Some(&b) = bytes.get(i) {
+        i += 1;
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => {
+                    in_string = false;
+                    if depth == 0 {
+                        return Some(i);
+                    }
+                }
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' if depth > 0 => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(i);
+                }
+            }
+            // A scalar (number, true, false, null) ends at a delimiter.
+            b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' if depth == 0 => return Some(i - 1),
+            _ => {}
+        }
+    }
+    (depth == 0 && !in_string && i > pos).then_some(i)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn path_encoding() {
+        assert_eq!(encode_cwd("/home/u/my_repo"), "-home-u-my-repo");
+        assert_eq!(
+            encode_cwd("/x/.sanddune/worktrees/a"),
+            "-x--sanddune-worktrees-a"
+        );
+        assert_eq!(encode_cwd("/w"), "-w");
+        assert_eq!(encode_cwd("/tmp/café 1"), "-tmp-caf--1");
+        assert_eq!(encode_cwd("/a😀b"), "-a--b");
+        assert_eq!(
+            session_file_path("/home/u", "/x/.sanddune/worktrees/a", "5805de68").as_deref(),
+            Some("/home/u/.claude/projects/-x--sanddune-worktrees-a/5805de68.jsonl")
+        );
+        assert_eq!(
+            session_file_path("/home/u/", "/w", "id").as_deref(),
+            Some("/home/u/.claude/projects/-w/id.jsonl")
+        );
+        for bad in ["", ".", "..", "../../etc/passwd", "a/b", "a\\b"] {
+            assert_eq!(session_file_path("/home/u", "/w", bad), None, "{bad}");
+        }
+    }
+
+    const SESSION: &str = concat!(
+        r#"{"type":"summary","summary":"Fix tests","leafUuid":"u0"}"#,
+        "\n",
+        r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.330","gitBranch":"main","type":"user","message":{"role":"user","content":"fix the tests in /w"},"uuid":"u1","timestamp":"2026-01-01T00:00:00.000Z"}"#,
+        "\n",
+        r#"{"parentUuid":"u1","isSidechain":false,"userType":"external","cwd":"/w","sessionId":"s1","version":"2.1.330","type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-6","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cd /w && npm test","cwd":"/w"}}],"usage":{"input_tokens":2,"cache_creation_input_tokens":100,"cache_read_input_tokens":9600,"output_tokens":58}},"costUSD":1.0e-2,"big":123456789012345678901234567890,"uuid":"u2","timestamp":"2026-01-01T00:00:01.000Z"}"#,
+        "\n",
+        r#"{"cwd" : "/w/sub","type":"user","uuid":"u3"}"#,
+        "\n",
+        "not json at all {\"cwd\":\"/w\"}\n",
+        "\n",
+        r#"{"parentUuid":"u3","cwd":"/w","type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"Done"}],"usage":{"input_tokens":3,"output_tokens":9}},"uuid":"u4"}"#,
+        "\n",
+        r#"{"parentUuid":"u4","cwd":"/w","type":"assistant","message":{"role":"assistant","content":[{"type":"text","text":"no usage"}]},"uuid":"u5"}"#,
+        "\n",
+    );
+
+    #[test]
+    fn cwd_rewrite_round_trip() {
+        let moved = rewrite_session_cwd(SESSION, "/w", "/home/u/my \"repo\"");
+        assert_ne!(moved, SESSION);
+        assert!(moved.ends_with('\n'));
+        assert_eq!(moved.lines().count(), SESSION.lines().count());
+        for (before, after) in SESSION.lines().zip(moved.lines()) {
+            let b: Result<Value, _> = serde_json::from_str(before);
+            match b
+                .ok()
+                .filter(|b| b.get("cwd").and_then(Value::as_str) == Some("/w"))
+            {
+                Some(mut b) => {
+                    let a: Value = serde_json::from_str(after).unwrap();
+                    assert_eq!(a["cwd"], "/home/u/my \"repo\"");
+                    // Nothing but the top-level cwd changed, not even nested "cwd"s.
+                    b["cwd"] = a["cwd"].clone();
+                    assert_eq!(a, b);
+                    assert_eq!(
+                        after.len() - before.len(),
+                        r#"/home/u/my \"repo\""#.len() - 2
+                    );
+                }
+                // Unparsable lines, other cwds and lines without cwd: untouched.
+                None => assert_eq!(before, after),
+            }
+        }
+        // Key order and number spelling survive.
+        assert!(moved.contains(r#""costUSD":1.0e-2,"big":123456789012345678901234567890,"#));
+        assert!(moved.contains(r#"{"parentUuid":null,"isSidechain":false,"userType":"external","cwd":"/home/u/my \"repo\"","#));
+        assert_eq!(
+            rewrite_session_cwd(&moved, "/home/u/my \"repo\"", "/w"),
+            SESSION
+        );
+    }
+
+    #[test]
+    fn cwd_rewrite_edge_cases() {
+        assert_eq!(rewrite_session_cwd("", "/a", "/b"), "");
+        assert_eq!(rewrite_session_cwd("\n\n", "/a", "/b"), "\n\n");
+        assert_eq!(
+            rewrite_session_cwd("{\"cwd\":\"/a\"}\r\n{\"cwd\":\"/a\"}", "/a", "/b"),
+            "{\"cwd\":\"/b\"}\r\n{\"cwd\":\"/b\"}"
+        );
+        // Escaped spellings of the key and the value are recognised.
+        assert_eq!(
+            rewrite_session_cwd(
+                r#"{ "x": [1, {"cwd": "/a"}], "\u0063wd" : "\/a" }"#,
+                "/a",
+                "/b"
+            ),
+            r#"{ "x": [1, {"cwd": "/a"}], "\u0063wd" : "/b" }"#
+        );
+        // Non-string cwd, arrays, truncated lines: untouched.
+        for line in [r#"{"cwd":1}"#, r#"["cwd","/a"]"#, r#"{"cwd":"/a""#] {
+            assert_eq!(rewrite_session_cwd(line, "/a", "/b"), line);
+        }
+    }
+
+    #[test]
+    fn scanner_spans() {
+        let text = r#"{"a":1,"cwd":"x\"y","b":{"cwd":2},"cwd":true , "c":[1,"]"]}"#;
+        let spans = top_level_values(text, "cwd").unwrap();
+        let values: Vec<&str> = spans.into_iter().map(|s| &text[s]).collect();
+        assert_eq!(values, [r#""x\"y""#, "true"]);
+        assert_eq!(top_level_values("{}", "cwd"), Some(vec![]));
+        assert_eq!(top_level_values("[]", "cwd"), None);
+    }
+
+    #[test]
+    fn usage_from_last_assistant_line() {
+        assert_eq!(
+            usage_from_session(SESSION),
+            Some(Usage {
+                input_tokens: 3,
+                output_tokens: 9,
+                ..Usage::default()
+            })
+        );
+        let first_only: String = SESSION.lines().take(3).collect::<Vec<_>>().join("\n");
+        assert_eq!(
+            usage_from_session(&first_only),
+            Some(Usage {
+                input_tokens: 2,
+                cache_creation_input_tokens: 100,
+                cache_read_input_tokens: 9600,
+                output_tokens: 58,
+            })
+        );
+        assert_eq!(usage_from_session(""), None);
+        assert_eq!(
+            usage_from_session(
+                "{\"type\":\"user\",\"message\":{\"usage\":{\"input_tokens\":1}}}\ngarbage"
+            ),
+            None
+        );
+    }
+}
