@@ -1,0 +1,89 @@
+//! Shared by the integration tests: throwaway repositories, the fake agents,
+//! and running the real `sanddune` binary.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_sanddune");
+
+/// A component built for the tests (or a built-in, as a file).
+pub fn plugin_file(crate_name: &str) -> PathBuf {
+    Path::new(env!("SANDDUNE_TEST_PLUGIN_DIR")).join(format!("{}.wasm", crate_name.replace('-', "_")))
+}
+
+/// Compiled components shared by every test run, like a user's cache.
+pub fn cache_dir() -> PathBuf {
+    Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
+}
+
+/// The fake agent executables.
+pub fn fakes_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fakes")
+}
+
+pub fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A git repository with one commit and a README with a typo, and a HOME
+/// of its own for the fake agents.
+pub struct TestRepo {
+    pub dir: tempfile::TempDir,
+    pub home: tempfile::TempDir,
+}
+
+impl TestRepo {
+    pub fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let home = tempfile::tempdir().unwrap();
+        let p = dir.path();
+        git(p, &["init", "-q", "-b", "main"]);
+        std::fs::write(p.join("README.md"), "# Project\n\nThis is teh readme.\n").unwrap();
+        git(p, &["add", "README.md"]);
+        git(p, &["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "initial"]);
+        Self { dir, home }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn git(&self, args: &[&str]) -> String {
+        git(self.path(), args)
+    }
+
+    /// Run the real binary in this repository with the fakes first on PATH.
+    pub fn sanddune(&self, args: &[&str]) -> Output {
+        let path = format!("{}:{}", fakes_dir().display(), std::env::var("PATH").unwrap_or_default());
+        Command::new(BIN)
+            .args(args)
+            .current_dir(self.path())
+            .env("PATH", path)
+            .env("HOME", self.home.path())
+            .env("SANDDUNE_CACHE_DIR", cache_dir())
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap()
+    }
+
+    /// The calls the fake claude recorded: (argv, prompt, cwd).
+    pub fn claude_calls(&self) -> Vec<serde_json::Value> {
+        let log = self.home.path().join("fake-claude-calls.jsonl");
+        std::fs::read_to_string(log)
+            .unwrap_or_default()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
