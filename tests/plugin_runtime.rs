@@ -32,7 +32,7 @@ fn spec(dir: &std::path::Path, config: &[(&str, &str)]) -> SandboxSpec {
 }
 
 async fn provider(rt: &PluginRuntime, crate_name: &str) -> SandboxProvider {
-    let plugin = rt.load(&PluginRef::File(common::plugin_file(crate_name)), PluginKind::Sandbox).unwrap();
+    let plugin = rt.load(&PluginRef::File(common::plugin_file(crate_name)), Some(PluginKind::Sandbox)).unwrap();
     SandboxProvider::from_plugin(plugin).await.unwrap()
 }
 

@@ -2,33 +2,18 @@
 //! repository, runs the deterministic demo agent in the test-isolated sandbox
 //! provider (both built in), and shows the commit that came back.
 
-use std::path::Path;
-use std::process::Command;
-
 use clap::Args;
 
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
 use crate::run::{Prompt, RunOptions};
+use crate::worktree::git;
 
 #[derive(Args)]
 pub struct DemoArgs {
     /// Keep the throwaway repository and print its path.
     #[arg(long)]
     keep: bool,
-}
-
-fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(args)
-        .output()
-        .map_err(|e| Error::input(format!("cannot run git (is it installed?): {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Other(anyhow::anyhow!("git {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr))));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 pub async fn demo(args: DemoArgs) -> Result<()> {
@@ -55,7 +40,7 @@ pub async fn demo(args: DemoArgs) -> Result<()> {
     let result = crate::run::run(options).await?;
     println!();
     super::run::print_summary(&result, repo);
-    println!("\n$ git log --oneline main\n{}", git(repo, &["log", "--oneline", "main"])?.trim_end());
+    println!("\n$ git log --oneline main\n{}", git(repo, &["log", "--oneline", "main"])?);
     println!("$ cat DEMO.md\n{}", std::fs::read_to_string(repo.join("DEMO.md")).unwrap_or_default().trim_end());
     if args.keep {
         println!("\nkept: {}", dir.keep().display());

@@ -3,11 +3,11 @@
 
 use clap::Args;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::plugin::agent::AgentProvider;
 use crate::plugin::bindings::types::DirectoryAccess;
 use crate::plugin::sandbox::{SandboxKind, SandboxProvider};
-use crate::plugin::{Plugin, PluginKind, PluginRef, PluginRuntime, RuntimeConfig, builtin};
+use crate::plugin::{Plugin, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 
 #[derive(Args)]
 pub struct InspectArgs {
@@ -21,19 +21,7 @@ fn list(items: &[String]) -> String {
 
 pub async fn inspect(args: InspectArgs) -> Result<()> {
     let runtime = PluginRuntime::new(RuntimeConfig::default())?;
-    let plugin = match PluginRef::parse(&args.plugin) {
-        PluginRef::Builtin(name) => {
-            let bytes = builtin::get(&name).ok_or_else(|| {
-                Error::input(format!("no built-in plugin named `{name}` (built-ins: {})", builtin::names().join(", ")))
-            })?;
-            runtime.load_bytes(bytes, &name, None)?
-        }
-        PluginRef::File(path) => {
-            let bytes = std::fs::read(&path)
-                .map_err(|e| Error::input(format!("cannot read plugin file {}: {e}", path.display())))?;
-            runtime.load_bytes(&bytes, &path.display().to_string(), None)?
-        }
-    };
+    let plugin = runtime.load(&PluginRef::parse(&args.plugin), None)?;
     let header = |p: &Plugin| {
         println!("source:       {}", p.source);
         println!("sha256:       {}", p.sha256);

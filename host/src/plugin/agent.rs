@@ -24,7 +24,7 @@ pub struct StreamParser(ResourceAny);
 
 impl AgentProvider {
     pub async fn load(runtime: &PluginRuntime, plugin: &PluginRef) -> Result<Self> {
-        let plugin = runtime.load(plugin, PluginKind::Agent)?;
+        let plugin = runtime.load(plugin, Some(PluginKind::Agent))?;
         Self::from_plugin(plugin).await
     }
 
@@ -32,12 +32,11 @@ impl AgentProvider {
         let mut store = plugin.runtime().store(&plugin.source, Grants::default())?;
         let pre = super::bindings::agent::AgentPluginPre::new(plugin.pre.clone())
             .map_err(|e| Error::input(format!("`{}` does not fit the agent-plugin world: {e}", plugin.source)))?;
-        store.data_mut().begin_call();
-        store.set_epoch_deadline(1);
+        super::begin_call(&mut store);
         let bindings = pre
             .instantiate_async(&mut store)
             .await
-            .map_err(|e| Error::Plugin(format!("cannot instantiate `{}`: {}", plugin.source, one_line(&e.into()))))?;
+            .map_err(|e| plugin.instantiate_error(e))?;
         let info = bindings
             .sanddune_plugin_agent_provider()
             .call_describe(&mut store)
@@ -59,8 +58,7 @@ impl AgentProvider {
     }
 
     fn begin(&mut self) -> (&AgentPlugin, &mut Store<PluginState>) {
-        self.store.data_mut().begin_call();
-        self.store.set_epoch_deadline(1);
+        super::begin_call(&mut self.store);
         (&self.bindings, &mut self.store)
     }
 

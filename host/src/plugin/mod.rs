@@ -153,8 +153,8 @@ impl PluginRuntime {
         &self.inner.engine
     }
 
-    /// Load a plugin the user named, expecting `kind`.
-    pub fn load(&self, plugin: &PluginRef, kind: PluginKind) -> Result<Plugin> {
+    /// Load a plugin the user named; `expect` checks its kind when given.
+    pub fn load(&self, plugin: &PluginRef, expect: Option<PluginKind>) -> Result<Plugin> {
         let (bytes, source) = match plugin {
             PluginRef::Builtin(name) => {
                 let bytes = builtin::get(name).ok_or_else(|| {
@@ -167,7 +167,7 @@ impl PluginRuntime {
             }
             PluginRef::File(path) => (std::borrow::Cow::Owned(read_component_file(path)?), path.display().to_string()),
         };
-        self.load_bytes(&bytes, &source, Some(kind))
+        self.load_bytes(&bytes, &source, expect)
     }
 
     /// Load component bytes; `expect` checks the kind when given.
@@ -247,6 +247,17 @@ impl Plugin {
     pub(crate) fn runtime(&self) -> &PluginRuntime {
         &self.runtime
     }
+
+    pub(crate) fn instantiate_error(&self, e: wasmtime::Error) -> Error {
+        Error::Plugin(format!("cannot instantiate `{}`: {}", self.source, one_line(&e.into())))
+    }
+}
+
+/// Before every top-level call into a plugin: a fresh CPU budget, and
+/// processes may be spawned again after an earlier cancellation.
+pub(crate) fn begin_call(store: &mut Store<PluginState>) {
+    store.data_mut().begin_call();
+    store.set_epoch_deadline(1);
 }
 
 fn read_component_file(path: &Path) -> Result<Vec<u8>> {

@@ -54,15 +54,14 @@ fn env_vars(env: &[(String, String)]) -> Vec<EnvVar> {
 
 impl SandboxProvider {
     pub async fn load(runtime: &PluginRuntime, plugin: &PluginRef) -> Result<Self> {
-        let plugin = runtime.load(plugin, PluginKind::Sandbox)?;
+        let plugin = runtime.load(plugin, Some(PluginKind::Sandbox))?;
         Self::from_plugin(plugin).await
     }
 
     pub async fn from_plugin(plugin: Plugin) -> Result<Self> {
         // `describe` runs with nothing granted.
         let (mut store, bindings) = instantiate(&plugin, "describe", Grants::default()).await?;
-        store.data_mut().begin_call();
-        store.set_epoch_deadline(1);
+        super::begin_call(&mut store);
         let info = bindings
             .sanddune_plugin_sandbox_provider()
             .call_describe(&mut store)
@@ -124,8 +123,7 @@ impl SandboxProvider {
             config: spec.config.clone(),
             scratch_dir: scratch.as_ref().map(|p| p.display().to_string()),
         };
-        store.data_mut().begin_call();
-        store.set_epoch_deadline(1);
+        super::begin_call(&mut store);
         let created = bindings.sanddune_plugin_sandbox_provider().call_create(&mut store, &options).await;
         let name = self.info.name.clone();
         let handle = match flatten(&name, "create", created) {
@@ -149,12 +147,11 @@ async fn instantiate(plugin: &Plugin, name: &str, grants: Grants) -> Result<(Sto
     let mut store = plugin.runtime().store(name, grants)?;
     let pre = super::bindings::sandbox::SandboxPluginPre::new(plugin.pre.clone())
         .map_err(|e| Error::input(format!("`{}` does not fit the sandbox-plugin world: {e}", plugin.source)))?;
-    store.data_mut().begin_call();
-    store.set_epoch_deadline(1);
+    super::begin_call(&mut store);
     let bindings = pre
         .instantiate_async(&mut store)
         .await
-        .map_err(|e| Error::Plugin(format!("cannot instantiate `{}`: {}", plugin.source, one_line(&e.into()))))?;
+        .map_err(|e| plugin.instantiate_error(e))?;
     Ok((store, bindings))
 }
 
@@ -205,8 +202,7 @@ impl Sandbox {
         if self.closed {
             return Err(Error::Plugin(format!("sandbox `{}` is closed", self.name)));
         }
-        self.store.data_mut().begin_call();
-        self.store.set_epoch_deadline(1);
+        super::begin_call(&mut self.store);
         let r = f(&self.bindings, &mut self.store, self.handle).await;
         flatten(&self.name, what, r)
     }
@@ -269,14 +265,6 @@ impl Sandbox {
         let (p, h) = (sandbox_path.to_string(), host.display().to_string());
         self.call("copy-file-out", move |b, s, r| {
             Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_copy_file_out(s, r, &p, &h).await })
-        })
-        .await
-    }
-
-    pub async fn read_file(&mut self, path: &str) -> Result<Vec<u8>> {
-        let p = path.to_string();
-        self.call("read-file", move |b, s, r| {
-            Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_read_file(s, r, &p).await })
         })
         .await
     }

@@ -3,29 +3,9 @@
 //! a git bundle of the branch goes in, bundles of new commits come out and
 //! are fast-forwarded into the host worktree. Providers never implement sync.
 
-use std::path::Path;
-use std::process::Command as HostCommand;
-
 use crate::error::{Error, Result};
 use crate::plugin::sandbox::{Command, ExecOutput, ExecRequest, Sandbox};
-use crate::worktree::Worktree;
-
-fn host_git(cwd: &Path, args: &[&str]) -> Result<String> {
-    let out = HostCommand::new("git")
-        .arg("-C")
-        .arg(cwd)
-        .args(args)
-        .output()
-        .map_err(|e| Error::input(format!("cannot run git (is it installed and on PATH?): {e}")))?;
-    if !out.status.success() {
-        return Err(Error::Other(anyhow::anyhow!(
-            "git {} failed: {}",
-            args.join(" "),
-            String::from_utf8_lossy(&out.stderr).trim()
-        )));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-}
+use crate::worktree::{Worktree, git};
 
 async fn sandbox_sh(sandbox: &mut Sandbox, script: String) -> Result<ExecOutput> {
     let request = ExecRequest {
@@ -57,7 +37,7 @@ fn q(s: &str) -> String {
 pub async fn sync_in(sandbox: &mut Sandbox, worktree: &Worktree) -> Result<()> {
     let tmp = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
     let bundle = tmp.path().join("in.bundle");
-    host_git(&worktree.path, &["bundle", "create", "-q", bundle.to_str().unwrap(), &worktree.branch])?;
+    git(&worktree.path, &["bundle", "create", "-q", bundle.to_str().unwrap(), &worktree.branch])?;
     let wt = sandbox.worktree_path().to_string();
     sandbox_sh(sandbox, format!("git init -q {}", q(&wt))).await?;
     let inside = format!("{wt}/.git/sanddune-in.bundle");
@@ -83,8 +63,8 @@ pub async fn sync_out(sandbox: &mut Sandbox, worktree: &Worktree, synced: &str) 
     let bundle = tmp.path().join("out.bundle");
     let inside = format!("{}/.git/sanddune-out.bundle", sandbox.worktree_path());
     sandbox.copy_file_out(&inside, &bundle).await?;
-    host_git(&worktree.path, &["fetch", "-q", bundle.to_str().unwrap(), "HEAD"])?;
-    host_git(&worktree.path, &["merge", "-q", "--ff-only", "FETCH_HEAD"]).map_err(|_| {
+    git(&worktree.path, &["fetch", "-q", bundle.to_str().unwrap(), "HEAD"])?;
+    git(&worktree.path, &["merge", "-q", "--ff-only", "FETCH_HEAD"]).map_err(|_| {
         Error::Agent(format!(
             "the agent rewrote commits that were already synced; its work stays in sandbox `{}`",
             sandbox.provider_name()

@@ -30,6 +30,25 @@ pub struct Worktree {
     pub temporary: bool,
 }
 
+/// Run the git CLI in `dir`, for what libgit2 cannot do (bundles). Returns
+/// its trimmed stdout.
+pub fn git(dir: &Path, args: &[&str]) -> Result<String> {
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .map_err(|e| Error::input(format!("cannot run git (is it installed and on PATH?): {e}")))?;
+    if !out.status.success() {
+        return Err(Error::Other(anyhow::anyhow!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
 fn git_err(what: &str, e: git2::Error) -> Error {
     Error::Other(anyhow::anyhow!("{what}: {}", e.message()))
 }
