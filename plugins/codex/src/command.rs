@@ -1,0 +1,410 @@
+//! Command lines for `codex`, and validation of the agent options.
+
+pub const PROGRAM: &str = "codex";
+pub const EFFORT: &str = "effort";
+pub const OPTIONS: [&str; 1] = [EFFORT];
+pub const EFFORTS: [&str; 4] = ["low", "medium", "high", "xhigh"];
+
+/// Linux refuses a single argv string of 32 pages (MAX_ARG_STRLEN, 131072
+/// bytes including the terminating NUL).
+const MAX_ARG_LEN: usize = 131_071;
+
+/// Mirrors the WIT `command-request`.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub prompt: String,
+    pub model: Option<String>,
+    pub options: Vec<(String, String)>,
+    pub resume_session: Option<String>,
+    pub skip_permissions: bool,
+}
+
+/// Mirrors the WIT `agent-command` (codex needs no extra environment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub argv: Vec<String>,
+    pub stdin: Option<Vec<u8>>,
+}
+
+/// The validated request fields that become arguments.
+#[derive(Debug, Default)]
+struct Flags<'a> {
+    model: Option<&'a str>,
+    effort: Option<&'a str>,
+    resume: Option<&'a str>,
+}
+
+fn flags(request: &Request) -> Result<Flags<'_>, String> {
+    let mut flags = Flags {
+        model: non_empty("model", request.model.as_deref())?,
+        resume: non_empty("resume session id", request.resume_session.as_deref())?,
+        ..Flags::default()
+    };
+    // The session id is a positional argument: one starting with `-` would be
+    // read as a flag.
+    if let Some(id) = flags.resume
+        && (id.starts_with('-') || id.contains(char::is_whitespace) || id.contains('\0'))
+    {
+        return Err(format!("invalid resume session id {id:?} for codex"));
+    }
+    for (name, value) in &request.options {
+        let slot = match name.as_str() {
+            EFFORT => {
+                if !EFFORTS.contains(&value.as_str()) {
+                    return Err(format!(
+                        "invalid effort {value:?} for codex: expected one of {}",
+                        EFFORTS.join(", ")
+                    ));
+                }
+                &mut flags.effort
+            }
+            _ => {
+                return Err(format!(
+                    "unknown option {name:?} for codex: expected one of {}",
+                    OPTIONS.join(", ")
+                ));
+            }
+        };
+        // Two values for one option is a config mistake, not a "last one wins".
+        if slot.replace(value).is_some() {
+            return Err(format!("option {name:?} for codex is given twice"));
+        }
+    }
+    Ok(flags)
+}
+
+/// A blank model or session id would become a bogus argument.
+fn non_empty<'a>(what: &str, value: Option<&'a str>) -> Result<Option<&'a str>, String> {
+    match value {
+        Some(v) if v.trim().is_empty() => Err(format!("the {what} for codex is empty")),
+        _ => Ok(value),
+    }
+}
+
+/// The flags both forms share: `[-m M] [-c model_reasoning_effort="E"]
+/// [--dangerously-bypass-approvals-and-sandbox]`.
+fn push_common(argv: &mut Vec<String>, flags: &Flags<'_>, skip_permissions: bool) {
+    if let Some(model) = flags.model {
+        argv.extend(["-m".into(), model.to_owned()]);
+    }
+    if let Some(effort) = flags.effort {
+        // A `-c` value is TOML; the quotes make it a TOML string.
+        argv.extend(["-c".into(), format!("model_reasoning_effort=\"{effort}\"")]);
+    }
+    if skip_permissions {
+        // Codex's own sandbox cannot nest inside most sandboxes (no user
+        // namespaces, no Landlock); sanddune's sandbox is the boundary.
+        argv.push("--dangerously-bypass-approvals-and-sandbox".into());
+    }
+}
+
+/// One unattended iteration:
+/// `codex exec [resume ID] --json [-m M] [-c model_reasoning_effort="E"]
+///  [--dangerously-bypass-approvals-and-sandbox] --skip-git-repo-check -`,
+/// with the prompt on stdin (argv has a size limit). Codex waits for stdin to
+/// close, so the prompt must come with the command, as here.
+///
+/// `resume` takes no `-s`; without skip-permissions no sandbox mode is passed
+/// at all, so codex's own configuration (`sandbox_mode` in config.toml)
+/// decides.
+pub fn print_command(request: &Request) -> Result<Command, String> {
+    // An empty prompt is how a provider that dropped stdin shows up; refuse it
+    // here too rather than let codex fail on it (or "succeed" at nothing).
+    if request.prompt.trim().is_empty() {
+        return Err("the prompt is empty: refusing to start codex with nothing to do".into());
+    }
+    let flags = flags(request)?;
+    let mut argv = vec![PROGRAM.to_owned(), "exec".to_owned()];
+    if let Some(id) = flags.resume {
+        argv.extend(["resume".into(), id.to_owned()]);
+    }
+    argv.push("--json".into());
+    push_common(&mut argv, &flags, request.skip_permissions);
+    // `codex exec` refuses a directory that is not a git repository it trusts;
+    // the sandbox's copy of the worktree need not look like one.
+    argv.extend(["--skip-git-repo-check".into(), "-".into()]);
+    Ok(Command {
+        argv,
+        stdin: Some(request.prompt.as_bytes().to_vec()),
+    })
+}
+
+/// The TUI: `codex [resume ID] [-m M] [-c model_reasoning_effort="E"]
+/// [--dangerously-bypass-approvals-and-sandbox] [prompt]`. The terminal is
+/// the user's, so the prompt goes on argv.
+pub fn interactive_command(request: &Request) -> Result<Command, String> {
+    let flags = flags(request)?;
+    let mut argv = vec![PROGRAM.to_owned()];
+    if let Some(id) = flags.resume {
+        argv.extend(["resume".into(), id.to_owned()]);
+    }
+    push_common(&mut argv, &flags, request.skip_permissions);
+
+    let prompt = request.prompt.as_str();
+    if !prompt.trim().is_empty() {
+        if prompt.len() > MAX_ARG_LEN {
+            return Err(format!(
+                "the prompt is {} bytes, too large for codex's command line (at most {MAX_ARG_LEN})",
+                prompt.len()
+            ));
+        }
+        if prompt.contains('\0') {
+            return Err("the prompt contains a NUL byte, which a command line cannot carry".into());
+        }
+        // A prompt like "-h ..." would otherwise be read as flags.
+        if prompt.starts_with('-') {
+            argv.push("--".into());
+        }
+        argv.push(prompt.to_owned());
+    }
+    Ok(Command { argv, stdin: None })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(prompt: &str) -> Request {
+        Request {
+            prompt: prompt.into(),
+            ..Request::default()
+        }
+    }
+
+    fn options(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn print_minimal() {
+        let cmd = print_command(&request("fix the bug")).unwrap();
+        assert_eq!(
+            cmd.argv,
+            ["codex", "exec", "--json", "--skip-git-repo-check", "-"]
+        );
+        assert_eq!(cmd.stdin.as_deref(), Some(&b"fix the bug"[..]));
+    }
+
+    #[test]
+    fn print_full_and_prompt_never_on_argv() {
+        let req = Request {
+            prompt: "do it".into(),
+            model: Some("gpt-5.1-codex".into()),
+            options: options(&[("effort", "xhigh")]),
+            resume_session: None,
+            skip_permissions: true,
+        };
+        let cmd = print_command(&req).unwrap();
+        assert_eq!(
+            cmd.argv,
+            [
+                "codex",
+                "exec",
+                "--json",
+                "-m",
+                "gpt-5.1-codex",
+                "-c",
+                "model_reasoning_effort=\"xhigh\"",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--skip-git-repo-check",
+                "-"
+            ]
+        );
+        assert!(!cmd.argv.iter().any(|a| a.contains("do it")));
+        assert_eq!(cmd.stdin.as_deref(), Some(&b"do it"[..]));
+
+        // Without skip-permissions: never the dangerous flag, and no sandbox
+        // flag either (codex's config decides).
+        let cmd = print_command(&Request {
+            skip_permissions: false,
+            ..req
+        })
+        .unwrap();
+        assert!(
+            !cmd.argv
+                .iter()
+                .any(|a| a.contains("dangerously") || a == "-s" || a.contains("sandbox"))
+        );
+    }
+
+    #[test]
+    fn print_resume() {
+        let req = Request {
+            prompt: "go on".into(),
+            model: Some("gpt-5".into()),
+            options: options(&[("effort", "low")]),
+            resume_session: Some("019fd9f6-3e33-72e0-89e8-49e33838d1cf".into()),
+            skip_permissions: true,
+        };
+        let cmd = print_command(&req).unwrap();
+        assert_eq!(
+            cmd.argv,
+            [
+                "codex",
+                "exec",
+                "resume",
+                "019fd9f6-3e33-72e0-89e8-49e33838d1cf",
+                "--json",
+                "-m",
+                "gpt-5",
+                "-c",
+                "model_reasoning_effort=\"low\"",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "--skip-git-repo-check",
+                "-"
+            ]
+        );
+        // `resume` rejects `-s`.
+        assert!(!cmd.argv.contains(&"-s".to_string()));
+        assert_eq!(cmd.stdin.as_deref(), Some(&b"go on"[..]));
+    }
+
+    #[test]
+    fn empty_prompt_rejected() {
+        for prompt in ["", "  \n\t "] {
+            assert_eq!(
+                print_command(&request(prompt)).unwrap_err(),
+                "the prompt is empty: refusing to start codex with nothing to do"
+            );
+        }
+    }
+
+    #[test]
+    fn effort_validation() {
+        for effort in EFFORTS {
+            let req = Request {
+                options: options(&[("effort", effort)]),
+                ..request("p")
+            };
+            assert!(print_command(&req).is_ok(), "{effort}");
+            assert!(interactive_command(&req).is_ok(), "{effort}");
+        }
+        for bad in ["huge", "", "HIGH", " high", "max", "minimal"] {
+            let req = Request {
+                options: options(&[("effort", bad)]),
+                ..request("p")
+            };
+            let expected = format!(
+                "invalid effort {bad:?} for codex: expected one of low, medium, high, xhigh"
+            );
+            assert_eq!(print_command(&req).unwrap_err(), expected);
+            assert_eq!(interactive_command(&req).unwrap_err(), expected);
+        }
+        let req = Request {
+            options: options(&[("effort", "huge")]),
+            ..request("p")
+        };
+        assert_eq!(
+            print_command(&req).unwrap_err(),
+            r#"invalid effort "huge" for codex: expected one of low, medium, high, xhigh"#
+        );
+    }
+
+    #[test]
+    fn unknown_and_duplicate_options_rejected() {
+        let req = Request {
+            options: options(&[("permission-mode", "plan")]),
+            ..request("p")
+        };
+        assert_eq!(
+            print_command(&req).unwrap_err(),
+            "unknown option \"permission-mode\" for codex: expected one of effort"
+        );
+        assert!(interactive_command(&req).is_err());
+        let req = Request {
+            options: options(&[("effort", "low"), ("effort", "high")]),
+            ..request("p")
+        };
+        assert!(print_command(&req).unwrap_err().contains("given twice"));
+    }
+
+    #[test]
+    fn blank_or_odd_model_and_resume_rejected() {
+        let req = Request {
+            model: Some(" ".into()),
+            ..request("p")
+        };
+        assert!(print_command(&req).unwrap_err().contains("model"));
+        for bad in ["", "  ", "--last", "a b", "a\0b"] {
+            let req = Request {
+                resume_session: Some(bad.into()),
+                ..request("p")
+            };
+            assert!(
+                print_command(&req).unwrap_err().contains("resume"),
+                "{bad:?}"
+            );
+            assert!(
+                interactive_command(&req).unwrap_err().contains("resume"),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn interactive_forms() {
+        let req = Request {
+            prompt: "fix the bug".into(),
+            model: Some("gpt-5".into()),
+            options: options(&[("effort", "medium")]),
+            resume_session: None,
+            skip_permissions: true,
+        };
+        let cmd = interactive_command(&req).unwrap();
+        assert_eq!(
+            cmd.argv,
+            [
+                "codex",
+                "-m",
+                "gpt-5",
+                "-c",
+                "model_reasoning_effort=\"medium\"",
+                "--dangerously-bypass-approvals-and-sandbox",
+                "fix the bug"
+            ]
+        );
+        assert_eq!(cmd.stdin, None);
+
+        let cmd = interactive_command(&Request {
+            skip_permissions: false,
+            prompt: String::new(),
+            resume_session: Some("abc".into()),
+            ..req
+        })
+        .unwrap();
+        assert_eq!(
+            cmd.argv,
+            [
+                "codex",
+                "resume",
+                "abc",
+                "-m",
+                "gpt-5",
+                "-c",
+                "model_reasoning_effort=\"medium\""
+            ]
+        );
+        assert_eq!(interactive_command(&request(" ")).unwrap().argv, ["codex"]);
+    }
+
+    #[test]
+    fn interactive_prompt_edge_cases() {
+        assert_eq!(
+            interactive_command(&request("-h is not a flag"))
+                .unwrap()
+                .argv,
+            ["codex", "--", "-h is not a flag"]
+        );
+        assert!(interactive_command(&request(&"x".repeat(MAX_ARG_LEN))).is_ok());
+        let err = interactive_command(&request(&"x".repeat(MAX_ARG_LEN + 1))).unwrap_err();
+        assert!(err.contains("too large"), "{err}");
+        assert!(
+            interactive_command(&request("a\0b"))
+                .unwrap_err()
+                .contains("NUL")
+        );
+    }
+}
