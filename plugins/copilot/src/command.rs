@@ -1,0 +1,244 @@
+//! Command lines for GitHub's Copilot CLI (`copilot`), and validation of the
+//! request.
+//!
+//! The CLI takes its prompt on argv only (`-p <prompt>`, `-i <prompt>`), so
+//! the prompt's size is checked here rather than left to a cryptic `E2BIG`
+//! from the sandbox.
+
+/// The agent provider's name, used in messages.
+pub const NAME: &str = "copilot";
+/// The program the sandbox runs.
+pub const PROGRAM: &str = "copilot";
+
+/// Linux refuses a single argv string of 128 KiB (MAX_ARG_STRLEN); stay well
+/// under it so the other arguments and a little growth still fit.
+pub const MAX_PROMPT_BYTES: usize = 120 * 1024;
+
+/// Mirrors the WIT `command-request`.
+#[derive(Debug, Clone, Default)]
+pub struct Request {
+    pub prompt: String,
+    pub model: Option<String>,
+    pub options: Vec<(String, String)>,
+    pub resume_session: Option<String>,
+    pub skip_permissions: bool,
+}
+
+/// Mirrors the WIT `agent-command` (copilot needs no stdin and no extra
+/// environment: its GitHub token comes from the sandbox's environment).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    pub argv: Vec<String>,
+}
+
+/// What every command shares: no options, no resume, a usable model.
+/// Returns the model.
+fn validate(request: &Request) -> Result<Option<&str>, String> {
+    if let Some(id) = &request.resume_session {
+        return Err(format!(
+            "{NAME} cannot resume session {id:?}: the {NAME} agent provider keeps no session files"
+        ));
+    }
+    if let Some((name, _)) = request.options.first() {
+        return Err(format!(
+            "unknown option {name:?} for {NAME}: {NAME} takes no options (only a model)"
+        ));
+    }
+    match request.model.as_deref() {
+        // A blank model would become a bogus `--model ""`.
+        Some(m) if m.trim().is_empty() => Err(format!("the model for {NAME} is empty")),
+        model => Ok(model),
+    }
+}
+
+/// Checks that argv can carry the prompt. The prompt is always the value of
+/// a flag (`-p`, `-i`), which the CLI takes whole even when it starts with a
+/// dash, so it needs no `--`.
+fn check_prompt(prompt: &str) -> Result<(), String> {
+    if prompt.len() > MAX_PROMPT_BYTES {
+        return Err(format!(
+            "the prompt is {} bytes, too large for {PROGRAM}'s command line \
+             (at most {MAX_PROMPT_BYTES} bytes: {NAME} takes its prompt on argv)",
+            prompt.len()
+        ));
+    }
+    if prompt.contains('\0') {
+        return Err("the prompt contains a NUL byte, which a command line cannot carry".into());
+    }
+    Ok(())
+}
+
+fn push_model(argv: &mut Vec<String>, model: Option<&str>) {
+    if let Some(model) = model {
+        argv.extend(["--model".into(), model.to_owned()]);
+    }
+}
+
+/// One unattended iteration:
+/// `copilot -p <prompt> --output-format json [--model M] [--allow-all-tools]`.
+pub fn print_command(request: &Request) -> Result<Command, String> {
+    let model = validate(request)?;
+    // Refuse rather than let copilot "succeed" at nothing.
+    if request.prompt.trim().is_empty() {
+        return Err(format!(
+            "the prompt is empty: refusing to start {PROGRAM} with nothing to do"
+        ));
+    }
+    check_prompt(&request.prompt)?;
+    let mut argv: Vec<String> = vec![
+        PROGRAM.into(),
+        "-p".into(),
+        request.prompt.clone(),
+        "--output-format".into(),
+        "json".into(),
+    ];
+    push_model(&mut argv, model);
+    if request.skip_permissions {
+        // Run every tool without asking: nobody is there to answer.
+        argv.push("--allow-all-tools".into());
+    }
+    Ok(Command { argv })
+}
+
+/// The TUI: `copilot [--model M] [-i <prompt>]`. A blank prompt starts it
+/// empty.
+pub fn interactive_command(request: &Request) -> Result<Command, String> {
+    let model = validate(request)?;
+    let mut argv = vec![PROGRAM.to_owned()];
+    push_model(&mut argv, model);
+    if !request.prompt.trim().is_empty() {
+        check_prompt(&request.prompt)?;
+        argv.extend(["-i".into(), request.prompt.clone()]);
+    }
+    Ok(Command { argv })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(prompt: &str) -> Request {
+        Request {
+            prompt: prompt.into(),
+            ..Request::default()
+        }
+    }
+
+    #[test]
+    fn print_minimal() {
+        let cmd = print_command(&request("fix the bug")).unwrap();
+        assert_eq!(
+            cmd.argv,
+            ["copilot", "-p", "fix the bug", "--output-format", "json"]
+        );
+    }
+
+    #[test]
+    fn print_full() {
+        let req = Request {
+            prompt: "-h is a prompt\nwith lines".into(),
+            model: Some("claude-sonnet-4.5".into()),
+            skip_permissions: true,
+            ..Request::default()
+        };
+        assert_eq!(
+            print_command(&req).unwrap().argv,
+            [
+                "copilot",
+                "-p",
+                "-h is a prompt\nwith lines",
+                "--output-format",
+                "json",
+                "--model",
+                "claude-sonnet-4.5",
+                "--allow-all-tools"
+            ]
+        );
+        let cmd = print_command(&Request {
+            skip_permissions: false,
+            ..req
+        })
+        .unwrap();
+        assert!(!cmd.argv.contains(&"--allow-all-tools".to_string()));
+    }
+
+    #[test]
+    fn empty_prompt_rejected() {
+        for prompt in ["", "  \n\t "] {
+            assert_eq!(
+                print_command(&request(prompt)).unwrap_err(),
+                "the prompt is empty: refusing to start copilot with nothing to do"
+            );
+        }
+    }
+
+    #[test]
+    fn prompt_size_limit() {
+        assert!(print_command(&request(&"x".repeat(MAX_PROMPT_BYTES))).is_ok());
+        let err = print_command(&request(&"x".repeat(MAX_PROMPT_BYTES + 1))).unwrap_err();
+        assert_eq!(
+            err,
+            "the prompt is 122881 bytes, too large for copilot's command line \
+             (at most 122880 bytes: copilot takes its prompt on argv)"
+        );
+        // Bytes, not characters.
+        let err = print_command(&request(&"€".repeat(40_961))).unwrap_err();
+        assert!(err.contains("122883 bytes"), "{err}");
+        let err = interactive_command(&request(&"x".repeat(MAX_PROMPT_BYTES + 1))).unwrap_err();
+        assert!(err.contains("too large"), "{err}");
+        assert!(print_command(&request("a\0b")).unwrap_err().contains("NUL"));
+        assert!(
+            interactive_command(&request("a\0b"))
+                .unwrap_err()
+                .contains("NUL")
+        );
+    }
+
+    #[test]
+    fn resume_rejected() {
+        let req = Request {
+            resume_session: Some("bff77b8b".into()),
+            ..request("p")
+        };
+        let expected = "copilot cannot resume session \"bff77b8b\": \
+                        the copilot agent provider keeps no session files";
+        assert_eq!(print_command(&req).unwrap_err(), expected);
+        assert_eq!(interactive_command(&req).unwrap_err(), expected);
+    }
+
+    #[test]
+    fn options_and_blank_model_rejected() {
+        let req = Request {
+            options: vec![("effort".into(), "high".into())],
+            ..request("p")
+        };
+        assert_eq!(
+            print_command(&req).unwrap_err(),
+            "unknown option \"effort\" for copilot: copilot takes no options (only a model)"
+        );
+        assert!(interactive_command(&req).is_err());
+        let req = Request {
+            model: Some(String::new()),
+            ..request("p")
+        };
+        assert_eq!(
+            interactive_command(&req).unwrap_err(),
+            "the model for copilot is empty"
+        );
+    }
+
+    #[test]
+    fn interactive_forms() {
+        let req = Request {
+            prompt: "fix the bug".into(),
+            model: Some("gpt-5".into()),
+            skip_permissions: true,
+            ..Request::default()
+        };
+        assert_eq!(
+            interactive_command(&req).unwrap().argv,
+            ["copilot", "--model", "gpt-5", "-i", "fix the bug"]
+        );
+        assert_eq!(interactive_command(&request("")).unwrap().argv, ["copilot"]);
+    }
+}
