@@ -13,6 +13,11 @@ const BUILTIN: &[(&str, &str)] = &[
     ("claude-code", "sanddune-plugin-claude-code"),
     ("test-isolated", "sanddune-plugin-test-isolated"),
     ("demo", "sanddune-plugin-demo"),
+    ("codex", "sanddune-plugin-codex"),
+    ("cursor", "sanddune-plugin-cursor"),
+    ("copilot", "sanddune-plugin-copilot"),
+    ("opencode", "sanddune-plugin-opencode"),
+    ("pi", "sanddune-plugin-pi"),
 ];
 
 /// Components built only for the tests (not embedded).

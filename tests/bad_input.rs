@@ -21,7 +21,7 @@ fn refused(repo: &TestRepo, args: &[&str], needles: &[&str]) {
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
     assert_eq!(repo.git(&["branch", "--list", "sanddune/*"]), "");
     assert!(!repo.path().join(".sanddune/worktrees").exists() || std::fs::read_dir(repo.path().join(".sanddune/worktrees")).unwrap().next().is_none());
-    assert!(repo.claude_calls().is_empty(), "the agent must not have run");
+    assert!(repo.calls("claude").is_empty(), "the agent must not have run");
 }
 
 fn run_with_sandbox(sandbox: &str) -> Vec<String> {

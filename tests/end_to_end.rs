@@ -54,7 +54,7 @@ fn claude_code_in_test_isolated_merges_the_commit_to_head() {
     assert_clean_host(&repo);
 
     // The prompt reached the agent on stdin, intact, with the print flags.
-    let calls = repo.claude_calls();
+    let calls = repo.calls("claude");
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["prompt"], "fix the typo in README");
     let argv: Vec<&str> = calls[0]["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
@@ -137,7 +137,7 @@ fn a_provider_that_drops_stdin_gives_the_agent_an_empty_prompt_and_the_run_fails
     assert_eq!(out.status.code(), Some(1), "must fail: {}", stdout(&out));
     let err = stderr(&out);
     assert!(err.contains("Input must be provided"), "{err}");
-    assert_eq!(repo.claude_calls()[0]["prompt"], "");
+    assert_eq!(repo.calls("claude")[0]["prompt"], "");
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), head);
 }
 
@@ -152,7 +152,7 @@ fn a_bind_mount_provider_from_a_file_defaults_to_head() {
     let sha = result["commits"][0]["sha"].as_str().unwrap();
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), sha);
     assert_eq!(result["branch"], "main");
-    assert_eq!(repo.claude_calls()[0]["cwd"], repo.path().canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(repo.calls("claude")[0]["cwd"], repo.path().canonicalize().unwrap().to_str().unwrap());
 }
 
 #[test]

@@ -69,9 +69,9 @@ impl TestRepo {
             .unwrap()
     }
 
-    /// The calls the fake claude recorded: (argv, prompt, cwd).
-    pub fn claude_calls(&self) -> Vec<serde_json::Value> {
-        let log = self.home.path().join("fake-claude-calls.jsonl");
+    /// The calls a fake agent recorded: {argv, prompt, cwd} each.
+    pub fn calls(&self, program: &str) -> Vec<serde_json::Value> {
+        let log = self.home.path().join(format!("fake-{program}-calls.jsonl"));
         std::fs::read_to_string(log)
             .unwrap_or_default()
             .lines()

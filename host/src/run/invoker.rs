@@ -58,7 +58,8 @@ fn handle(on_event: &Option<StreamEventCallback>, iteration: u32, event: AgentEv
         AgentEvent::Usage(usage) => p.inv.usage = Some(usage.into()),
         AgentEvent::Result(result) => {
             p.failed_result |= result.is_error;
-            if !result.text.is_empty() {
+            // Agents repeat their last message as the result: keep it once.
+            if !result.text.is_empty() && p.inv.texts.last() != Some(&result.text) {
                 p.inv.texts.push(result.text);
             }
         }
