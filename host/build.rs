@@ -34,7 +34,10 @@ fn main() {
     for dir in ["wit", "plugins", "tests/plugins"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
-    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
+    println!(
+        "cargo:rerun-if-changed={}",
+        root.join("Cargo.lock").display()
+    );
 
     // A target dir of its own: the outer cargo holds the lock on the main one.
     let target_dir = out_dir
@@ -46,7 +49,13 @@ fn main() {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut cmd = Command::new(cargo);
     cmd.current_dir(&root)
-        .args(["build", "--release", "--target", "wasm32-wasip2", "--target-dir"])
+        .args([
+            "build",
+            "--release",
+            "--target",
+            "wasm32-wasip2",
+            "--target-dir",
+        ])
         .arg(&target_dir);
     for (_, krate) in BUILTIN.iter().chain(TEST_ONLY) {
         cmd.args(["-p", krate]);
@@ -62,7 +71,9 @@ fn main() {
     ] {
         cmd.env_remove(var);
     }
-    let status = cmd.status().expect("failed to start cargo for the wasm plugins");
+    let status = cmd
+        .status()
+        .expect("failed to start cargo for the wasm plugins");
     if !status.success() {
         panic!(
             "building the wasm plugins failed; is the target installed? run: rustup target add wasm32-wasip2"
@@ -87,7 +98,10 @@ fn main() {
     for (_, krate) in BUILTIN.iter().chain(TEST_ONLY) {
         copy_component(&wasm_dir, krate, &test_dir);
     }
-    println!("cargo:rustc-env=SANDDUNE_TEST_PLUGIN_DIR={}", test_dir.display());
+    println!(
+        "cargo:rustc-env=SANDDUNE_TEST_PLUGIN_DIR={}",
+        test_dir.display()
+    );
 }
 
 fn copy_component(wasm_dir: &Path, krate: &str, dest_dir: &Path) -> PathBuf {

@@ -18,7 +18,16 @@ const AGENTS: &[(&str, &str)] = &[
 ];
 
 fn run(repo: &TestRepo, agent: &str, prompt: &str, extra: &[&str]) -> std::process::Output {
-    let mut args = vec!["run", "--sandbox", "test-isolated", "--agent", agent, "--prompt", prompt, "--json"];
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        agent,
+        "--prompt",
+        prompt,
+        "--json",
+    ];
     args.extend_from_slice(extra);
     repo.sanddune(&args)
 }
@@ -32,17 +41,36 @@ fn ok_json(agent: &str, out: &std::process::Output) -> Value {
 fn each_agent_fixes_the_typo_and_its_commit_lands_on_head() {
     for (agent, program) in AGENTS {
         let repo = TestRepo::new();
-        let out = run(&repo, agent, "fix the typo in README", &["--max-iterations", "3"]);
+        let out = run(
+            &repo,
+            agent,
+            "fix the typo in README",
+            &["--max-iterations", "3"],
+        );
         let result = ok_json(agent, &out);
-        assert_eq!(result["iterations"].as_array().unwrap().len(), 1, "{agent}: {result}");
-        assert_eq!(result["completionSignal"], "<promise>COMPLETE</promise>", "{agent}");
+        assert_eq!(
+            result["iterations"].as_array().unwrap().len(),
+            1,
+            "{agent}: {result}"
+        );
+        assert_eq!(
+            result["completionSignal"], "<promise>COMPLETE</promise>",
+            "{agent}"
+        );
         let sha = result["commits"][0]["sha"].as_str().unwrap();
         assert_eq!(repo.git(&["rev-parse", "HEAD"]), sha, "{agent}");
-        assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Fix typo in README", "{agent}");
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%s"]),
+            "Fix typo in README",
+            "{agent}"
+        );
         assert_eq!(repo.git(&["status", "--porcelain"]), "", "{agent}");
         let calls = repo.calls(program);
         assert_eq!(calls.len(), 1, "{agent}");
-        assert_eq!(calls[0]["prompt"], "fix the typo in README", "{agent}: the prompt must arrive intact");
+        assert_eq!(
+            calls[0]["prompt"], "fix the typo in README",
+            "{agent}: the prompt must arrive intact"
+        );
     }
 }
 
@@ -50,7 +78,12 @@ fn each_agent_fixes_the_typo_and_its_commit_lands_on_head() {
 fn each_agent_runs_every_iteration_without_the_signal() {
     for (agent, _) in AGENTS {
         let repo = TestRepo::new();
-        let out = run(&repo, agent, "add a note FAKE:no-signal", &["--max-iterations", "2"]);
+        let out = run(
+            &repo,
+            agent,
+            "add a note FAKE:no-signal",
+            &["--max-iterations", "2"],
+        );
         let result = ok_json(agent, &out);
         assert_eq!(result["iterations"].as_array().unwrap().len(), 2, "{agent}");
         assert_eq!(result["completionSignal"], Value::Null, "{agent}");
@@ -64,7 +97,11 @@ fn an_agent_error_fails_the_run_even_when_the_cli_exits_0() {
         let repo = TestRepo::new();
         let out = run(&repo, agent, "add a note FAKE:is-error", &[]);
         assert_eq!(out.status.code(), Some(1), "{agent}: {}", stdout(&out));
-        assert!(stderr(&out).contains(&format!("agent `{agent}` failed")), "{agent}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(&format!("agent `{agent}` failed")),
+            "{agent}: {}",
+            stderr(&out)
+        );
     }
 }
 
@@ -73,7 +110,10 @@ fn codex_usage_is_fresh_input_and_cache_reads_summed_over_turns() {
     let repo = TestRepo::new();
     let result = ok_json("codex", &run(&repo, "codex", "fix the typo", &[]));
     let it = &result["iterations"][0];
-    assert!(it["sessionId"].as_str().is_some_and(|s| !s.is_empty()), "{result}");
+    assert!(
+        it["sessionId"].as_str().is_some_and(|s| !s.is_empty()),
+        "{result}"
+    );
     let usage = &it["usage"];
     assert_eq!(usage["inputTokens"], 79281 - 60416, "{usage}");
     assert_eq!(usage["cacheReadInputTokens"], 60416);
@@ -90,19 +130,45 @@ fn argv_prompt_agents_refuse_a_prompt_too_large_for_argv() {
         let file = repo.home.path().join("big-prompt.md");
         std::fs::write(&file, "x".repeat(200 * 1024)).unwrap();
         let file = file.to_str().unwrap();
-        let out = repo.sanddune(&["run", "--sandbox", "test-isolated", "--agent", agent, "--prompt-file", file]);
+        let out = repo.sanddune(&[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            agent,
+            "--prompt-file",
+            file,
+        ]);
         assert_eq!(out.status.code(), Some(2), "{agent}: {}", stderr(&out));
-        assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1, "{agent}: refused before any worktree");
+        assert_eq!(
+            repo.git(&["worktree", "list"]).lines().count(),
+            1,
+            "{agent}: refused before any worktree"
+        );
     }
 }
 
 #[test]
 fn codex_effort_is_validated_and_mapped() {
     let repo = TestRepo::new();
-    let out = run(&repo, "codex", "fix the typo", &["--agent-opt", "effort=max"]);
+    let out = run(
+        &repo,
+        "codex",
+        "fix the typo",
+        &["--agent-opt", "effort=max"],
+    );
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("low, medium, high, xhigh"), "{}", stderr(&out));
-    let out = run(&repo, "codex", "fix the typo", &["--agent-opt", "effort=xhigh"]);
+    assert!(
+        stderr(&out).contains("low, medium, high, xhigh"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(
+        &repo,
+        "codex",
+        "fix the typo",
+        &["--agent-opt", "effort=xhigh"],
+    );
     ok_json("codex", &out);
     let argv = repo.calls("codex")[0]["argv"].to_string();
     assert!(argv.contains("model_reasoning_effort"), "{argv}");

@@ -20,12 +20,31 @@ fn refused(repo: &TestRepo, args: &[&str], needles: &[&str]) {
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), head);
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
     assert_eq!(repo.git(&["branch", "--list", "sanddune/*"]), "");
-    assert!(!repo.path().join(".sanddune/worktrees").exists() || std::fs::read_dir(repo.path().join(".sanddune/worktrees")).unwrap().next().is_none());
-    assert!(repo.calls("claude").is_empty(), "the agent must not have run");
+    assert!(
+        !repo.path().join(".sanddune/worktrees").exists()
+            || std::fs::read_dir(repo.path().join(".sanddune/worktrees"))
+                .unwrap()
+                .next()
+                .is_none()
+    );
+    assert!(
+        repo.calls("claude").is_empty(),
+        "the agent must not have run"
+    );
 }
 
 fn run_with_sandbox(sandbox: &str) -> Vec<String> {
-    ["run", "--sandbox", sandbox, "--agent", "claude-code", "--prompt", "fix the typo"].map(String::from).to_vec()
+    [
+        "run",
+        "--sandbox",
+        sandbox,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+    ]
+    .map(String::from)
+    .to_vec()
 }
 
 fn args(v: &[String]) -> Vec<&str> {
@@ -37,7 +56,11 @@ fn a_file_that_is_not_wasm() {
     let repo = TestRepo::new();
     let file = repo.home.path().join("notes.wasm");
     std::fs::write(&file, "hello").unwrap();
-    refused(&repo, &args(&run_with_sandbox(file.to_str().unwrap())), &["not a WebAssembly component", "notes.wasm"]);
+    refused(
+        &repo,
+        &args(&run_with_sandbox(file.to_str().unwrap())),
+        &["not a WebAssembly component", "notes.wasm"],
+    );
 }
 
 #[test]
@@ -45,47 +68,91 @@ fn a_core_module_is_not_a_component() {
     let repo = TestRepo::new();
     let file = repo.home.path().join("core.wasm");
     std::fs::write(&file, b"\0asm\x01\0\0\0").unwrap();
-    refused(&repo, &args(&run_with_sandbox(file.to_str().unwrap())), &["core WebAssembly module", "wasm32-wasip2"]);
+    refused(
+        &repo,
+        &args(&run_with_sandbox(file.to_str().unwrap())),
+        &["core WebAssembly module", "wasm32-wasip2"],
+    );
 }
 
 #[test]
 fn a_component_of_another_world() {
     let repo = TestRepo::new();
     let file = plugin_file("sanddune-test-plugin-not-a-plugin");
-    refused(&repo, &args(&run_with_sandbox(file.to_str().unwrap())), &["not a sanddune plugin", "example:greeter/greet"]);
+    refused(
+        &repo,
+        &args(&run_with_sandbox(file.to_str().unwrap())),
+        &["not a sanddune plugin", "example:greeter/greet"],
+    );
 }
 
 #[test]
 fn an_agent_provider_where_a_sandbox_provider_belongs() {
     let repo = TestRepo::new();
     let file = plugin_file("sanddune-plugin-claude-code");
-    refused(&repo, &args(&run_with_sandbox(file.to_str().unwrap())), &["is an agent provider, not a sandbox provider"]);
+    refused(
+        &repo,
+        &args(&run_with_sandbox(file.to_str().unwrap())),
+        &["is an agent provider, not a sandbox provider"],
+    );
 }
 
 #[test]
 fn a_component_built_against_an_incompatible_api_version() {
     let repo = TestRepo::new();
     let file = plugin_file("sanddune-test-plugin-future-api");
-    let a = ["run", "--sandbox", "test-isolated", "--agent", file.to_str().unwrap(), "--prompt", "x"];
-    refused(&repo, &a, &["sanddune:plugin@0.2.0", "sanddune:plugin@0.1.x"]);
+    let a = [
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        file.to_str().unwrap(),
+        "--prompt",
+        "x",
+    ];
+    refused(
+        &repo,
+        &a,
+        &["sanddune:plugin@0.2.0", "sanddune:plugin@0.1.x"],
+    );
 }
 
 #[test]
 fn a_missing_plugin_name() {
     let repo = TestRepo::new();
-    refused(&repo, &args(&run_with_sandbox("nosuch")), &["no built-in plugin named `nosuch`", "test-isolated"]);
+    refused(
+        &repo,
+        &args(&run_with_sandbox("nosuch")),
+        &["no built-in plugin named `nosuch`", "test-isolated"],
+    );
 }
 
 #[test]
 fn a_missing_plugin_file() {
     let repo = TestRepo::new();
-    refused(&repo, &args(&run_with_sandbox("./missing.wasm")), &["cannot read plugin file ./missing.wasm"]);
+    refused(
+        &repo,
+        &args(&run_with_sandbox("./missing.wasm")),
+        &["cannot read plugin file ./missing.wasm"],
+    );
 }
 
 #[test]
 fn an_empty_prompt() {
     let repo = TestRepo::new();
-    refused(&repo, &["run", "--sandbox", "test-isolated", "--agent", "claude-code", "--prompt", "  \n"], &["prompt is empty"]);
+    refused(
+        &repo,
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "  \n",
+        ],
+        &["prompt is empty"],
+    );
 }
 
 #[test]
@@ -93,7 +160,19 @@ fn an_empty_prompt_file() {
     let repo = TestRepo::new();
     let file = repo.home.path().join("prompt.md");
     std::fs::write(&file, "\n").unwrap();
-    refused(&repo, &["run", "--sandbox", "test-isolated", "--agent", "claude-code", "--prompt-file", file.to_str().unwrap()], &["prompt is empty"]);
+    refused(
+        &repo,
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt-file",
+            file.to_str().unwrap(),
+        ],
+        &["prompt is empty"],
+    );
 }
 
 #[test]
@@ -101,7 +180,17 @@ fn an_invalid_agent_option_names_the_allowed_values() {
     let repo = TestRepo::new();
     refused(
         &repo,
-        &["run", "--sandbox", "test-isolated", "--agent", "claude-code", "--prompt", "x", "--agent-opt", "effort=huge"],
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "x",
+            "--agent-opt",
+            "effort=huge",
+        ],
         &["huge", "low, medium, high, xhigh, max"],
     );
 }
@@ -111,7 +200,17 @@ fn head_on_an_isolated_provider() {
     let repo = TestRepo::new();
     refused(
         &repo,
-        &["run", "--sandbox", "test-isolated", "--agent", "claude-code", "--prompt", "x", "--strategy", "head"],
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "x",
+            "--strategy",
+            "head",
+        ],
         &["head branch strategy", "`test-isolated` is isolated"],
     );
 }
@@ -120,13 +219,41 @@ fn head_on_an_isolated_provider() {
 fn not_a_git_repository() {
     let repo = TestRepo::new();
     let elsewhere = tempfile::tempdir().unwrap();
-    let out = repo.sanddune(&["run", "--sandbox", "test-isolated", "--agent", "claude-code", "--prompt", "x", "--cwd", elsewhere.path().to_str().unwrap()]);
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "x",
+        "--cwd",
+        elsewhere.path().to_str().unwrap(),
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("not inside a git repository"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("not inside a git repository"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
 fn zero_iterations() {
     let repo = TestRepo::new();
-    refused(&repo, &["run", "--sandbox", "test-isolated", "--agent", "claude-code", "--prompt", "x", "--max-iterations", "0"], &["at least 1"]);
+    refused(
+        &repo,
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "x",
+            "--max-iterations",
+            "0",
+        ],
+        &["at least 1"],
+    );
 }

@@ -13,9 +13,21 @@ fn json(out: &std::process::Output) -> Value {
 }
 
 fn assert_clean_host(repo: &TestRepo) {
-    assert_eq!(repo.git(&["status", "--porcelain"]), "", "host tree must be clean");
-    assert_eq!(repo.git(&["branch", "--list", "sanddune/*"]), "", "temp branch must be gone");
-    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1, "no worktree may be left");
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]),
+        "",
+        "host tree must be clean"
+    );
+    assert_eq!(
+        repo.git(&["branch", "--list", "sanddune/*"]),
+        "",
+        "temp branch must be gone"
+    );
+    assert_eq!(
+        repo.git(&["worktree", "list"]).lines().count(),
+        1,
+        "no worktree may be left"
+    );
 }
 
 #[test]
@@ -23,8 +35,16 @@ fn claude_code_in_test_isolated_merges_the_commit_to_head() {
     let repo = TestRepo::new();
     let before = repo.git(&["rev-parse", "HEAD"]);
     let out = repo.sanddune(&[
-        "run", "--sandbox", "test-isolated", "--agent", "claude-code",
-        "--prompt", "fix the typo in README", "--max-iterations", "3", "--json",
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo in README",
+        "--max-iterations",
+        "3",
+        "--json",
     ]);
     let result = json(&out);
 
@@ -39,7 +59,13 @@ fn claude_code_in_test_isolated_merges_the_commit_to_head() {
     assert_eq!(usage["cacheCreationInputTokens"], 14760);
     assert_eq!(usage["cacheReadInputTokens"], 169817);
     assert_eq!(usage["outputTokens"], 2577);
-    assert!(result["stdout"].as_str().unwrap().contains("Fixed the typo"), "{result}");
+    assert!(
+        result["stdout"]
+            .as_str()
+            .unwrap()
+            .contains("Fixed the typo"),
+        "{result}"
+    );
 
     // The agent's commit is on HEAD of the host repository.
     let commits = result["commits"].as_array().unwrap();
@@ -47,7 +73,10 @@ fn claude_code_in_test_isolated_merges_the_commit_to_head() {
     let sha = commits[0]["sha"].as_str().unwrap();
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), sha);
     assert_eq!(repo.git(&["rev-parse", "HEAD~1"]), before);
-    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Fix typo in README");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s"]),
+        "Fix typo in README"
+    );
     assert_eq!(result["branch"], "main");
     let readme = std::fs::read_to_string(repo.path().join("README.md")).unwrap();
     assert!(readme.contains("This is the readme."), "{readme}");
@@ -57,29 +86,60 @@ fn claude_code_in_test_isolated_merges_the_commit_to_head() {
     let calls = repo.calls("claude");
     assert_eq!(calls.len(), 1);
     assert_eq!(calls[0]["prompt"], "fix the typo in README");
-    let argv: Vec<&str> = calls[0]["argv"].as_array().unwrap().iter().map(|a| a.as_str().unwrap()).collect();
-    for flag in ["--print", "--verbose", "--dangerously-skip-permissions", "-p", "-"] {
+    let argv: Vec<&str> = calls[0]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    for flag in [
+        "--print",
+        "--verbose",
+        "--dangerously-skip-permissions",
+        "-p",
+        "-",
+    ] {
         assert!(argv.contains(&flag), "missing {flag}: {argv:?}");
     }
     // It ran in the sandbox's copy, not in the host repository.
     let cwd = calls[0]["cwd"].as_str().unwrap();
-    assert!(!cwd.starts_with(repo.path().to_str().unwrap()), "ran in the host repo: {cwd}");
+    assert!(
+        !cwd.starts_with(repo.path().to_str().unwrap()),
+        "ran in the host repo: {cwd}"
+    );
 }
 
 #[test]
 fn without_the_signal_every_iteration_runs_and_commits() {
     let repo = TestRepo::new();
     let out = repo.sanddune(&[
-        "run", "--sandbox", "test-isolated", "--agent", "claude-code",
-        "--prompt", "add a note FAKE:no-signal", "--max-iterations", "2", "--json",
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "add a note FAKE:no-signal",
+        "--max-iterations",
+        "2",
+        "--json",
     ]);
     let result = json(&out);
     assert_eq!(result["iterations"].as_array().unwrap().len(), 2);
     assert_eq!(result["completionSignal"], Value::Null);
     let commits = result["commits"].as_array().unwrap();
     assert_eq!(commits.len(), 2);
-    assert_eq!(repo.git(&["rev-parse", "HEAD"]), commits[1]["sha"].as_str().unwrap());
-    assert_eq!(std::fs::read_to_string(repo.path().join("NOTES.md")).unwrap().lines().count(), 2);
+    assert_eq!(
+        repo.git(&["rev-parse", "HEAD"]),
+        commits[1]["sha"].as_str().unwrap()
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("NOTES.md"))
+            .unwrap()
+            .lines()
+            .count(),
+        2
+    );
     assert_clean_host(&repo);
 }
 
@@ -87,8 +147,20 @@ fn without_the_signal_every_iteration_runs_and_commits() {
 fn a_custom_completion_signal_is_reported() {
     let repo = TestRepo::new();
     let out = repo.sanddune(&[
-        "run", "--sandbox", "test-isolated", "--agent", "claude-code", "--prompt", "add a note",
-        "--completion-signal", "NEVER", "--completion-signal", "Added a note", "--max-iterations", "3", "--json",
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "add a note",
+        "--completion-signal",
+        "NEVER",
+        "--completion-signal",
+        "Added a note",
+        "--max-iterations",
+        "3",
+        "--json",
     ]);
     let result = json(&out);
     assert_eq!(result["completionSignal"], "Added a note");
@@ -100,8 +172,16 @@ fn the_branch_strategy_keeps_a_named_branch_and_leaves_head_alone() {
     let repo = TestRepo::new();
     let head = repo.git(&["rev-parse", "HEAD"]);
     let out = repo.sanddune(&[
-        "run", "--sandbox", "test-isolated", "--agent", "claude-code",
-        "--prompt", "fix the typo", "--branch", "agent/typo", "--json",
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--branch",
+        "agent/typo",
+        "--json",
     ]);
     let result = json(&out);
     assert_eq!(result["branch"], "agent/typo");
@@ -115,7 +195,15 @@ fn the_branch_strategy_keeps_a_named_branch_and_leaves_head_alone() {
 #[test]
 fn an_agent_reporting_is_error_fails_the_run_even_when_it_exits_0() {
     let repo = TestRepo::new();
-    let out = repo.sanddune(&["run", "--sandbox", "test-isolated", "--agent", "claude-code", "--prompt", "note FAKE:is-error"]);
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note FAKE:is-error",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(err.contains("429 rate limit"), "{err}");
@@ -131,8 +219,16 @@ fn a_provider_that_drops_stdin_gives_the_agent_an_empty_prompt_and_the_run_fails
     let head = repo.git(&["rev-parse", "HEAD"]);
     let hostile = plugin_file("sanddune-test-plugin-hostile");
     let out = repo.sanddune(&[
-        "run", "--sandbox", hostile.to_str().unwrap(), "--sandbox-opt", "attack=drop-stdin",
-        "--agent", "claude-code", "--prompt", "fix the typo", "--json",
+        "run",
+        "--sandbox",
+        hostile.to_str().unwrap(),
+        "--sandbox-opt",
+        "attack=drop-stdin",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--json",
     ]);
     assert_eq!(out.status.code(), Some(1), "must fail: {}", stdout(&out));
     let err = stderr(&out);
@@ -146,13 +242,23 @@ fn a_bind_mount_provider_from_a_file_defaults_to_head() {
     let repo = TestRepo::new();
     let hostile = plugin_file("sanddune-test-plugin-hostile");
     let out = repo.sanddune(&[
-        "run", "--sandbox", hostile.to_str().unwrap(), "--agent", "claude-code", "--prompt", "fix the typo", "--json",
+        "run",
+        "--sandbox",
+        hostile.to_str().unwrap(),
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--json",
     ]);
     let result = json(&out);
     let sha = result["commits"][0]["sha"].as_str().unwrap();
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), sha);
     assert_eq!(result["branch"], "main");
-    assert_eq!(repo.calls("claude")[0]["cwd"], repo.path().canonicalize().unwrap().to_str().unwrap());
+    assert_eq!(
+        repo.calls("claude")[0]["cwd"],
+        repo.path().canonicalize().unwrap().to_str().unwrap()
+    );
 }
 
 #[test]
@@ -160,7 +266,14 @@ fn an_agent_provider_loads_from_a_file_too() {
     let repo = TestRepo::new();
     let agent = plugin_file("sanddune-plugin-claude-code");
     let out = repo.sanddune(&[
-        "run", "--sandbox", "test-isolated", "--agent", agent.to_str().unwrap(), "--prompt", "fix the typo", "--json",
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        agent.to_str().unwrap(),
+        "--prompt",
+        "fix the typo",
+        "--json",
     ]);
     assert_eq!(json(&out)["commits"].as_array().unwrap().len(), 1);
 }
@@ -168,9 +281,21 @@ fn an_agent_provider_loads_from_a_file_too() {
 #[test]
 fn the_human_summary_streams_agent_events() {
     let repo = TestRepo::new();
-    let out = repo.sanddune(&["run", "--sandbox", "test-isolated", "--agent", "claude-code", "--prompt", "fix the typo"]);
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stderr(&out).contains("[1] Let me look at the repository."), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("[1] Let me look at the repository."),
+        "{}",
+        stderr(&out)
+    );
     assert!(stderr(&out).contains("[1] > Bash"), "{}", stderr(&out));
     let summary = stdout(&out);
     assert!(summary.contains("1 commit on main"), "{summary}");
@@ -183,7 +308,10 @@ fn the_demo_runs_end_to_end_on_embedded_defaults() {
     let out = repo.sanddune(&["demo"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
-    assert!(text.contains("completion signal: <promise>COMPLETE</promise>"), "{text}");
+    assert!(
+        text.contains("completion signal: <promise>COMPLETE</promise>"),
+        "{text}"
+    );
     assert!(text.contains("1 commit on main"), "{text}");
     assert!(text.contains("- Say hello in DEMO.md"), "{text}");
 }
@@ -195,14 +323,26 @@ fn plugin_inspect_shows_requests_and_imports() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("sandbox provider `test-isolated`"), "{text}");
-    assert!(text.contains("isolated (default branch strategy: merge-to-head)"), "{text}");
+    assert!(
+        text.contains("isolated (default branch strategy: merge-to-head)"),
+        "{text}"
+    );
     assert!(text.contains("programs:   sh"), "{text}");
     assert!(text.contains("sanddune:plugin/process@0.1.0"), "{text}");
 
     let out = repo.sanddune(&["plugin", "inspect", "claude-code"]);
     let text = stdout(&out);
     assert!(text.contains("agent provider `claude-code`"), "{text}");
-    assert!(text.contains("effort [low|medium|high|xhigh|max]"), "{text}");
-    assert!(text.contains("ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN"), "{text}");
-    assert!(!text.contains("sanddune:plugin/process"), "an agent provider imports no process capability: {text}");
+    assert!(
+        text.contains("effort [low|medium|high|xhigh|max]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("ANTHROPIC_API_KEY or CLAUDE_CODE_OAUTH_TOKEN"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("sanddune:plugin/process"),
+        "an agent provider imports no process capability: {text}"
+    );
 }

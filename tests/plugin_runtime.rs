@@ -8,13 +8,18 @@ mod common;
 use std::path::PathBuf;
 
 use sanddune::capability::Limits;
-use sanddune::plugin::sandbox::{Command, ExecOutput, ExecRequest, Sandbox, SandboxProvider, SandboxSpec};
+use sanddune::plugin::sandbox::{
+    Command, ExecOutput, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
+};
 use sanddune::plugin::{PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 
 fn runtime() -> PluginRuntime {
     PluginRuntime::new(RuntimeConfig {
         cache_dir: Some(common::cache_dir()),
-        limits: Limits { memory_bytes: 64 << 20, cpu_ticks_per_call: 200 },
+        limits: Limits {
+            memory_bytes: 64 << 20,
+            cpu_ticks_per_call: 200,
+        },
     })
     .unwrap()
 }
@@ -27,17 +32,32 @@ fn spec(dir: &std::path::Path, config: &[(&str, &str)]) -> SandboxSpec {
         git_dir: dir.join(".git"),
         branch: "main".into(),
         env: vec![],
-        config: config.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        config: config
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
     }
 }
 
 async fn provider(rt: &PluginRuntime, crate_name: &str) -> SandboxProvider {
-    let plugin = rt.load(&PluginRef::File(common::plugin_file(crate_name)), Some(PluginKind::Sandbox)).unwrap();
+    let plugin = rt
+        .load(
+            &PluginRef::File(common::plugin_file(crate_name)),
+            Some(PluginKind::Sandbox),
+        )
+        .unwrap();
     SandboxProvider::from_plugin(plugin).await.unwrap()
 }
 
 fn sh(script: &str) -> ExecRequest {
-    ExecRequest { command: Command::Shell(script.into()), cwd: None, env: vec![], stdin: None, sudo: false, timeout_ms: Some(60_000) }
+    ExecRequest {
+        command: Command::Shell(script.into()),
+        cwd: None,
+        env: vec![],
+        stdin: None,
+        sudo: false,
+        timeout_ms: Some(60_000),
+    }
 }
 
 async fn run(sandbox: &mut Sandbox, request: ExecRequest) -> ExecOutput {
@@ -67,7 +87,10 @@ async fn attack(rt: &PluginRuntime, name: &str) -> String {
 async fn spawning_a_program_not_granted_is_refused() {
     let rt = runtime();
     let err = attack(&rt, "spawn").await;
-    assert!(err.contains("may not run `cat`: it was granted sh"), "{err}");
+    assert!(
+        err.contains("may not run `cat`: it was granted sh"),
+        "{err}"
+    );
     assert!(err.contains("`hostile`"), "{err}");
     host_still_works(&rt).await;
 }
@@ -96,7 +119,10 @@ async fn an_undeclared_env_var_is_invisible() {
 async fn a_plugin_that_loops_forever_is_stopped_by_its_cpu_budget() {
     let rt = runtime();
     let err = attack(&rt, "loop").await;
-    assert!(err.contains("exceeded its CPU time budget of 2000 ms"), "{err}");
+    assert!(
+        err.contains("exceeded its CPU time budget of 2000 ms"),
+        "{err}"
+    );
     host_still_works(&rt).await;
 }
 
@@ -113,12 +139,19 @@ async fn a_plugin_flooding_output_is_bounded() {
     let rt = runtime();
     let hostile = provider(&rt, "sanddune-test-plugin-hostile").await;
     let dir = tempfile::tempdir().unwrap();
-    let mut sandbox = hostile.create(&spec(dir.path(), &[("attack", "flood")])).await.unwrap();
+    let mut sandbox = hostile
+        .create(&spec(dir.path(), &[("attack", "flood")]))
+        .await
+        .unwrap();
     let mut streamed = 0usize;
     let out = sandbox.exec(sh("true"), |_| streamed += 1).await.unwrap();
     // Every line reaches the consumer; only the accumulated copy is capped.
     assert_eq!(streamed, 20_000);
-    assert!(out.stdout.len() <= sanddune::plugin::sandbox::MAX_CAPTURED_BYTES + 64, "{}", out.stdout.len());
+    assert!(
+        out.stdout.len() <= sanddune::plugin::sandbox::MAX_CAPTURED_BYTES + 64,
+        "{}",
+        out.stdout.len()
+    );
     assert!(out.stdout.ends_with("[output truncated]\n"));
     sandbox.close().await.unwrap();
     host_still_works(&rt).await;
@@ -136,8 +169,19 @@ async fn test_isolated() -> (PluginRuntime, Sandbox, tempfile::TempDir) {
 async fn exec_reports_stdout_stderr_and_the_exit_code() {
     let (_rt, mut sandbox, _dir) = test_isolated().await;
     let out = run(&mut sandbox, sh("echo out; echo err >&2; exit 3")).await;
-    assert_eq!((out.stdout.as_str(), out.stderr.as_str(), out.exit_code), ("out\n", "err\n", 3));
-    let argv = ExecRequest { command: Command::Argv(vec!["printf".into(), "%s|".into(), "a b".into(), "it's".into()]), ..sh("") };
+    assert_eq!(
+        (out.stdout.as_str(), out.stderr.as_str(), out.exit_code),
+        ("out\n", "err\n", 3)
+    );
+    let argv = ExecRequest {
+        command: Command::Argv(vec![
+            "printf".into(),
+            "%s|".into(),
+            "a b".into(),
+            "it's".into(),
+        ]),
+        ..sh("")
+    };
     assert_eq!(run(&mut sandbox, argv).await.stdout, "a b|it's|\n");
     sandbox.close().await.unwrap();
 }
@@ -148,8 +192,14 @@ async fn exec_streams_each_line_before_the_command_ends() {
     // The command waits for a file that only the first line's consumer
     // creates: it can end only if that line arrived while it was running.
     let flag = dir.path().join("seen-first-line");
-    let script = format!("echo first; while [ ! -e '{}' ]; do sleep 0.05; done; echo second", flag.display());
-    let request = ExecRequest { timeout_ms: Some(20_000), ..sh(&script) };
+    let script = format!(
+        "echo first; while [ ! -e '{}' ]; do sleep 0.05; done; echo second",
+        flag.display()
+    );
+    let request = ExecRequest {
+        timeout_ms: Some(20_000),
+        ..sh(&script)
+    };
     let out = sandbox
         .exec(request, |line| {
             if line.text == "first" {
@@ -158,7 +208,10 @@ async fn exec_streams_each_line_before_the_command_ends() {
         })
         .await
         .unwrap();
-    assert!(!out.timed_out, "the first line was not streamed while the command ran");
+    assert!(
+        !out.timed_out,
+        "the first line was not streamed while the command ran"
+    );
     assert_eq!(out.stdout, "first\nsecond\n");
     sandbox.close().await.unwrap();
 }
@@ -166,8 +219,13 @@ async fn exec_streams_each_line_before_the_command_ends() {
 #[tokio::test]
 async fn stdin_is_delivered_intact() {
     let (_rt, mut sandbox, _dir) = test_isolated().await;
-    let input: String = (0..20_000).map(|i| format!("line {i} ünïcode ✓\n")).collect();
-    let request = ExecRequest { stdin: Some(input.clone().into_bytes()), ..sh("cat") };
+    let input: String = (0..20_000)
+        .map(|i| format!("line {i} ünïcode ✓\n"))
+        .collect();
+    let request = ExecRequest {
+        stdin: Some(input.clone().into_bytes()),
+        ..sh("cat")
+    };
     let out = run(&mut sandbox, request).await;
     assert_eq!(out.stdout, input);
     // No stdin: the command sees end-of-file at once instead of hanging.
@@ -178,7 +236,14 @@ async fn stdin_is_delivered_intact() {
 #[tokio::test]
 async fn a_timeout_kills_the_command_and_is_reported() {
     let (_rt, mut sandbox, _dir) = test_isolated().await;
-    let out = run(&mut sandbox, ExecRequest { timeout_ms: Some(200), ..sh("sleep 30") }).await;
+    let out = run(
+        &mut sandbox,
+        ExecRequest {
+            timeout_ms: Some(200),
+            ..sh("sleep 30")
+        },
+    )
+    .await;
     assert!(out.timed_out);
     assert_ne!(out.exit_code, 0);
     sandbox.close().await.unwrap();
@@ -188,10 +253,29 @@ async fn a_timeout_kills_the_command_and_is_reported() {
 async fn a_cwd_outside_the_sandbox_is_refused() {
     let (_rt, mut sandbox, _dir) = test_isolated().await;
     for cwd in ["/tmp", "../.."] {
-        let err = sandbox.exec(ExecRequest { cwd: Some(cwd.into()), ..sh("pwd") }, |_| {}).await.unwrap_err();
-        assert!(err.to_string().contains("path confinement violation"), "{err}");
+        let err = sandbox
+            .exec(
+                ExecRequest {
+                    cwd: Some(cwd.into()),
+                    ..sh("pwd")
+                },
+                |_| {},
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("path confinement violation"),
+            "{err}"
+        );
     }
-    let inside = run(&mut sandbox, ExecRequest { cwd: Some(".".into()), ..sh("pwd") }).await;
+    let inside = run(
+        &mut sandbox,
+        ExecRequest {
+            cwd: Some(".".into()),
+            ..sh("pwd")
+        },
+    )
+    .await;
     assert_eq!(inside.stdout.trim(), sandbox.worktree_path());
     sandbox.close().await.unwrap();
 }

@@ -14,12 +14,18 @@ const LINES: usize = 1_000_000;
 fn recorded_stream() -> Vec<String> {
     let sid = "5805de68-1c2d-4c4e-9a53-0b6f3f0e8c11";
     let samples = [
-        format!(r#"{{"type":"assistant","message":{{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"text","text":"Let me run the tests first."}},{{"type":"tool_use","id":"toolu_1","name":"Bash","input":{{"command":"npm test"}}}}],"stop_reason":"tool_use","usage":{{"input_tokens":2,"cache_creation_input_tokens":0,"cache_read_input_tokens":9600,"output_tokens":58}}}},"parent_tool_use_id":null,"session_id":"{sid}"}}"#),
-        format!(r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_1","content":"PASS src/a.test.ts (4 tests)"}}]}},"session_id":"{sid}"}}"#),
+        format!(
+            r#"{{"type":"assistant","message":{{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5","content":[{{"type":"text","text":"Let me run the tests first."}},{{"type":"tool_use","id":"toolu_1","name":"Bash","input":{{"command":"npm test"}}}}],"stop_reason":"tool_use","usage":{{"input_tokens":2,"cache_creation_input_tokens":0,"cache_read_input_tokens":9600,"output_tokens":58}}}},"parent_tool_use_id":null,"session_id":"{sid}"}}"#
+        ),
+        format!(
+            r#"{{"type":"user","message":{{"role":"user","content":[{{"type":"tool_result","tool_use_id":"toolu_1","content":"PASS src/a.test.ts (4 tests)"}}]}},"session_id":"{sid}"}}"#
+        ),
         format!(r#"{{"type":"system","subtype":"task_progress","session_id":"{sid}"}}"#),
         format!(r#"{{"type":"rate_limit_event","session_id":"{sid}"}}"#),
     ];
-    (0..LINES).map(|i| samples[i % samples.len()].clone()).collect()
+    (0..LINES)
+        .map(|i| samples[i % samples.len()].clone())
+        .collect()
 }
 
 fn main() {
@@ -36,7 +42,9 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (wasm, wasm_events) = rt.block_on(async {
         let runtime = PluginRuntime::new(RuntimeConfig::default()).unwrap();
-        let mut agent = AgentProvider::load(&runtime, &PluginRef::Builtin("claude-code".into())).await.unwrap();
+        let mut agent = AgentProvider::load(&runtime, &PluginRef::Builtin("claude-code".into()))
+            .await
+            .unwrap();
         let parser = agent.new_parser().await.unwrap();
         let t = Instant::now();
         let mut events = 0;
@@ -50,6 +58,12 @@ fn main() {
     let rate = |d: std::time::Duration| LINES as f64 / d.as_secs_f64();
     println!("{LINES} lines, {native_events} events");
     println!("native:              {:>12.0} lines/s", rate(native));
-    println!("through wasm:        {:>12.0} lines/s (goal >= 200000)", rate(wasm));
-    println!("native / wasm ratio: {:>12.1}x", native.as_secs_f64().recip() / wasm.as_secs_f64().recip());
+    println!(
+        "through wasm:        {:>12.0} lines/s (goal >= 200000)",
+        rate(wasm)
+    );
+    println!(
+        "native / wasm ratio: {:>12.1}x",
+        native.as_secs_f64().recip() / wasm.as_secs_f64().recip()
+    );
 }

@@ -17,10 +17,17 @@ fn median(mut v: Vec<Duration>) -> Duration {
 
 fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
-    println!("{:<15} {:>9} {:>14} {:>14} {:>24}", "plugin", "size", "compile (cold)", "cached load", "instantiate + describe");
+    println!(
+        "{:<15} {:>9} {:>14} {:>14} {:>24}",
+        "plugin", "size", "compile (cold)", "cached load", "instantiate + describe"
+    );
     for (name, bytes) in builtin::BUILTIN {
         let cache = tempfile::tempdir().unwrap();
-        let runtime = PluginRuntime::new(RuntimeConfig { cache_dir: Some(cache.path().to_path_buf()), ..Default::default() }).unwrap();
+        let runtime = PluginRuntime::new(RuntimeConfig {
+            cache_dir: Some(cache.path().to_path_buf()),
+            ..Default::default()
+        })
+        .unwrap();
         let t = Instant::now();
         let plugin = runtime.load_bytes(bytes, name, None).unwrap();
         let cold = t.elapsed();
@@ -40,7 +47,9 @@ fn main() {
                     rt.block_on(async {
                         let t = Instant::now();
                         match p.kind {
-                            PluginKind::Sandbox => drop(SandboxProvider::from_plugin(p).await.unwrap()),
+                            PluginKind::Sandbox => {
+                                drop(SandboxProvider::from_plugin(p).await.unwrap())
+                            }
                             PluginKind::Agent => drop(AgentProvider::from_plugin(p).await.unwrap()),
                         }
                         t.elapsed()

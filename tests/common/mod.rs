@@ -9,7 +9,8 @@ pub const BIN: &str = env!("CARGO_BIN_EXE_sanddune");
 
 /// A component built for the tests (or a built-in, as a file).
 pub fn plugin_file(crate_name: &str) -> PathBuf {
-    Path::new(env!("SANDDUNE_TEST_PLUGIN_DIR")).join(format!("{}.wasm", crate_name.replace('-', "_")))
+    Path::new(env!("SANDDUNE_TEST_PLUGIN_DIR"))
+        .join(format!("{}.wasm", crate_name.replace('-', "_")))
 }
 
 /// Compiled components shared by every test run, like a user's cache.
@@ -23,8 +24,17 @@ pub fn fakes_dir() -> PathBuf {
 }
 
 pub fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -43,7 +53,19 @@ impl TestRepo {
         git(p, &["init", "-q", "-b", "main"]);
         std::fs::write(p.join("README.md"), "# Project\n\nThis is teh readme.\n").unwrap();
         git(p, &["add", "README.md"]);
-        git(p, &["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "initial"]);
+        git(
+            p,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t.invalid",
+                "commit",
+                "-q",
+                "-m",
+                "initial",
+            ],
+        );
         Self { dir, home }
     }
 
@@ -57,7 +79,11 @@ impl TestRepo {
 
     /// Run the real binary in this repository with the fakes first on PATH.
     pub fn sanddune(&self, args: &[&str]) -> Output {
-        let path = format!("{}:{}", fakes_dir().display(), std::env::var("PATH").unwrap_or_default());
+        let path = format!(
+            "{}:{}",
+            fakes_dir().display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
         Command::new(BIN)
             .args(args)
             .current_dir(self.path())

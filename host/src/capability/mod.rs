@@ -78,7 +78,8 @@ impl PluginState {
             return Err(wasmtime::format_err!(
                 "plugin `{}` exceeded its CPU time budget of {} ms for one call and was stopped",
                 self.plugin,
-                self.limits.cpu_ticks_per_call * crate::plugin::engine::EPOCH_TICK.as_millis() as u64
+                self.limits.cpu_ticks_per_call
+                    * crate::plugin::engine::EPOCH_TICK.as_millis() as u64
             ));
         }
         Ok(())
@@ -87,12 +88,20 @@ impl PluginState {
 
 impl WasiView for PluginState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
-        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
     }
 }
 
 impl ResourceLimiter for PluginState {
-    fn memory_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> Result<bool> {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> Result<bool> {
         if desired > self.limits.memory_bytes {
             return Err(wasmtime::format_err!(
                 "plugin `{}` exceeded its memory limit of {} MiB and was stopped",
@@ -103,7 +112,12 @@ impl ResourceLimiter for PluginState {
         Ok(true)
     }
 
-    fn table_growing(&mut self, _current: usize, desired: usize, _max: Option<usize>) -> Result<bool> {
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _max: Option<usize>,
+    ) -> Result<bool> {
         Ok(desired <= 1_000_000)
     }
 }

@@ -137,15 +137,23 @@ fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
         cmd.current_dir(cwd);
     }
     if opts.terminal {
-        cmd.stdin(Stdio::inherit()).stdout(Stdio::inherit()).stderr(Stdio::inherit());
+        cmd.stdin(Stdio::inherit())
+            .stdout(Stdio::inherit())
+            .stderr(Stdio::inherit());
     } else {
-        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
     }
     let mut proc = cmd
         .spawn()
         .map_err(|e| format!("cannot start `{}`: {e}", opts.program))?;
     let pgid = proc.id().map(|p| p as i32).unwrap_or(0);
-    let kill = Arc::new(Kill { pgid, killed: AtomicBool::new(false), timed_out: AtomicBool::new(false) });
+    let kill = Arc::new(Kill {
+        pgid,
+        killed: AtomicBool::new(false),
+        timed_out: AtomicBool::new(false),
+    });
     let id = state.brokered.register(kill.clone());
 
     let (tx, lines) = mpsc::channel(1024);
@@ -184,11 +192,23 @@ fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
             }
         });
     }
-    Ok(Child { proc, lines, stdin, kill, id, brokered: state.brokered.clone(), exited: Some(exited) })
+    Ok(Child {
+        proc,
+        lines,
+        stdin,
+        kill,
+        id,
+        brokered: state.brokered.clone(),
+        exited: Some(exited),
+    })
 }
 
 /// Split a stream into lines, lossily decoded, none longer than MAX_LINE_BYTES.
-async fn read_lines(pipe: impl AsyncRead + Unpin, stream: OutputStream, tx: mpsc::Sender<OutputLine>) {
+async fn read_lines(
+    pipe: impl AsyncRead + Unpin,
+    stream: OutputStream,
+    tx: mpsc::Sender<OutputLine>,
+) {
     let mut reader = BufReader::with_capacity(64 << 10, pipe);
     let mut line = Vec::new();
     loop {
@@ -238,7 +258,11 @@ impl Host for PluginState {
 }
 
 impl HostChild for PluginState {
-    async fn write_stdin(&mut self, child: Resource<Child>, data: Vec<u8>) -> Result<Result<(), String>> {
+    async fn write_stdin(
+        &mut self,
+        child: Resource<Child>,
+        data: Vec<u8>,
+    ) -> Result<Result<(), String>> {
         let child = self.table.get_mut(&child)?;
         Ok(match &child.stdin {
             Some(tx) => tx.send(data).map_err(|_| "stdin is closed".to_string()),

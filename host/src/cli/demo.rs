@@ -17,14 +17,31 @@ pub struct DemoArgs {
 }
 
 pub async fn demo(args: DemoArgs) -> Result<()> {
-    let dir = tempfile::Builder::new().prefix("sanddune-demo-").tempdir().map_err(|e| Error::Other(e.into()))?;
+    let dir = tempfile::Builder::new()
+        .prefix("sanddune-demo-")
+        .tempdir()
+        .map_err(|e| Error::Other(e.into()))?;
     let repo = dir.path();
     git(repo, &["init", "-q", "-b", "main"])?;
     std::fs::write(repo.join("README.md"), "# demo\n").map_err(|e| Error::Other(e.into()))?;
     git(repo, &["add", "README.md"])?;
-    git(repo, &["-c", "user.name=sanddune-demo", "-c", "user.email=demo@sanddune.invalid", "commit", "-q", "-m", "initial"])?;
+    git(
+        repo,
+        &[
+            "-c",
+            "user.name=sanddune-demo",
+            "-c",
+            "user.email=demo@sanddune.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "initial",
+        ],
+    )?;
     println!("throwaway repository: {}", repo.display());
-    println!("sanddune run --sandbox test-isolated --agent demo --prompt \"Say hello in DEMO.md\"\n");
+    println!(
+        "sanddune run --sandbox test-isolated --agent demo --prompt \"Say hello in DEMO.md\"\n"
+    );
 
     let mut options = RunOptions::new(
         PluginRef::Builtin("test-isolated".into()),
@@ -34,14 +51,29 @@ pub async fn demo(args: DemoArgs) -> Result<()> {
     options.cwd = repo.to_path_buf();
     options.max_iterations = 3;
     options.on_event = Some(std::sync::Arc::new(|e| match e {
-        crate::run::StreamEvent::Text { iteration, text, .. } => eprintln!("[{iteration}] {text}"),
-        crate::run::StreamEvent::ToolCall { iteration, name, input, .. } => eprintln!("[{iteration}] > {name} {input}"),
+        crate::run::StreamEvent::Text {
+            iteration, text, ..
+        } => eprintln!("[{iteration}] {text}"),
+        crate::run::StreamEvent::ToolCall {
+            iteration,
+            name,
+            input,
+            ..
+        } => eprintln!("[{iteration}] > {name} {input}"),
     }));
     let result = crate::run::run(options).await?;
     println!();
     super::run::print_summary(&result, repo);
-    println!("\n$ git log --oneline main\n{}", git(repo, &["log", "--oneline", "main"])?);
-    println!("$ cat DEMO.md\n{}", std::fs::read_to_string(repo.join("DEMO.md")).unwrap_or_default().trim_end());
+    println!(
+        "\n$ git log --oneline main\n{}",
+        git(repo, &["log", "--oneline", "main"])?
+    );
+    println!(
+        "$ cat DEMO.md\n{}",
+        std::fs::read_to_string(repo.join("DEMO.md"))
+            .unwrap_or_default()
+            .trim_end()
+    );
     if args.keep {
         println!("\nkept: {}", dir.keep().display());
     }

@@ -16,7 +16,11 @@ pub struct InspectArgs {
 }
 
 fn list(items: &[String]) -> String {
-    if items.is_empty() { "none".into() } else { items.join(", ") }
+    if items.is_empty() {
+        "none".into()
+    } else {
+        items.join(", ")
+    }
 }
 
 pub async fn inspect(args: InspectArgs) -> Result<()> {
@@ -44,13 +48,20 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 println!("  none");
             }
             for opt in &info.config {
-                let default = opt.default_value.as_deref().map(|d| format!(" (default {d})")).unwrap_or_default();
+                let default = opt
+                    .default_value
+                    .as_deref()
+                    .map(|d| format!(" (default {d})"))
+                    .unwrap_or_default();
                 println!("  {}{default}: {}", opt.name, opt.description);
             }
             let caps = &info.capabilities;
             println!("requests:");
             println!("  programs:   {}", list(&caps.programs));
-            println!("  scratch dir: {}", if caps.scratch_dir { "yes" } else { "no" });
+            println!(
+                "  scratch dir: {}",
+                if caps.scratch_dir { "yes" } else { "no" }
+            );
             let worktree = match caps.worktree {
                 DirectoryAccess::None => "no",
                 DirectoryAccess::ReadOnly => "read-only",
@@ -59,7 +70,10 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
             println!("  worktree:   {worktree}");
             println!("  hosts:      {}", list(&caps.hosts));
             println!("  env keys:   {}", list(&caps.env_keys));
-            println!("  containers: {}", if caps.containers { "yes" } else { "no" });
+            println!(
+                "  containers: {}",
+                if caps.containers { "yes" } else { "no" }
+            );
             print_imports(provider.plugin());
         }
         PluginKind::Agent => {
@@ -69,14 +83,30 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
             println!("  {}", info.description);
             header(agent.plugin());
             println!("program:      {}", info.program);
-            println!("model:        {}", info.default_model.as_deref().unwrap_or("(the agent's default)"));
-            println!("sessions:     {}", if info.session_files { "resumable session files" } else { "no session files" });
+            println!(
+                "model:        {}",
+                info.default_model
+                    .as_deref()
+                    .unwrap_or("(the agent's default)")
+            );
+            println!(
+                "sessions:     {}",
+                if info.session_files {
+                    "resumable session files"
+                } else {
+                    "no session files"
+                }
+            );
             println!("options:");
             if info.options.is_empty() {
                 println!("  none");
             }
             for opt in &info.options {
-                let allowed = if opt.allowed_values.is_empty() { String::new() } else { format!(" [{}]", opt.allowed_values.join("|")) };
+                let allowed = if opt.allowed_values.is_empty() {
+                    String::new()
+                } else {
+                    format!(" [{}]", opt.allowed_values.join("|"))
+                };
                 println!("  {}{allowed}: {}", opt.name, opt.description);
             }
             println!("env:");

@@ -9,12 +9,18 @@ use clap::{Parser, Subcommand};
 use crate::error::Error;
 
 #[derive(Parser)]
-#[command(name = "sanddune", version, about = "Run AI coding agents in sandboxes and bring their commits back to a branch")]
+#[command(
+    name = "sanddune",
+    version,
+    about = "Run AI coding agents in sandboxes and bring their commits back to a branch"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Commands,
 }
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Commands {
     /// Run an agent in a sandbox until it signals completion or hits --max-iterations.
@@ -40,18 +46,24 @@ pub fn main() -> i32 {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SANDDUNE_LOG").unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_env("SANDDUNE_LOG")
+                .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
         .init();
-    let rt = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let rt = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => return report(&Error::Other(e.into())),
     };
     let result = rt.block_on(async {
         match cli.command {
             Commands::Run(args) => run::run(args).await,
-            Commands::Plugin { command: PluginCommands::Inspect(args) } => inspect::inspect(args).await,
+            Commands::Plugin {
+                command: PluginCommands::Inspect(args),
+            } => inspect::inspect(args).await,
             Commands::Demo(args) => demo::demo(args).await,
         }
     });

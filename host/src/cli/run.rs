@@ -65,9 +65,17 @@ pub async fn run(args: RunArgs) -> Result<()> {
     let prompt = match (args.prompt, args.prompt_file) {
         (Some(text), None) => Prompt::Inline(text),
         (None, Some(path)) => Prompt::File(path),
-        _ => return Err(Error::input("give exactly one of --prompt and --prompt-file")),
+        _ => {
+            return Err(Error::input(
+                "give exactly one of --prompt and --prompt-file",
+            ));
+        }
     };
-    let mut options = RunOptions::new(PluginRef::parse(&args.sandbox), PluginRef::parse(&args.agent), prompt);
+    let mut options = RunOptions::new(
+        PluginRef::parse(&args.sandbox),
+        PluginRef::parse(&args.agent),
+        prompt,
+    );
     options.model = args.model;
     options.max_iterations = args.max_iterations;
     if !args.completion_signals.is_empty() {
@@ -93,7 +101,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
     });
     let result = crate::run::run(options).await?;
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&result).map_err(|e| Error::Other(e.into()))?);
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&result).map_err(|e| Error::Other(e.into()))?
+        );
     } else {
         print_summary(&result, &args.cwd);
     }
@@ -103,8 +114,15 @@ pub async fn run(args: RunArgs) -> Result<()> {
 /// Agent output as it streams, on stderr, one line per event.
 fn print_event(event: &StreamEvent) {
     let line = match event {
-        StreamEvent::Text { iteration, text, .. } => format!("[{iteration}] {}", text.trim()),
-        StreamEvent::ToolCall { iteration, name, input, .. } => {
+        StreamEvent::Text {
+            iteration, text, ..
+        } => format!("[{iteration}] {}", text.trim()),
+        StreamEvent::ToolCall {
+            iteration,
+            name,
+            input,
+            ..
+        } => {
             let input: String = input.chars().take(120).collect();
             format!("[{iteration}] > {name} {input}")
         }
@@ -120,7 +138,12 @@ pub(super) fn print_summary(result: &RunResult, cwd: &std::path::Path) {
         None => println!("no completion signal"),
     }
     let repo = git2::Repository::discover(cwd).ok();
-    println!("{} commit{} on {}", result.commits.len(), if result.commits.len() == 1 { "" } else { "s" }, result.branch);
+    println!(
+        "{} commit{} on {}",
+        result.commits.len(),
+        if result.commits.len() == 1 { "" } else { "s" },
+        result.branch
+    );
     for commit in &result.commits {
         let summary = repo
             .as_ref()

@@ -9,7 +9,9 @@ use super::{Plugin, PluginKind, PluginRef, PluginRuntime, one_line};
 use crate::capability::{Grants, PluginState};
 use crate::error::{Error, Result};
 
-pub use super::bindings::agent_api::{AgentCommand, AgentEvent, AgentInfo, AgentResult, CommandRequest, ToolCall};
+pub use super::bindings::agent_api::{
+    AgentCommand, AgentEvent, AgentInfo, AgentResult, CommandRequest, ToolCall,
+};
 pub use super::bindings::types::Usage;
 
 pub struct AgentProvider {
@@ -30,8 +32,12 @@ impl AgentProvider {
 
     pub async fn from_plugin(plugin: Plugin) -> Result<Self> {
         let mut store = plugin.runtime().store(&plugin.source, Grants::default())?;
-        let pre = super::bindings::agent::AgentPluginPre::new(plugin.pre.clone())
-            .map_err(|e| Error::input(format!("`{}` does not fit the agent-plugin world: {e}", plugin.source)))?;
+        let pre = super::bindings::agent::AgentPluginPre::new(plugin.pre.clone()).map_err(|e| {
+            Error::input(format!(
+                "`{}` does not fit the agent-plugin world: {e}",
+                plugin.source
+            ))
+        })?;
         super::begin_call(&mut store);
         let bindings = pre
             .instantiate_async(&mut store)
@@ -41,8 +47,19 @@ impl AgentProvider {
             .sanddune_plugin_agent_provider()
             .call_describe(&mut store)
             .await
-            .map_err(|e| Error::Plugin(format!("`{}` failed in describe: {}", plugin.source, one_line(&e.into()))))?;
-        Ok(Self { plugin, info, store, bindings })
+            .map_err(|e| {
+                Error::Plugin(format!(
+                    "`{}` failed in describe: {}",
+                    plugin.source,
+                    one_line(&e.into())
+                ))
+            })?;
+        Ok(Self {
+            plugin,
+            info,
+            store,
+            bindings,
+        })
     }
 
     pub fn info(&self) -> &AgentInfo {
@@ -63,14 +80,21 @@ impl AgentProvider {
     }
 
     fn trap(&self, what: &str, e: wasmtime::Error) -> Error {
-        Error::Plugin(format!("agent provider `{}` stopped in {what}: {}", self.info.name, one_line(&e.into())))
+        Error::Plugin(format!(
+            "agent provider `{}` stopped in {what}: {}",
+            self.info.name,
+            one_line(&e.into())
+        ))
     }
 
     /// The command for one unattended iteration. A refusal (bad option,
     /// empty prompt) is bad input.
     pub async fn build_print_command(&mut self, request: &CommandRequest) -> Result<AgentCommand> {
         let (b, s) = self.begin();
-        let r = b.sanddune_plugin_agent_provider().call_build_print_command(s, request).await;
+        let r = b
+            .sanddune_plugin_agent_provider()
+            .call_build_print_command(s, request)
+            .await;
         match r {
             Ok(Ok(cmd)) => Ok(cmd),
             Ok(Err(msg)) => Err(Error::Input(format!("{}: {msg}", self.info.name))),
@@ -80,20 +104,37 @@ impl AgentProvider {
 
     pub async fn new_parser(&mut self) -> Result<StreamParser> {
         let (b, s) = self.begin();
-        let r = b.sanddune_plugin_agent_provider().stream_parser().call_constructor(s).await;
-        r.map(StreamParser).map_err(|e| self.trap("stream-parser", e))
+        let r = b
+            .sanddune_plugin_agent_provider()
+            .stream_parser()
+            .call_constructor(s)
+            .await;
+        r.map(StreamParser)
+            .map_err(|e| self.trap("stream-parser", e))
     }
 
-    pub async fn push_line(&mut self, parser: &StreamParser, line: &str) -> Result<Vec<AgentEvent>> {
+    pub async fn push_line(
+        &mut self,
+        parser: &StreamParser,
+        line: &str,
+    ) -> Result<Vec<AgentEvent>> {
         let (b, s) = self.begin();
-        let r = b.sanddune_plugin_agent_provider().stream_parser().call_push_line(s, parser.0, line).await;
+        let r = b
+            .sanddune_plugin_agent_provider()
+            .stream_parser()
+            .call_push_line(s, parser.0, line)
+            .await;
         r.map_err(|e| self.trap("push-line", e))
     }
 
     /// Final events, then the parser is gone.
     pub async fn finish(&mut self, parser: StreamParser) -> Result<Vec<AgentEvent>> {
         let (b, s) = self.begin();
-        let r = b.sanddune_plugin_agent_provider().stream_parser().call_finish(s, parser.0).await;
+        let r = b
+            .sanddune_plugin_agent_provider()
+            .stream_parser()
+            .call_finish(s, parser.0)
+            .await;
         let events = r.map_err(|e| self.trap("finish", e))?;
         let _ = parser.0.resource_drop_async(&mut self.store).await;
         Ok(events)

@@ -28,7 +28,7 @@ pub mod agent {
     });
 }
 
-pub use sandbox::exports::sanddune::plugin::sandbox_provider as sandbox_api;
 pub use agent::exports::sanddune::plugin::agent_provider as agent_api;
+pub use sandbox::exports::sanddune::plugin::sandbox_provider as sandbox_api;
 pub use sandbox::sanddune::plugin::types;
 pub use sandbox::sanddune::plugin::{logging, output, process};

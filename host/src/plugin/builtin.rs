@@ -4,7 +4,10 @@
 pub const BUILTIN: &[(&str, &[u8])] = include!(concat!(env!("OUT_DIR"), "/builtin_plugins.rs"));
 
 pub fn get(name: &str) -> Option<&'static [u8]> {
-    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, bytes)| *bytes)
+    BUILTIN
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, bytes)| *bytes)
 }
 
 pub fn names() -> Vec<&'static str> {

@@ -43,7 +43,10 @@ impl ComponentCache {
     pub fn new(engine: &Engine, dir: Option<PathBuf>) -> Self {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         engine.precompile_compatibility_hash().hash(&mut hasher);
-        Self { dir, engine_key: format!("{:016x}", hasher.finish()) }
+        Self {
+            dir,
+            engine_key: format!("{:016x}", hasher.finish()),
+        }
     }
 
     /// The compiled component for `bytes`, from the cache when present.
@@ -62,7 +65,10 @@ impl ComponentCache {
         }
         let component = Component::new(engine, bytes)?;
         if let Err(e) = store(dir, &path, &component) {
-            tracing::warn!("cannot cache the compiled component in {}: {e:#}", dir.display());
+            tracing::warn!(
+                "cannot cache the compiled component in {}: {e:#}",
+                dir.display()
+            );
         }
         Ok(component)
     }

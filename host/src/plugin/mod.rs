@@ -129,12 +129,18 @@ impl PluginRuntime {
         let engine = engine::new_engine()?;
         let mut sandbox_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut sandbox_linker).map_err(anyhow::Error::from)?;
-        bindings::sandbox::SandboxPlugin::add_to_linker::<_, HasSelf<PluginState>>(&mut sandbox_linker, |s| s)
-            .map_err(anyhow::Error::from)?;
+        bindings::sandbox::SandboxPlugin::add_to_linker::<_, HasSelf<PluginState>>(
+            &mut sandbox_linker,
+            |s| s,
+        )
+        .map_err(anyhow::Error::from)?;
         let mut agent_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut agent_linker).map_err(anyhow::Error::from)?;
-        bindings::agent::AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(&mut agent_linker, |s| s)
-            .map_err(anyhow::Error::from)?;
+        bindings::agent::AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(
+            &mut agent_linker,
+            |s| s,
+        )
+        .map_err(anyhow::Error::from)?;
         let cache = cache::ComponentCache::new(&engine, config.cache_dir);
         let ticker = engine::EpochTicker::start(&engine);
         Ok(Self {
@@ -165,20 +171,29 @@ impl PluginRuntime {
                 })?;
                 (std::borrow::Cow::Borrowed(bytes), name.clone())
             }
-            PluginRef::File(path) => (std::borrow::Cow::Owned(read_component_file(path)?), path.display().to_string()),
+            PluginRef::File(path) => (
+                std::borrow::Cow::Owned(read_component_file(path)?),
+                path.display().to_string(),
+            ),
         };
         self.load_bytes(&bytes, &source, expect)
     }
 
     /// Load component bytes; `expect` checks the kind when given.
-    pub fn load_bytes(&self, bytes: &[u8], source: &str, expect: Option<PluginKind>) -> Result<Plugin> {
+    pub fn load_bytes(
+        &self,
+        bytes: &[u8],
+        source: &str,
+        expect: Option<PluginKind>,
+    ) -> Result<Plugin> {
         check_is_component(bytes, source)?;
         let engine = &self.inner.engine;
-        let component = self
-            .inner
-            .cache
-            .load(engine, bytes)
-            .map_err(|e| Error::input(format!("`{source}` is not a valid WebAssembly component: {}", one_line(&e))))?;
+        let component = self.inner.cache.load(engine, bytes).map_err(|e| {
+            Error::input(format!(
+                "`{source}` is not a valid WebAssembly component: {}",
+                one_line(&e)
+            ))
+        })?;
         let (kind, api_version) = identify(engine, &component, source)?;
         if let Some(expect) = expect.filter(|e| *e != kind) {
             return Err(Error::input(format!(
@@ -212,21 +227,42 @@ impl PluginRuntime {
     /// A fresh store for a plugin, with only `grants` visible to it.
     fn store(&self, name: &str, grants: Grants) -> Result<Store<PluginState>> {
         let mut wasi = WasiCtxBuilder::new();
-        wasi.allow_tcp(false).allow_udp(false).allow_ip_name_lookup(false);
+        wasi.allow_tcp(false)
+            .allow_udp(false)
+            .allow_ip_name_lookup(false);
         for (key, value) in &grants.env {
             wasi.env(key, value);
         }
-        let mut dirs: Vec<(&Path, bool)> = grants.directories.iter().map(|(p, w)| (p.as_path(), *w)).collect();
+        let mut dirs: Vec<(&Path, bool)> = grants
+            .directories
+            .iter()
+            .map(|(p, w)| (p.as_path(), *w))
+            .collect();
         if let Some(scratch) = &grants.scratch_dir {
             dirs.push((scratch, true));
         }
         for (path, writable) in dirs {
-            let perms = if writable { FsPerms::ReadWrite } else { FsPerms::ReadOnly };
-            let guest = path.to_str().ok_or_else(|| Error::input(format!("non-UTF-8 path {}", path.display())))?;
-            wasi.preopened_dir(path, guest, perms)
-                .map_err(|e| Error::Other(anyhow::anyhow!("cannot grant {} to `{name}`: {e}", path.display())))?;
+            let perms = if writable {
+                FsPerms::ReadWrite
+            } else {
+                FsPerms::ReadOnly
+            };
+            let guest = path
+                .to_str()
+                .ok_or_else(|| Error::input(format!("non-UTF-8 path {}", path.display())))?;
+            wasi.preopened_dir(path, guest, perms).map_err(|e| {
+                Error::Other(anyhow::anyhow!(
+                    "cannot grant {} to `{name}`: {e}",
+                    path.display()
+                ))
+            })?;
         }
-        let state = PluginState::new(name.into(), Arc::new(grants), wasi.build(), self.inner.limits);
+        let state = PluginState::new(
+            name.into(),
+            Arc::new(grants),
+            wasi.build(),
+            self.inner.limits,
+        );
         let mut store = Store::new(&self.inner.engine, state);
         store.limiter(|s| s);
         store.epoch_deadline_callback(|mut ctx| {
@@ -241,7 +277,11 @@ impl Plugin {
     /// Every import the component declares, as `name` strings.
     pub fn imports(&self) -> Vec<String> {
         let engine = self.runtime.engine();
-        self.component.component_type().imports(engine).map(|(name, _)| name.to_string()).collect()
+        self.component
+            .component_type()
+            .imports(engine)
+            .map(|(name, _)| name.to_string())
+            .collect()
     }
 
     pub(crate) fn runtime(&self) -> &PluginRuntime {
@@ -249,7 +289,11 @@ impl Plugin {
     }
 
     pub(crate) fn instantiate_error(&self, e: wasmtime::Error) -> Error {
-        Error::Plugin(format!("cannot instantiate `{}`: {}", self.source, one_line(&e.into())))
+        Error::Plugin(format!(
+            "cannot instantiate `{}`: {}",
+            self.source,
+            one_line(&e.into())
+        ))
     }
 }
 
@@ -261,9 +305,8 @@ pub(crate) fn begin_call(store: &mut Store<PluginState>) {
 }
 
 fn read_component_file(path: &Path) -> Result<Vec<u8>> {
-    std::fs::read(path).map_err(|e| {
-        Error::input(format!("cannot read plugin file {}: {e}", path.display()))
-    })
+    std::fs::read(path)
+        .map_err(|e| Error::input(format!("cannot read plugin file {}: {e}", path.display())))
 }
 
 /// Tell "not wasm" and "a core module" apart from a component before compiling.
@@ -283,7 +326,11 @@ fn check_is_component(bytes: &[u8], source: &str) -> Result<()> {
 
 /// Which sanddune world a component exports, and at what API version.
 fn identify(engine: &Engine, component: &Component, source: &str) -> Result<(PluginKind, String)> {
-    let exports: Vec<String> = component.component_type().exports(engine).map(|(n, _)| n.to_string()).collect();
+    let exports: Vec<String> = component
+        .component_type()
+        .exports(engine)
+        .map(|(n, _)| n.to_string())
+        .collect();
     for kind in [PluginKind::Sandbox, PluginKind::Agent] {
         let prefix = format!("{API_PACKAGE}/{}@", kind.interface());
         let Some(version) = exports.iter().find_map(|e| e.strip_prefix(&prefix)) else {
@@ -299,7 +346,11 @@ fn identify(engine: &Engine, component: &Component, source: &str) -> Result<(Plu
         }
         return Ok((kind, version.to_string()));
     }
-    let shown = if exports.is_empty() { "nothing".to_string() } else { exports.join(", ") };
+    let shown = if exports.is_empty() {
+        "nothing".to_string()
+    } else {
+        exports.join(", ")
+    };
     Err(Error::input(format!(
         "`{source}` is a component but not a sanddune plugin: it exports {shown}, not {API_PACKAGE}/sandbox-provider or {API_PACKAGE}/agent-provider"
     )))

@@ -49,7 +49,12 @@ pub struct SandboxSpec {
 }
 
 fn env_vars(env: &[(String, String)]) -> Vec<EnvVar> {
-    env.iter().map(|(k, v)| EnvVar { key: k.clone(), value: v.clone() }).collect()
+    env.iter()
+        .map(|(k, v)| EnvVar {
+            key: k.clone(),
+            value: v.clone(),
+        })
+        .collect()
 }
 
 impl SandboxProvider {
@@ -66,7 +71,13 @@ impl SandboxProvider {
             .sanddune_plugin_sandbox_provider()
             .call_describe(&mut store)
             .await
-            .map_err(|e| Error::Plugin(format!("`{}` failed in describe: {}", plugin.source, one_line(&e.into()))))?;
+            .map_err(|e| {
+                Error::Plugin(format!(
+                    "`{}` failed in describe: {}",
+                    plugin.source,
+                    one_line(&e.into())
+                ))
+            })?;
         Ok(Self { plugin, info })
     }
 
@@ -96,7 +107,11 @@ impl SandboxProvider {
             programs: caps.programs.clone(),
             scratch_dir: scratch.map(Path::to_path_buf),
             directories,
-            env: env.iter().filter(|(k, _)| caps.env_keys.contains(k)).cloned().collect(),
+            env: env
+                .iter()
+                .filter(|(k, _)| caps.env_keys.contains(k))
+                .cloned()
+                .collect(),
         }
     }
 
@@ -106,7 +121,9 @@ impl SandboxProvider {
             let dir = tempfile::Builder::new()
                 .prefix(&format!("sanddune-{}-", self.info.name))
                 .tempdir()
-                .map_err(|e| Error::Other(anyhow::anyhow!("cannot create a scratch directory: {e}")))?;
+                .map_err(|e| {
+                    Error::Other(anyhow::anyhow!("cannot create a scratch directory: {e}"))
+                })?;
             Some(dir.keep())
         } else {
             None
@@ -124,7 +141,10 @@ impl SandboxProvider {
             scratch_dir: scratch.as_ref().map(|p| p.display().to_string()),
         };
         super::begin_call(&mut store);
-        let created = bindings.sanddune_plugin_sandbox_provider().call_create(&mut store, &options).await;
+        let created = bindings
+            .sanddune_plugin_sandbox_provider()
+            .call_create(&mut store, &options)
+            .await;
         let name = self.info.name.clone();
         let handle = match flatten(&name, "create", created) {
             Ok(handle) => handle,
@@ -135,18 +155,42 @@ impl SandboxProvider {
                 return Err(e);
             }
         };
-        let mut sandbox = Sandbox { store, bindings, handle, name, worktree_path: String::new(), scratch, closed: false };
-        sandbox.worktree_path = sandbox.call("worktree-path", |b, s, h| Box::pin(async move {
-            b.sanddune_plugin_sandbox_provider().sandbox().call_worktree_path(s, h).await.map(Ok)
-        })).await?;
+        let mut sandbox = Sandbox {
+            store,
+            bindings,
+            handle,
+            name,
+            worktree_path: String::new(),
+            scratch,
+            closed: false,
+        };
+        sandbox.worktree_path = sandbox
+            .call("worktree-path", |b, s, h| {
+                Box::pin(async move {
+                    b.sanddune_plugin_sandbox_provider()
+                        .sandbox()
+                        .call_worktree_path(s, h)
+                        .await
+                        .map(Ok)
+                })
+            })
+            .await?;
         Ok(sandbox)
     }
 }
 
-async fn instantiate(plugin: &Plugin, name: &str, grants: Grants) -> Result<(Store<PluginState>, SandboxPlugin)> {
+async fn instantiate(
+    plugin: &Plugin,
+    name: &str,
+    grants: Grants,
+) -> Result<(Store<PluginState>, SandboxPlugin)> {
     let mut store = plugin.runtime().store(name, grants)?;
-    let pre = super::bindings::sandbox::SandboxPluginPre::new(plugin.pre.clone())
-        .map_err(|e| Error::input(format!("`{}` does not fit the sandbox-plugin world: {e}", plugin.source)))?;
+    let pre = super::bindings::sandbox::SandboxPluginPre::new(plugin.pre.clone()).map_err(|e| {
+        Error::input(format!(
+            "`{}` does not fit the sandbox-plugin world: {e}",
+            plugin.source
+        ))
+    })?;
     super::begin_call(&mut store);
     let bindings = pre
         .instantiate_async(&mut store)
@@ -159,12 +203,19 @@ async fn instantiate(plugin: &Plugin, name: &str, grants: Grants) -> Result<(Sto
 fn flatten<T>(name: &str, what: &str, r: wasmtime::Result<Result<T, String>>) -> Result<T> {
     match r {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(msg)) => Err(Error::Plugin(format!("sandbox provider `{name}` failed in {what}: {msg}"))),
-        Err(trap) => Err(Error::Plugin(format!("sandbox provider `{name}` stopped in {what}: {}", one_line(&trap.into())))),
+        Ok(Err(msg)) => Err(Error::Plugin(format!(
+            "sandbox provider `{name}` failed in {what}: {msg}"
+        ))),
+        Err(trap) => Err(Error::Plugin(format!(
+            "sandbox provider `{name}` stopped in {what}: {}",
+            one_line(&trap.into())
+        ))),
     }
 }
 
-type CallFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = wasmtime::Result<Result<T, String>>> + Send + 'a>>;
+type CallFuture<'a, T> = std::pin::Pin<
+    Box<dyn std::future::Future<Output = wasmtime::Result<Result<T, String>>> + Send + 'a>,
+>;
 
 /// A live sandbox. Close it with `close`; dropping it unclosed still kills
 /// its processes and removes its scratch directory.
@@ -197,7 +248,11 @@ impl Sandbox {
     async fn call<T>(
         &mut self,
         what: &str,
-        f: impl for<'a> FnOnce(&'a SandboxPlugin, &'a mut Store<PluginState>, ResourceAny) -> CallFuture<'a, T>,
+        f: impl for<'a> FnOnce(
+            &'a SandboxPlugin,
+            &'a mut Store<PluginState>,
+            ResourceAny,
+        ) -> CallFuture<'a, T>,
     ) -> Result<T> {
         if self.closed {
             return Err(Error::Plugin(format!("sandbox `{}` is closed", self.name)));
@@ -208,7 +263,11 @@ impl Sandbox {
     }
 
     /// Run a command; `on_line` sees each output line as it arrives.
-    pub async fn exec(&mut self, request: ExecRequest, mut on_line: impl FnMut(&OutputLine) + Send) -> Result<ExecOutput> {
+    pub async fn exec(
+        &mut self,
+        request: ExecRequest,
+        mut on_line: impl FnMut(&OutputLine) + Send,
+    ) -> Result<ExecOutput> {
         let (tx, mut rx) = mpsc::channel::<OutputLine>(256);
         let sink = self
             .store
@@ -233,7 +292,12 @@ impl Sandbox {
         let sink_rep = wasmtime::component::Resource::<OutputSink>::new_borrow(sink.rep());
         let result = {
             let call = self.call("exec", move |b, s, h| {
-                Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_exec(s, h, &request, sink_rep).await })
+                Box::pin(async move {
+                    b.sanddune_plugin_sandbox_provider()
+                        .sandbox()
+                        .call_exec(s, h, &request, sink_rep)
+                        .await
+                })
             });
             tokio::pin!(call);
             loop {
@@ -256,7 +320,12 @@ impl Sandbox {
     pub async fn copy_file_in(&mut self, host: &Path, sandbox_path: &str) -> Result<()> {
         let (h, p) = (host.display().to_string(), sandbox_path.to_string());
         self.call("copy-file-in", move |b, s, r| {
-            Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_copy_file_in(s, r, &h, &p).await })
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_copy_file_in(s, r, &h, &p)
+                    .await
+            })
         })
         .await
     }
@@ -264,7 +333,12 @@ impl Sandbox {
     pub async fn copy_file_out(&mut self, sandbox_path: &str, host: &Path) -> Result<()> {
         let (p, h) = (sandbox_path.to_string(), host.display().to_string());
         self.call("copy-file-out", move |b, s, r| {
-            Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_copy_file_out(s, r, &p, &h).await })
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_copy_file_out(s, r, &p, &h)
+                    .await
+            })
         })
         .await
     }
@@ -275,7 +349,14 @@ impl Sandbox {
             return Ok(());
         }
         let r = self
-            .call("close", |b, s, h| Box::pin(async move { b.sanddune_plugin_sandbox_provider().sandbox().call_close(s, h).await }))
+            .call("close", |b, s, h| {
+                Box::pin(async move {
+                    b.sanddune_plugin_sandbox_provider()
+                        .sandbox()
+                        .call_close(s, h)
+                        .await
+                })
+            })
             .await;
         self.closed = true;
         self.cleanup();
@@ -293,7 +374,10 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         if !self.closed {
-            tracing::warn!("sandbox `{}` dropped without close; killing its processes", self.name);
+            tracing::warn!(
+                "sandbox `{}` dropped without close; killing its processes",
+                self.name
+            );
             self.cleanup();
         }
     }

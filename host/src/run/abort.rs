@@ -18,7 +18,10 @@ impl AbortHandle {
 
     /// Abort the run; it fails with `reason`, verbatim. The first reason wins.
     pub fn abort(&self, reason: impl Into<String>) {
-        self.reason.lock().unwrap().get_or_insert_with(|| reason.into());
+        self.reason
+            .lock()
+            .unwrap()
+            .get_or_insert_with(|| reason.into());
         self.token.cancel();
     }
 
@@ -27,7 +30,11 @@ impl AbortHandle {
     }
 
     pub fn reason(&self) -> String {
-        self.reason.lock().unwrap().clone().unwrap_or_else(|| "aborted".into())
+        self.reason
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap_or_else(|| "aborted".into())
     }
 
     pub async fn aborted(&self) {

@@ -44,15 +44,32 @@ fn emit(on_event: &Option<StreamEventCallback>, event: StreamEvent) {
     }
 }
 
-fn handle(on_event: &Option<StreamEventCallback>, iteration: u32, event: AgentEvent, p: &mut Parsed) {
+fn handle(
+    on_event: &Option<StreamEventCallback>,
+    iteration: u32,
+    event: AgentEvent,
+    p: &mut Parsed,
+) {
     match event {
         AgentEvent::Text(text) => {
-            emit(on_event, StreamEvent::Text { iteration, timestamp: now_ms(), text: text.clone() });
+            emit(
+                on_event,
+                StreamEvent::Text {
+                    iteration,
+                    timestamp: now_ms(),
+                    text: text.clone(),
+                },
+            );
             p.inv.texts.push(text);
         }
         AgentEvent::ToolCall(call) => emit(
             on_event,
-            StreamEvent::ToolCall { iteration, timestamp: now_ms(), name: call.name, input: call.input },
+            StreamEvent::ToolCall {
+                iteration,
+                timestamp: now_ms(),
+                name: call.name,
+                input: call.input,
+            },
         ),
         AgentEvent::SessionId(id) => p.inv.session_id = Some(id),
         AgentEvent::Usage(usage) => p.inv.usage = Some(usage.into()),
@@ -106,7 +123,9 @@ impl AgentInvoker for SandboxInvoker<'_> {
                         continue; // keep draining so the exec is never blocked
                     }
                     match agent.push_line(parser, &line).await {
-                        Ok(events) => events.into_iter().for_each(|e| handle(on_event, iteration, e, parsed)),
+                        Ok(events) => events
+                            .into_iter()
+                            .for_each(|e| handle(on_event, iteration, e, parsed)),
                         Err(e) => failure = Some(e),
                     }
                 }
@@ -137,7 +156,9 @@ impl AgentInvoker for SandboxInvoker<'_> {
         }
         let name = self.agent.name().to_string();
         if output.timed_out {
-            return Err(Error::Agent(format!("agent `{name}` timed out in iteration {iteration}")));
+            return Err(Error::Agent(format!(
+                "agent `{name}` timed out in iteration {iteration}"
+            )));
         }
         if output.exit_code != 0 || parsed.failed_result || !parsed.errors.is_empty() {
             let mut why = parsed.errors;
@@ -157,5 +178,9 @@ impl AgentInvoker for SandboxInvoker<'_> {
 fn last_lines(text: &str, n: usize) -> String {
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(n)..].join(" | ");
-    if tail.is_empty() { "no error output".into() } else { tail }
+    if tail.is_empty() {
+        "no error output".into()
+    } else {
+        tail
+    }
 }

@@ -55,22 +55,38 @@ pub struct Invocation {
 /// Runs the agent once. The production invoker execs the agent in a
 /// sandbox; tests substitute scripted fakes.
 pub trait AgentInvoker {
-    fn invoke(&mut self, iteration: u32, prompt: &str) -> impl Future<Output = Result<Invocation>> + Send;
+    fn invoke(
+        &mut self,
+        iteration: u32,
+        prompt: &str,
+    ) -> impl Future<Output = Result<Invocation>> + Send;
 }
 
 /// An agent stream event, as a stream-event callback receives it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum StreamEvent {
-    Text { iteration: u32, timestamp: u64, text: String },
+    Text {
+        iteration: u32,
+        timestamp: u64,
+        text: String,
+    },
     #[serde(rename_all = "camelCase")]
-    ToolCall { iteration: u32, timestamp: u64, name: String, input: String },
+    ToolCall {
+        iteration: u32,
+        timestamp: u64,
+        name: String,
+        input: String,
+    },
 }
 
 pub type StreamEventCallback = Arc<dyn Fn(&StreamEvent) + Send + Sync>;
 
 pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as u64).unwrap_or(0)
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 /// What the loop produced.
@@ -93,12 +109,17 @@ pub async fn run_iterations<I: AgentInvoker>(
     let mut outcome = LoopOutcome::default();
     for iteration in 1..=max_iterations {
         let inv = invoker.invoke(iteration, prompt).await?;
-        outcome.iterations.push(IterationResult { session_id: inv.session_id, session_file_path: None, usage: inv.usage });
+        outcome.iterations.push(IterationResult {
+            session_id: inv.session_id,
+            session_file_path: None,
+            usage: inv.usage,
+        });
         for text in &inv.texts {
             outcome.stdout.push_str(text);
             outcome.stdout.push('\n');
             if outcome.completion_signal.is_none() {
-                outcome.completion_signal = signals.iter().find(|s| text.contains(s.as_str())).cloned();
+                outcome.completion_signal =
+                    signals.iter().find(|s| text.contains(s.as_str())).cloned();
             }
         }
         if outcome.completion_signal.is_some() {
@@ -140,20 +161,42 @@ mod tests {
     #[tokio::test]
     async fn stops_at_the_first_iteration_with_a_signal() {
         let mut fake = Scripted {
-            script: vec![Ok(vec!["working"]), Ok(vec!["done <promise>COMPLETE</promise>"]), Ok(vec!["never"])],
+            script: vec![
+                Ok(vec!["working"]),
+                Ok(vec!["done <promise>COMPLETE</promise>"]),
+                Ok(vec!["never"]),
+            ],
             prompts: vec![],
         };
-        let out = run_iterations(&mut fake, "p", 3, &signals(&["<promise>COMPLETE</promise>"])).await.unwrap();
+        let out = run_iterations(
+            &mut fake,
+            "p",
+            3,
+            &signals(&["<promise>COMPLETE</promise>"]),
+        )
+        .await
+        .unwrap();
         assert_eq!(out.iterations.len(), 2);
-        assert_eq!(out.completion_signal.as_deref(), Some("<promise>COMPLETE</promise>"));
-        assert_eq!(fake.prompts, vec![(1, "p".to_string()), (2, "p".to_string())]);
+        assert_eq!(
+            out.completion_signal.as_deref(),
+            Some("<promise>COMPLETE</promise>")
+        );
+        assert_eq!(
+            fake.prompts,
+            vec![(1, "p".to_string()), (2, "p".to_string())]
+        );
         assert_eq!(out.iterations[1].session_id.as_deref(), Some("s2"));
     }
 
     #[tokio::test]
     async fn runs_max_iterations_without_a_signal() {
-        let mut fake = Scripted { script: vec![Ok(vec!["a"]), Ok(vec!["b"])], prompts: vec![] };
-        let out = run_iterations(&mut fake, "p", 2, &signals(&["DONE"])).await.unwrap();
+        let mut fake = Scripted {
+            script: vec![Ok(vec!["a"]), Ok(vec!["b"])],
+            prompts: vec![],
+        };
+        let out = run_iterations(&mut fake, "p", 2, &signals(&["DONE"]))
+            .await
+            .unwrap();
         assert_eq!(out.iterations.len(), 2);
         assert_eq!(out.completion_signal, None);
         assert_eq!(out.stdout, "a\nb\n");
@@ -161,15 +204,25 @@ mod tests {
 
     #[tokio::test]
     async fn first_matching_text_wins() {
-        let mut fake = Scripted { script: vec![Ok(vec!["x ABORTED", "y DONE"])], prompts: vec![] };
-        let out = run_iterations(&mut fake, "p", 5, &signals(&["DONE", "ABORTED"])).await.unwrap();
+        let mut fake = Scripted {
+            script: vec![Ok(vec!["x ABORTED", "y DONE"])],
+            prompts: vec![],
+        };
+        let out = run_iterations(&mut fake, "p", 5, &signals(&["DONE", "ABORTED"]))
+            .await
+            .unwrap();
         assert_eq!(out.completion_signal.as_deref(), Some("ABORTED"));
     }
 
     #[tokio::test]
     async fn an_agent_failure_fails_the_loop() {
-        let mut fake = Scripted { script: vec![Ok(vec!["a"]), Err("rate limited")], prompts: vec![] };
-        let err = run_iterations(&mut fake, "p", 3, &signals(&["DONE"])).await.unwrap_err();
+        let mut fake = Scripted {
+            script: vec![Ok(vec!["a"]), Err("rate limited")],
+            prompts: vec![],
+        };
+        let err = run_iterations(&mut fake, "p", 3, &signals(&["DONE"]))
+            .await
+            .unwrap_err();
         assert!(matches!(err, Error::Agent(m) if m == "rate limited"));
     }
 }

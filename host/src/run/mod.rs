@@ -12,7 +12,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 pub use abort::AbortHandle;
-pub use iteration::{AgentInvoker, IterationResult, IterationUsage, StreamEvent, StreamEventCallback};
+pub use iteration::{
+    AgentInvoker, IterationResult, IterationUsage, StreamEvent, StreamEventCallback,
+};
 pub use strategy::BranchStrategy;
 
 use crate::error::{Error, Result};
@@ -106,17 +108,21 @@ pub struct RunResult {
 fn resolve_prompt(prompt: &Prompt) -> Result<String> {
     let text = match prompt {
         Prompt::Inline(text) => text.clone(),
-        Prompt::File(path) => std::fs::read_to_string(path)
-            .map_err(|e| Error::input(format!("cannot read prompt file {}: {e}", path.display())))?,
+        Prompt::File(path) => std::fs::read_to_string(path).map_err(|e| {
+            Error::input(format!("cannot read prompt file {}: {e}", path.display()))
+        })?,
     };
     if text.trim().is_empty() {
-        return Err(Error::input("the prompt is empty: give the agent something to do"));
+        return Err(Error::input(
+            "the prompt is empty: give the agent something to do",
+        ));
     }
     Ok(text)
 }
 
 fn absolute(path: &Path) -> Result<PathBuf> {
-    std::path::absolute(path).map_err(|e| Error::input(format!("bad --cwd {}: {e}", path.display())))
+    std::path::absolute(path)
+        .map_err(|e| Error::input(format!("bad --cwd {}: {e}", path.display())))
 }
 
 fn run_id() -> String {
@@ -124,7 +130,11 @@ fn run_id() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos())
         .unwrap_or(0);
-    format!("{}-{:04x}", nanos / 1_000_000_000, (nanos as u32 ^ std::process::id()) & 0xffff)
+    format!(
+        "{}-{:04x}",
+        nanos / 1_000_000_000,
+        (nanos as u32 ^ std::process::id()) & 0xffff
+    )
 }
 
 /// Env the agent declared that the caller's environment has.
@@ -177,10 +187,25 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
     let id = run_id();
     let worktree = match &strategy {
         BranchStrategy::Head => None,
-        BranchStrategy::MergeToHead => Some(repo.add_worktree(&format!("run-{id}"), &format!("sanddune/run-{id}"), true)?),
-        BranchStrategy::Branch(branch) => Some(repo.add_worktree(&branch.replace('/', "-"), branch, false)?),
+        BranchStrategy::MergeToHead => {
+            Some(repo.add_worktree(&format!("run-{id}"), &format!("sanddune/run-{id}"), true)?)
+        }
+        BranchStrategy::Branch(branch) => {
+            Some(repo.add_worktree(&branch.replace('/', "-"), branch, false)?)
+        }
     };
-    let result = run_in_worktree(&options, &repo, &provider, &mut agent, &strategy, worktree.as_ref(), &target, &id, &prompt).await;
+    let result = run_in_worktree(
+        &options,
+        &repo,
+        &provider,
+        &mut agent,
+        &strategy,
+        worktree.as_ref(),
+        &target,
+        &id,
+        &prompt,
+    )
+    .await;
     let preserved = match &worktree {
         Some(wt) => {
             // A failed merge-to-head keeps its branch: the commits are there.
@@ -224,18 +249,32 @@ async fn run_in_worktree(
     let isolated = provider.info().kind == SandboxKind::Isolated;
     let looped = async {
         if isolated {
-            sync::sync_in(&mut sandbox, worktree.expect("isolated runs have a worktree")).await?;
+            sync::sync_in(
+                &mut sandbox,
+                worktree.expect("isolated runs have a worktree"),
+            )
+            .await?;
         }
         let mut invoker = invoker::SandboxInvoker {
             agent,
             sandbox: &mut sandbox,
             model: options.model.clone(),
             options: options.agent_options.clone(),
-            sync: if isolated { worktree.map(|wt| (wt, base.clone())) } else { None },
+            sync: if isolated {
+                worktree.map(|wt| (wt, base.clone()))
+            } else {
+                None
+            },
             on_event: options.on_event.clone(),
             abort: options.abort.clone(),
         };
-        iteration::run_iterations(&mut invoker, prompt, options.max_iterations, &options.completion_signals).await
+        iteration::run_iterations(
+            &mut invoker,
+            prompt,
+            options.max_iterations,
+            &options.completion_signals,
+        )
+        .await
     }
     .await;
     let closed = sandbox.close().await;

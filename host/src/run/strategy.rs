@@ -16,7 +16,11 @@ pub enum BranchStrategy {
 /// The strategy a run uses: the requested one if it fits the sandbox
 /// provider's kind, else the kind's default (bind-mount: head, isolated:
 /// merge-to-head).
-pub fn resolve(requested: Option<BranchStrategy>, kind: SandboxKind, provider: &str) -> Result<BranchStrategy> {
+pub fn resolve(
+    requested: Option<BranchStrategy>,
+    kind: SandboxKind,
+    provider: &str,
+) -> Result<BranchStrategy> {
     match (requested, kind) {
         (Some(BranchStrategy::Head), SandboxKind::Isolated) => Err(Error::input(format!(
             "the head branch strategy needs a bind-mount sandbox provider, and `{provider}` is isolated (it cannot write to the host directly): use merge-to-head or a branch"

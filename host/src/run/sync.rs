@@ -37,7 +37,16 @@ fn q(s: &str) -> String {
 pub async fn sync_in(sandbox: &mut Sandbox, worktree: &Worktree) -> Result<()> {
     let tmp = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
     let bundle = tmp.path().join("in.bundle");
-    git(&worktree.path, &["bundle", "create", "-q", bundle.to_str().unwrap(), &worktree.branch])?;
+    git(
+        &worktree.path,
+        &[
+            "bundle",
+            "create",
+            "-q",
+            bundle.to_str().unwrap(),
+            &worktree.branch,
+        ],
+    )?;
     let wt = sandbox.worktree_path().to_string();
     sandbox_sh(sandbox, format!("git init -q {}", q(&wt))).await?;
     let inside = format!("{wt}/.git/sanddune-in.bundle");
@@ -54,16 +63,27 @@ pub async fn sync_in(sandbox: &mut Sandbox, worktree: &Worktree) -> Result<()> {
 /// Bring commits made in the sandbox since `synced` into the host worktree.
 /// Returns the sandbox's HEAD, the next `synced`.
 pub async fn sync_out(sandbox: &mut Sandbox, worktree: &Worktree, synced: &str) -> Result<String> {
-    let head = sandbox_sh(sandbox, "git rev-parse HEAD".into()).await?.stdout.trim().to_string();
+    let head = sandbox_sh(sandbox, "git rev-parse HEAD".into())
+        .await?
+        .stdout
+        .trim()
+        .to_string();
     if head == synced {
         return Ok(head);
     }
-    sandbox_sh(sandbox, format!("git bundle create -q .git/sanddune-out.bundle {synced}..HEAD")).await?;
+    sandbox_sh(
+        sandbox,
+        format!("git bundle create -q .git/sanddune-out.bundle {synced}..HEAD"),
+    )
+    .await?;
     let tmp = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
     let bundle = tmp.path().join("out.bundle");
     let inside = format!("{}/.git/sanddune-out.bundle", sandbox.worktree_path());
     sandbox.copy_file_out(&inside, &bundle).await?;
-    git(&worktree.path, &["fetch", "-q", bundle.to_str().unwrap(), "HEAD"])?;
+    git(
+        &worktree.path,
+        &["fetch", "-q", bundle.to_str().unwrap(), "HEAD"],
+    )?;
     git(&worktree.path, &["merge", "-q", "--ff-only", "FETCH_HEAD"]).map_err(|_| {
         Error::Agent(format!(
             "the agent rewrote commits that were already synced; its work stays in sandbox `{}`",

@@ -28,23 +28,39 @@ pub fn merge_into_head(repo: &Repository, branch: &str) -> Result<MergeOutcome> 
         .and_then(|b| b.get().peel_to_commit())
         .map_err(|e| err("read branch", e))?;
     // Gate on "ahead of the target", not on "committed this run".
-    if ours.id() == theirs.id() || repo.graph_descendant_of(ours.id(), theirs.id()).unwrap_or(false) {
+    if ours.id() == theirs.id()
+        || repo
+            .graph_descendant_of(ours.id(), theirs.id())
+            .unwrap_or(false)
+    {
         return Ok(MergeOutcome::UpToDate);
     }
     let refname = head.name().unwrap_or("HEAD").to_string();
-    if repo.graph_descendant_of(theirs.id(), ours.id()).unwrap_or(false) {
+    if repo
+        .graph_descendant_of(theirs.id(), ours.id())
+        .unwrap_or(false)
+    {
         checkout(repo, &theirs, &target_name, branch)?;
-        repo.reference(&refname, theirs.id(), true, &format!("sanddune: fast-forward to {branch}"))
-            .map_err(|e| err("update target branch", e))?;
+        repo.reference(
+            &refname,
+            theirs.id(),
+            true,
+            &format!("sanddune: fast-forward to {branch}"),
+        )
+        .map_err(|e| err("update target branch", e))?;
         return Ok(MergeOutcome::FastForward(theirs.id().to_string()));
     }
-    let mut index = repo.merge_commits(&ours, &theirs, None).map_err(|e| err("merge", e))?;
+    let mut index = repo
+        .merge_commits(&ours, &theirs, None)
+        .map_err(|e| err("merge", e))?;
     if index.has_conflicts() {
         return Err(Error::Agent(format!(
             "the agent's branch `{branch}` conflicts with `{target_name}`; its commits are kept on `{branch}`: merge it by hand"
         )));
     }
-    let tree_id = index.write_tree_to(repo).map_err(|e| err("write tree", e))?;
+    let tree_id = index
+        .write_tree_to(repo)
+        .map_err(|e| err("write tree", e))?;
     let tree = repo.find_tree(tree_id).map_err(|e| err("write tree", e))?;
     let sig = repo
         .signature()
@@ -56,7 +72,8 @@ pub fn merge_into_head(repo: &Repository, branch: &str) -> Result<MergeOutcome> 
         .map_err(|e| err("commit", e))?;
     let merge = repo.find_commit(merge_id).map_err(|e| err("commit", e))?;
     checkout(repo, &merge, &target_name, branch)?;
-    repo.reference(&refname, merge_id, true, &message).map_err(|e| err("update target branch", e))?;
+    repo.reference(&refname, merge_id, true, &message)
+        .map_err(|e| err("update target branch", e))?;
     Ok(MergeOutcome::MergeCommit(merge_id.to_string()))
 }
 

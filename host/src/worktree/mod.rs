@@ -38,7 +38,11 @@ pub fn git(dir: &Path, args: &[&str]) -> Result<String> {
         .arg(dir)
         .args(args)
         .output()
-        .map_err(|e| Error::input(format!("cannot run git (is it installed and on PATH?): {e}")))?;
+        .map_err(|e| {
+            Error::input(format!(
+                "cannot run git (is it installed and on PATH?): {e}"
+            ))
+        })?;
     if !out.status.success() {
         return Err(Error::Other(anyhow::anyhow!(
             "git {} failed: {}",
@@ -74,7 +78,10 @@ impl Repo {
         }
         // Worktrees of a worktree would nest confusingly: always use the main one.
         let root = if repo.is_worktree() {
-            repo.commondir().parent().map(Path::to_path_buf).unwrap_or(root)
+            repo.commondir()
+                .parent()
+                .map(Path::to_path_buf)
+                .unwrap_or(root)
         } else {
             root
         };
@@ -106,7 +113,9 @@ impl Repo {
     /// the branch from HEAD when it does not exist.
     pub fn add_worktree(&self, name: &str, branch: &str, temporary: bool) -> Result<Worktree> {
         if git2::Branch::name_is_valid(branch).ok() != Some(true) {
-            return Err(Error::input(format!("`{branch}` is not a valid branch name")));
+            return Err(Error::input(format!(
+                "`{branch}` is not a valid branch name"
+            )));
         }
         let dir = self.root.join(".sanddune/worktrees");
         let path = dir.join(name);
@@ -118,7 +127,8 @@ impl Repo {
             )));
         }
         self.exclude_sanddune_dirs()?;
-        std::fs::create_dir_all(&dir).map_err(|e| Error::Other(anyhow::anyhow!("create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| Error::Other(anyhow::anyhow!("create {}: {e}", dir.display())))?;
         let branch_ref = match self.repo.find_branch(branch, BranchType::Local) {
             Ok(b) => {
                 if b.is_head() {
@@ -129,17 +139,34 @@ impl Repo {
                 b
             }
             Err(_) => {
-                let head = self.repo.head().and_then(|h| h.peel_to_commit()).map_err(|e| git_err("read HEAD", e))?;
-                self.repo.branch(branch, &head, false).map_err(|e| git_err("create branch", e))?
+                let head = self
+                    .repo
+                    .head()
+                    .and_then(|h| h.peel_to_commit())
+                    .map_err(|e| git_err("read HEAD", e))?;
+                self.repo
+                    .branch(branch, &head, false)
+                    .map_err(|e| git_err("create branch", e))?
             }
         };
-        let base = branch_ref.get().peel_to_commit().map_err(|e| git_err("read branch", e))?.id().to_string();
+        let base = branch_ref
+            .get()
+            .peel_to_commit()
+            .map_err(|e| git_err("read branch", e))?
+            .id()
+            .to_string();
         let mut opts = WorktreeAddOptions::new();
         opts.reference(Some(branch_ref.get()));
         self.repo
             .worktree(name, &path, Some(&opts))
             .map_err(|e| git_err(&format!("create worktree for `{branch}`"), e))?;
-        Ok(Worktree { name: name.to_string(), path, branch: branch.to_string(), base, temporary })
+        Ok(Worktree {
+            name: name.to_string(),
+            path,
+            branch: branch.to_string(),
+            base,
+            temporary,
+        })
     }
 
     /// Keep worktrees and logs out of the user's `git status`, without
@@ -169,20 +196,35 @@ impl Repo {
 
     /// The commit a branch points at.
     pub fn branch_head(&self, branch: &str) -> Result<String> {
-        let b = self.repo.find_branch(branch, BranchType::Local).map_err(|e| git_err("find branch", e))?;
-        Ok(b.get().peel_to_commit().map_err(|e| git_err("read branch", e))?.id().to_string())
+        let b = self
+            .repo
+            .find_branch(branch, BranchType::Local)
+            .map_err(|e| git_err("find branch", e))?;
+        Ok(b.get()
+            .peel_to_commit()
+            .map_err(|e| git_err("read branch", e))?
+            .id()
+            .to_string())
     }
 
     /// Commits on `branch` since `base`, oldest first.
     pub fn commits_since(&self, base: &str, branch: &str) -> Result<Vec<String>> {
         let head = self.branch_head(branch)?;
-        let mut walk = self.repo.revwalk().map_err(|e| git_err("walk commits", e))?;
-        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE).map_err(|e| git_err("walk commits", e))?;
+        let mut walk = self
+            .repo
+            .revwalk()
+            .map_err(|e| git_err("walk commits", e))?;
+        walk.set_sorting(git2::Sort::TOPOLOGICAL | git2::Sort::REVERSE)
+            .map_err(|e| git_err("walk commits", e))?;
         walk.push(git2::Oid::from_str(&head).map_err(|e| git_err("walk commits", e))?)
             .map_err(|e| git_err("walk commits", e))?;
         walk.hide(git2::Oid::from_str(base).map_err(|e| git_err("walk commits", e))?)
             .map_err(|e| git_err("walk commits", e))?;
-        walk.map(|oid| oid.map(|o| o.to_string()).map_err(|e| git_err("walk commits", e))).collect()
+        walk.map(|oid| {
+            oid.map(|o| o.to_string())
+                .map_err(|e| git_err("walk commits", e))
+        })
+        .collect()
     }
 
     /// True when the worktree has changes or untracked files.
@@ -190,7 +232,9 @@ impl Repo {
         let repo = Repository::open(&worktree.path).map_err(|e| git_err("open worktree", e))?;
         let mut opts = StatusOptions::new();
         opts.include_untracked(true).include_ignored(false);
-        let statuses = repo.statuses(Some(&mut opts)).map_err(|e| git_err("worktree status", e))?;
+        let statuses = repo
+            .statuses(Some(&mut opts))
+            .map_err(|e| git_err("worktree status", e))?;
         Ok(!statuses.is_empty())
     }
 
@@ -201,18 +245,28 @@ impl Repo {
 
     /// Remove a clean worktree (and its branch when temporary); keep a dirty
     /// one. Returns the kept path.
-    pub fn close_worktree(&self, worktree: &Worktree, keep_branch: bool) -> Result<Option<PathBuf>> {
+    pub fn close_worktree(
+        &self,
+        worktree: &Worktree,
+        keep_branch: bool,
+    ) -> Result<Option<PathBuf>> {
         if worktree.path.exists() && self.is_dirty(worktree)? {
             return Ok(Some(worktree.path.clone()));
         }
-        let wt = self.repo.find_worktree(&worktree.name).map_err(|e| git_err("find worktree", e))?;
+        let wt = self
+            .repo
+            .find_worktree(&worktree.name)
+            .map_err(|e| git_err("find worktree", e))?;
         let mut opts = WorktreePruneOptions::new();
         opts.valid(true).working_tree(true);
-        wt.prune(Some(&mut opts)).map_err(|e| git_err("remove worktree", e))?;
-        if worktree.temporary && !keep_branch {
-            if let Ok(mut b) = self.repo.find_branch(&worktree.branch, BranchType::Local) {
-                b.delete().map_err(|e| git_err("delete temporary branch", e))?;
-            }
+        wt.prune(Some(&mut opts))
+            .map_err(|e| git_err("remove worktree", e))?;
+        if worktree.temporary
+            && !keep_branch
+            && let Ok(mut b) = self.repo.find_branch(&worktree.branch, BranchType::Local)
+        {
+            b.delete()
+                .map_err(|e| git_err("delete temporary branch", e))?;
         }
         Ok(None)
     }
