@@ -1,8 +1,10 @@
 //! Parser for `claude --print --output-format stream-json` (one JSON object
 //! per stdout line). See PROTOCOLS.md, "Claude Code".
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use serde::Deserialize;
 use serde_json::Value;
 
 /// Token usage, as Claude Code reports it (`message.usage`, `result.usage`).
@@ -60,28 +62,41 @@ impl Parser {
     /// a type we do not use, yields nothing: stdout can carry stray output.
     pub fn push_line(&mut self, line: &str) -> Vec<Event> {
         let mut events = Vec::new();
-        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+        // A cheap first pass reads only `type` and `session_id`: most lines
+        // (tool results, progress, rate limits) need nothing more, and a
+        // tool result can be megabytes that would otherwise become a tree.
+        // (Objects only: serde would also fill the struct from an array.)
+        if !line.trim_start().starts_with('{') {
+            return events;
+        }
+        let Ok(envelope) = serde_json::from_str::<Envelope>(line) else {
             return events;
         };
 
         // Every line carries `session_id`; the first sighting of an id is
         // reported whatever the line's type (init normally comes first).
-        if let Some(id) = obj.get("session_id").and_then(Value::as_str)
+        if let Some(id) = envelope.session_id.as_deref()
             && !id.is_empty()
-            && self.sessions.insert(id.to_owned())
+            && !self.sessions.contains(id)
         {
+            self.sessions.insert(id.to_owned());
             events.push(Event::SessionId(id.to_owned()));
         }
 
-        match obj.get("type").and_then(Value::as_str) {
-            Some("assistant") => assistant(&obj, &mut events),
-            Some("result") => {
-                self.saw_result = true;
-                result(&obj, &mut events);
-            }
+        let kind = envelope.kind.as_deref();
+        if !matches!(kind, Some("assistant" | "result")) {
             // `system` (init and the rest), `user` (tool results),
             // `rate_limit_event`, `stream_event`, unknown types: nothing more.
-            _ => {}
+            return events;
+        }
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+            return events;
+        };
+        if kind == Some("assistant") {
+            assistant(&obj, &mut events);
+        } else {
+            self.saw_result = true;
+            result(&obj, &mut events);
         }
         events
     }
@@ -95,6 +110,15 @@ impl Parser {
             vec![Event::Error(NO_RESULT.to_owned())]
         }
     }
+}
+
+/// The two fields every line is read for; everything else is skipped.
+#[derive(Deserialize)]
+struct Envelope<'a> {
+    #[serde(rename = "type", borrow, default)]
+    kind: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    session_id: Option<Cow<'a, str>>,
 }
 
 type Object = serde_json::Map<String, Value>;
@@ -337,6 +361,14 @@ mod tests {
         let (events, end) = feed(&[]);
         assert!(events.is_empty());
         assert_eq!(end, vec![Event::Error(NO_RESULT.into())]);
+    }
+
+    #[test]
+    fn json_that_is_not_an_object_yields_nothing() {
+        let mut parser = Parser::new();
+        for line in [r#"["assistant","5805de68"]"#, "42", r#""result""#, "null"] {
+            assert_eq!(parser.push_line(line), vec![], "{line}");
+        }
     }
 
     #[test]
