@@ -38,8 +38,6 @@ pub struct IterationResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub session_file_path: Option<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<IterationUsage>,
 }
 
@@ -111,7 +109,6 @@ pub async fn run_iterations<I: AgentInvoker>(
         let inv = invoker.invoke(iteration, prompt).await?;
         outcome.iterations.push(IterationResult {
             session_id: inv.session_id,
-            session_file_path: None,
             usage: inv.usage,
         });
         for text in &inv.texts {

@@ -98,8 +98,6 @@ pub struct RunResult {
     /// The branch the commits are on when the run ends: the target branch
     /// for head and merge-to-head, the named branch for branch.
     pub branch: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub log_file_path: Option<String>,
     /// Set when the worktree had uncommitted changes and was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preserved_worktree_path: Option<String>,
@@ -295,7 +293,6 @@ async fn run_in_worktree(
         stdout: outcome.stdout,
         commits: commits.into_iter().map(|sha| Commit { sha }).collect(),
         branch: landed_on,
-        log_file_path: None,
         preserved_worktree_path: None,
     })
 }
