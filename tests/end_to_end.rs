@@ -346,3 +346,67 @@ fn plugin_inspect_shows_requests_and_imports() {
         "an agent provider imports no process capability: {text}"
     );
 }
+
+#[test]
+fn env_layers_reach_the_agent_and_undeclared_keys_do_not() {
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/.env"),
+        "SANDDUNE_TEST_DOTENV=from-file\nSANDDUNE_TEST_OVERRIDDEN=file\n",
+    )
+    .unwrap();
+    let out = repo.sanddune_with_env(
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "fix the typo",
+            "--agent-env",
+            "SANDDUNE_TEST_AGENT=agent",
+            "--env",
+            "SANDDUNE_TEST_OVERRIDDEN=call-site",
+            "--json",
+        ],
+        &[("SANDDUNE_TEST_UNDECLARED", "must-not-leak")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let env = &repo.calls("claude")[0]["env"];
+    assert_eq!(env["SANDDUNE_TEST_DOTENV"], "from-file");
+    assert_eq!(env["SANDDUNE_TEST_AGENT"], "agent");
+    assert_eq!(env["SANDDUNE_TEST_OVERRIDDEN"], "call-site");
+    assert_eq!(env.get("SANDDUNE_TEST_UNDECLARED"), None, "{env}");
+    assert!(
+        !stdout(&out).contains("from-file") && !stderr(&out).contains("from-file"),
+        "env values stay out of the output"
+    );
+}
+
+#[test]
+fn overlapping_provider_env_is_refused_before_anything_happens() {
+    let repo = TestRepo::new();
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--agent-env",
+        "TOKEN=a",
+        "--sandbox-env",
+        "TOKEN=b",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`TOKEN` is set by both"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(repo.calls("claude").is_empty());
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+}

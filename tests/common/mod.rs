@@ -79,6 +79,11 @@ impl TestRepo {
 
     /// Run the real binary in this repository with the fakes first on PATH.
     pub fn sanddune(&self, args: &[&str]) -> Output {
+        self.sanddune_with_env(args, &[])
+    }
+
+    /// `sanddune`, with extra variables in its own environment.
+    pub fn sanddune_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let path = format!(
             "{}:{}",
             fakes_dir().display(),
@@ -86,6 +91,7 @@ impl TestRepo {
         );
         Command::new(BIN)
             .args(args)
+            .envs(env.iter().copied())
             .current_dir(self.path())
             .env("PATH", path)
             .env("HOME", self.home.path())

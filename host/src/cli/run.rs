@@ -50,6 +50,17 @@ pub struct RunArgs {
     /// Agent provider option KEY=VALUE, e.g. effort=high (repeatable).
     #[arg(long = "agent-opt", value_parser = super::key_value)]
     agent_opts: Vec<(String, String)>,
+    /// Env for the sandbox's commands, KEY=VALUE (repeatable); wins over
+    /// everything else.
+    #[arg(long = "env", value_parser = super::key_value)]
+    env: Vec<(String, String)>,
+    /// Env owned by the agent provider, KEY=VALUE (repeatable).
+    #[arg(long = "agent-env", value_parser = super::key_value)]
+    agent_env: Vec<(String, String)>,
+    /// Env owned by the sandbox provider, KEY=VALUE (repeatable); may not
+    /// share a key with --agent-env.
+    #[arg(long = "sandbox-env", value_parser = super::key_value)]
+    sandbox_env: Vec<(String, String)>,
     /// Print the run result as JSON on stdout, and nothing else.
     #[arg(long)]
     json: bool,
@@ -90,6 +101,9 @@ pub async fn run(args: RunArgs) -> Result<()> {
     options.cwd = args.cwd.clone();
     options.sandbox_config = args.sandbox_opts;
     options.agent_options = args.agent_opts;
+    options.env = args.env;
+    options.agent_env = args.agent_env;
+    options.sandbox_env = args.sandbox_env;
     if !args.json {
         options.on_event = Some(Arc::new(print_event));
     }

@@ -2,6 +2,7 @@
 //! branch strategy, teardown.
 
 pub mod abort;
+pub mod env;
 pub mod invoker;
 pub mod iteration;
 pub mod strategy;
@@ -48,6 +49,11 @@ pub struct RunOptions {
     pub prompt: Prompt,
     pub max_iterations: u32,
     pub completion_signals: Vec<String>,
+    /// Env for the agent provider and the sandbox provider (their keys
+    /// must not overlap), and the call site's env, which wins over all.
+    pub agent_env: Vec<(String, String)>,
+    pub sandbox_env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
     /// The branch strategy; the sandbox provider's default when None.
     pub strategy: Option<BranchStrategy>,
     /// The repository to work on; relative to the process's cwd.
@@ -70,6 +76,9 @@ impl RunOptions {
             prompt,
             max_iterations: 1,
             completion_signals: vec![DEFAULT_COMPLETION_SIGNAL.to_string()],
+            agent_env: vec![],
+            sandbox_env: vec![],
+            env: vec![],
             strategy: None,
             cwd: PathBuf::from("."),
             on_event: None,
@@ -135,17 +144,40 @@ fn run_id() -> String {
     )
 }
 
-/// Env the agent declared that the caller's environment has.
-fn agent_env(agent: &AgentProvider) -> Vec<(String, String)> {
-    let mut env = Vec::new();
-    for req in &agent.info().env {
-        for key in &req.any_of {
-            if let Ok(v) = std::env::var(key) {
-                env.push((key.clone(), v));
-            }
+/// The sandbox's env from the four layers (see `env`).
+fn sandbox_env(
+    options: &RunOptions,
+    repo: &Repo,
+    agent: &AgentProvider,
+    provider: &SandboxProvider,
+) -> Result<env::EnvMap> {
+    let mut declared: Vec<String> = agent
+        .info()
+        .env
+        .iter()
+        .flat_map(|r| r.any_of.clone())
+        .collect();
+    declared.extend(provider.info().capabilities.env_keys.iter().cloned());
+    let dotenv_path = repo.root().join(".sanddune/.env");
+    let dotenv = match std::fs::read_to_string(&dotenv_path) {
+        Ok(text) => env::parse_dotenv(&text, &dotenv_path.display().to_string())?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => env::EnvMap::new(),
+        Err(e) => {
+            return Err(Error::input(format!(
+                "cannot read {}: {e}",
+                dotenv_path.display()
+            )));
         }
-    }
-    env
+    };
+    let map = |pairs: &[(String, String)]| pairs.iter().cloned().collect::<env::EnvMap>();
+    env::resolve(&env::EnvLayers {
+        declared,
+        process: std::env::vars().collect(),
+        dotenv,
+        agent: map(&options.agent_env),
+        sandbox: map(&options.sandbox_env),
+        call_site: map(&options.env),
+    })
 }
 
 /// Run an agent in a sandbox until a completion signal or `max_iterations`,
@@ -181,6 +213,7 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
         })
         .await?;
     let target = repo.current_branch()?;
+    let env = sandbox_env(&options, &repo, &agent, &provider)?;
 
     let id = run_id();
     let worktree = match &strategy {
@@ -194,6 +227,7 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
     };
     let result = run_in_worktree(
         &options,
+        env,
         &repo,
         &provider,
         &mut agent,
@@ -220,6 +254,7 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
 #[allow(clippy::too_many_arguments)]
 async fn run_in_worktree(
     options: &RunOptions,
+    env: env::EnvMap,
     repo: &Repo,
     provider: &SandboxProvider,
     agent: &mut AgentProvider,
@@ -240,7 +275,7 @@ async fn run_in_worktree(
         worktree: path,
         git_dir: repo.git_dir(),
         branch: branch.clone(),
-        env: agent_env(agent),
+        env: env.into_iter().collect(),
         config: options.sandbox_config.clone(),
     };
     let mut sandbox = provider.create(&spec).await?;

@@ -1,0 +1,177 @@
+//! The environment a sandbox's commands get, from four layers, lowest first:
+//! the caller's process environment < `.sanddune/.env` < the agent provider's
+//! env ∪ the sandbox provider's env (disjoint) < the call site's env.
+//! Pure: the caller reads the files and the process environment.
+//!
+//! Only the keys the providers declare are taken from the process
+//! environment, so an unrelated secret in the caller's shell never reaches
+//! an agent. Everything the user wrote down for sanddune (the `.env` file,
+//! provider env, call-site env) passes as given.
+
+use std::collections::BTreeMap;
+
+use crate::error::{Error, Result};
+
+pub type EnvMap = BTreeMap<String, String>;
+
+/// The four layers.
+#[derive(Clone, Debug, Default)]
+pub struct EnvLayers {
+    /// Keys the agent and sandbox providers declare; the only ones read
+    /// from the process environment.
+    pub declared: Vec<String>,
+    /// The process environment (all of it; filtered here by `declared`).
+    pub process: EnvMap,
+    /// `.sanddune/.env` of the repository.
+    pub dotenv: EnvMap,
+    pub agent: EnvMap,
+    pub sandbox: EnvMap,
+    pub call_site: EnvMap,
+}
+
+pub fn resolve(layers: &EnvLayers) -> Result<EnvMap> {
+    if let Some(key) = layers
+        .agent
+        .keys()
+        .find(|k| layers.sandbox.contains_key(*k))
+    {
+        return Err(Error::input(format!(
+            "env key `{key}` is set by both the agent provider and the sandbox provider: set it once, or at the call site (--env) where overlap is allowed"
+        )));
+    }
+    let mut env = EnvMap::new();
+    for key in &layers.declared {
+        if let Some(value) = layers.process.get(key) {
+            env.insert(key.clone(), value.clone());
+        }
+    }
+    for layer in [
+        &layers.dotenv,
+        &layers.agent,
+        &layers.sandbox,
+        &layers.call_site,
+    ] {
+        env.extend(layer.iter().map(|(k, v)| (k.clone(), v.clone())));
+    }
+    Ok(env)
+}
+
+/// Parse a `.env` file: `KEY=VALUE` lines, `#` comments, blank lines, an
+/// optional `export ` prefix, values optionally in single or double quotes.
+/// A line that is none of these is an error naming its number.
+pub fn parse_dotenv(text: &str, file: &str) -> Result<EnvMap> {
+    let mut env = EnvMap::new();
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else {
+            return Err(Error::input(format!(
+                "{file}:{}: expected KEY=VALUE",
+                n + 1
+            )));
+        };
+        let key = key.trim();
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(Error::input(format!(
+                "{file}:{}: `{key}` is not a valid env key",
+                n + 1
+            )));
+        }
+        let value = value.trim();
+        let value = ['"', '\'']
+            .iter()
+            .find_map(|q| value.strip_prefix(*q).and_then(|v| v.strip_suffix(*q)))
+            .unwrap_or(value);
+        env.insert(key.to_string(), value.to_string());
+    }
+    Ok(env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(pairs: &[(&str, &str)]) -> EnvMap {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn layers_override_in_order() {
+        let layers = EnvLayers {
+            declared: vec!["API_KEY".into(), "A".into()],
+            process: map(&[
+                ("API_KEY", "process"),
+                ("A", "process"),
+                ("UNDECLARED_SECRET", "x"),
+            ]),
+            dotenv: map(&[("A", "dotenv"), ("B", "dotenv")]),
+            agent: map(&[("B", "agent"), ("C", "agent")]),
+            sandbox: map(&[("D", "sandbox")]),
+            call_site: map(&[("C", "call"), ("D", "call")]),
+        };
+        let env = resolve(&layers).unwrap();
+        assert_eq!(
+            env,
+            map(&[
+                ("API_KEY", "process"),
+                ("A", "dotenv"),
+                ("B", "agent"),
+                ("C", "call"),
+                ("D", "call")
+            ])
+        );
+    }
+
+    #[test]
+    fn undeclared_process_keys_never_pass() {
+        let layers = EnvLayers {
+            process: map(&[("AWS_SECRET_ACCESS_KEY", "s")]),
+            ..Default::default()
+        };
+        assert!(resolve(&layers).unwrap().is_empty());
+    }
+
+    #[test]
+    fn provider_env_overlap_names_the_key() {
+        let layers = EnvLayers {
+            agent: map(&[("TOKEN", "a")]),
+            sandbox: map(&[("TOKEN", "b")]),
+            ..Default::default()
+        };
+        let err = resolve(&layers).unwrap_err();
+        assert!(err.to_string().contains("`TOKEN`"), "{err}");
+        assert_eq!(err.exit_code(), 2);
+        // The call site may overlap either.
+        let layers = EnvLayers {
+            agent: map(&[("TOKEN", "a")]),
+            call_site: map(&[("TOKEN", "c")]),
+            ..Default::default()
+        };
+        assert_eq!(resolve(&layers).unwrap()["TOKEN"], "c");
+    }
+
+    #[test]
+    fn dotenv_syntax() {
+        let text = "# comment\n\nA=1\nexport B = two words \nC=\"quoted = yes\"\nD='single'\nE=\n";
+        let env = parse_dotenv(text, ".env").unwrap();
+        assert_eq!(
+            env,
+            map(&[
+                ("A", "1"),
+                ("B", "two words"),
+                ("C", "quoted = yes"),
+                ("D", "single"),
+                ("E", "")
+            ])
+        );
+        let err = parse_dotenv("A=1\nnot a pair\n", ".sanddune/.env").unwrap_err();
+        assert!(err.to_string().contains(".sanddune/.env:2"), "{err}");
+        assert!(parse_dotenv("BAD-KEY=1", ".env").is_err());
+    }
+}
