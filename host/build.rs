@@ -76,7 +76,7 @@ fn main() {
         .expect("failed to start cargo for the wasm plugins");
     if !status.success() {
         panic!(
-            "building the wasm plugins failed; is the target installed? run: rustup target add wasm32-wasip2"
+            "building the wasm plugins failed (the cargo output above says why); if the target is missing: rustup target add wasm32-wasip2"
         );
     }
 

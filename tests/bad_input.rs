@@ -257,3 +257,71 @@ fn zero_iterations() {
         &["at least 1"],
     );
 }
+
+fn template(repo: &TestRepo, text: &str) -> String {
+    let file = repo.home.path().join("template.md");
+    std::fs::write(&file, text).unwrap();
+    file.to_str().unwrap().to_string()
+}
+
+#[test]
+fn a_template_placeholder_without_a_value() {
+    let repo = TestRepo::new();
+    let file = template(&repo, "Fix issue {{ISSUE_NUBMER}}");
+    refused(
+        &repo,
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt-file",
+            &file,
+            "--prompt-arg",
+            "ISSUE_NUMBER=1",
+        ],
+        &["{{ISSUE_NUBMER}}", "--prompt-arg ISSUE_NUBMER="],
+    );
+}
+
+#[test]
+fn a_prompt_argument_with_an_inline_prompt() {
+    let repo = TestRepo::new();
+    refused(
+        &repo,
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "x {{A}}",
+            "--prompt-arg",
+            "A=1",
+        ],
+        &["prompt arguments need a prompt template"],
+    );
+}
+
+#[test]
+fn overriding_a_built_in_prompt_argument() {
+    let repo = TestRepo::new();
+    let file = template(&repo, "diff against {{TARGET_BRANCH}}");
+    refused(
+        &repo,
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt-file",
+            &file,
+            "--prompt-arg",
+            "TARGET_BRANCH=dev",
+        ],
+        &["TARGET_BRANCH is a built-in prompt argument"],
+    );
+}

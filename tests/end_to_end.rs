@@ -410,3 +410,81 @@ fn overlapping_provider_env_is_refused_before_anything_happens() {
     assert!(repo.calls("claude").is_empty());
     assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
 }
+
+#[test]
+fn a_prompt_template_gets_arguments_built_ins_and_shell_expressions_expanded_in_the_sandbox() {
+    let repo = TestRepo::new();
+    let file = repo.home.path().join("task.md");
+    std::fs::write(
+        &file,
+        "Fix the typo for issue {{ISSUE}}.\nTarget: {{TARGET_BRANCH}}\nSource: {{SOURCE_BRANCH}}\nLast commit: !`git log -1 --format=%s`\nTitle: {{TITLE}}\n",
+    )
+    .unwrap();
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt-file",
+        file.to_str().unwrap(),
+        "--prompt-arg",
+        "ISSUE=42",
+        "--prompt-arg",
+        "TITLE=!`touch /tmp/sanddune-pwned`",
+        "--prompt-arg",
+        "UNUSED=1",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("prompt argument `UNUSED` is not used"),
+        "{}",
+        stderr(&out)
+    );
+    let prompt = repo.calls("claude")[0]["prompt"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lines: Vec<&str> = prompt.lines().collect();
+    assert_eq!(lines[0], "Fix the typo for issue 42.");
+    assert_eq!(lines[1], "Target: main");
+    assert!(lines[2].starts_with("Source: sanddune/run-"), "{prompt}");
+    assert_eq!(
+        lines[3], "Last commit: initial",
+        "the shell expression ran in the sandbox's copy"
+    );
+    assert_eq!(
+        lines[4], "Title: !`touch /tmp/sanddune-pwned`",
+        "argument values stay inert"
+    );
+}
+
+#[test]
+fn a_failing_shell_expression_fails_the_run_before_the_agent_starts() {
+    let repo = TestRepo::new();
+    let file = repo.home.path().join("task.md");
+    std::fs::write(&file, "Context: !`echo broken >&2; exit 3`\nfix the typo\n").unwrap();
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt-file",
+        file.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("exited with code 3") && err.contains("broken"),
+        "{err}"
+    );
+    assert!(repo.calls("claude").is_empty(), "the agent must not start");
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+    assert_eq!(
+        repo.git(&["branch", "--list", "sanddune/*"]),
+        "",
+        "a branch without commits is not kept"
+    );
+}

@@ -9,6 +9,7 @@ pub mod capability;
 pub mod cli;
 pub mod error;
 pub mod plugin;
+pub mod prompt;
 pub mod run;
 pub mod worktree;
 

@@ -28,6 +28,10 @@ pub struct RunArgs {
     /// Read the prompt from this file.
     #[arg(long)]
     prompt_file: Option<PathBuf>,
+    /// A prompt argument KEY=VALUE for the template's {{KEY}} (repeatable;
+    /// needs --prompt-file).
+    #[arg(long = "prompt-arg", value_parser = super::key_value)]
+    prompt_args: Vec<(String, String)>,
     /// Upper bound on iterations.
     #[arg(long, default_value_t = 1)]
     max_iterations: u32,
@@ -89,6 +93,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     );
     options.model = args.model;
     options.max_iterations = args.max_iterations;
+    options.prompt_args = args.prompt_args;
     if !args.completion_signals.is_empty() {
         options.completion_signals = args.completion_signals;
     }

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentEvent, AgentProvider, CommandRequest};
 use crate::plugin::bindings::types::OutputStream;
 use crate::plugin::sandbox::{Command, ExecRequest, Sandbox};
+use crate::prompt::{self, Segment, Template};
 use crate::worktree::Worktree;
 
 /// How long a provider gets to return after its processes were killed.
@@ -27,7 +28,56 @@ pub struct SandboxInvoker<'a> {
     pub sync: Option<(&'a Worktree, String)>,
     pub on_event: Option<StreamEventCallback>,
     pub abort: AbortHandle,
+    /// A prompt template with shell expressions, expanded in the sandbox
+    /// before every iteration (they may see the previous iteration's work).
+    pub template: Option<Template>,
 }
+
+impl SandboxInvoker<'_> {
+    /// Prompt expansion: run each shell expression in the sandbox and put
+    /// its stdout in its place. Any failure fails the run before the agent
+    /// starts. The expressions run one after another for now: one plugin
+    /// instance serves one call at a time.
+    async fn expand(&mut self, template: &Template) -> Result<String> {
+        let mut outputs = Vec::new();
+        for segment in &template.segments {
+            let Segment::Shell(cmd) = segment else {
+                continue;
+            };
+            let request = ExecRequest {
+                command: Command::Shell(cmd.clone()),
+                cwd: None,
+                env: vec![],
+                stdin: None,
+                sudo: false,
+                timeout_ms: Some(EXPANSION_TIMEOUT_MS),
+            };
+            let out = self.sandbox.exec(request, |_| {}).await?;
+            if out.exit_code != 0 || out.timed_out {
+                let why = if out.timed_out {
+                    "timed out".to_string()
+                } else {
+                    format!("exited with code {}", out.exit_code)
+                };
+                return Err(Error::Input(format!(
+                    "shell expression !`{cmd}` in the prompt template {why}: {}",
+                    last_lines(&out.stderr, 3)
+                )));
+            }
+            outputs.push(out.stdout);
+        }
+        let prompt = prompt::assemble(template, &outputs);
+        if prompt.trim().is_empty() {
+            return Err(Error::Input(
+                "the prompt is empty after prompt expansion".into(),
+            ));
+        }
+        Ok(prompt)
+    }
+}
+
+/// How long one shell expression may run.
+const EXPANSION_TIMEOUT_MS: u64 = 60_000;
 
 /// Everything the parser said during one exec.
 #[derive(Default)]
@@ -86,8 +136,16 @@ fn handle(
 
 impl AgentInvoker for SandboxInvoker<'_> {
     async fn invoke(&mut self, iteration: u32, prompt: &str) -> Result<Invocation> {
+        let prompt = match self.template.take() {
+            Some(template) => {
+                let expanded = self.expand(&template).await;
+                self.template = Some(template);
+                expanded?
+            }
+            None => prompt.to_string(),
+        };
         let request = CommandRequest {
-            prompt: prompt.to_string(),
+            prompt,
             model: self.model.clone(),
             options: self.options.clone(),
             resume_session: None,

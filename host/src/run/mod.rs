@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::sandbox::{SandboxKind, SandboxProvider, SandboxSpec};
 use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
+use crate::prompt;
 use crate::worktree::{Repo, Worktree};
 
 /// The default completion signal. sanddune never adds it to a prompt.
@@ -47,6 +48,8 @@ pub struct RunOptions {
     pub agent_options: Vec<(String, String)>,
     pub model: Option<String>,
     pub prompt: Prompt,
+    /// Prompt arguments for a prompt template's `{{KEY}}` placeholders.
+    pub prompt_args: Vec<(String, String)>,
     pub max_iterations: u32,
     pub completion_signals: Vec<String>,
     /// Env for the agent provider and the sandbox provider (their keys
@@ -74,6 +77,7 @@ impl RunOptions {
             agent_options: vec![],
             model: None,
             prompt,
+            prompt_args: vec![],
             max_iterations: 1,
             completion_signals: vec![DEFAULT_COMPLETION_SIGNAL.to_string()],
             agent_env: vec![],
@@ -112,19 +116,23 @@ pub struct RunResult {
     pub preserved_worktree_path: Option<String>,
 }
 
-fn resolve_prompt(prompt: &Prompt) -> Result<String> {
-    let text = match prompt {
-        Prompt::Inline(text) => text.clone(),
-        Prompt::File(path) => std::fs::read_to_string(path).map_err(|e| {
-            Error::input(format!("cannot read prompt file {}: {e}", path.display()))
-        })?,
+/// The prompt's text, and whether it is a template (from a file).
+fn resolve_prompt(prompt: &Prompt) -> Result<(String, bool)> {
+    let (text, template) = match prompt {
+        Prompt::Inline(text) => (text.clone(), false),
+        Prompt::File(path) => (
+            std::fs::read_to_string(path).map_err(|e| {
+                Error::input(format!("cannot read prompt file {}: {e}", path.display()))
+            })?,
+            true,
+        ),
     };
     if text.trim().is_empty() {
         return Err(Error::input(
             "the prompt is empty: give the agent something to do",
         ));
     }
-    Ok(text)
+    Ok((text, template))
 }
 
 fn absolute(path: &Path) -> Result<PathBuf> {
@@ -184,7 +192,12 @@ fn sandbox_env(
 /// and bring its commits back by the branch strategy.
 pub async fn run(options: RunOptions) -> Result<RunResult> {
     // Everything that can be refused is checked before the first side effect.
-    let prompt = resolve_prompt(&options.prompt)?;
+    let (text, is_template) = resolve_prompt(&options.prompt)?;
+    if !is_template && !options.prompt_args.is_empty() {
+        return Err(Error::input(
+            "prompt arguments need a prompt template: an inline --prompt is passed literally (use --prompt-file)",
+        ));
+    }
     if options.max_iterations == 0 {
         return Err(Error::input("--max-iterations must be at least 1"));
     }
@@ -201,6 +214,28 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
     let mut agent = AgentProvider::load(&runtime, &options.agent).await?;
     let kind = provider.info().kind;
     let strategy = strategy::resolve(options.strategy.clone(), kind, provider.name())?;
+    let target = repo.current_branch()?;
+    let id = run_id();
+    let source = match &strategy {
+        BranchStrategy::Head => target.clone(),
+        BranchStrategy::MergeToHead => format!("sanddune/run-{id}"),
+        BranchStrategy::Branch(branch) => branch.clone(),
+    };
+    let template = if is_template {
+        let t = prompt::render(&text, &options.prompt_args, &source, &target)?;
+        for key in &t.unused {
+            tracing::warn!("prompt argument `{key}` is not used by the prompt template");
+        }
+        Some(t)
+    } else {
+        None
+    };
+    // What the agent gets when nothing is left to expand; with shell
+    // expressions, a readable stand-in until they run in the sandbox.
+    let prompt = match &template {
+        Some(t) => prompt::assemble(t, &prompt::stand_ins(t)),
+        None => text,
+    };
     // Let the agent provider refuse bad options and prompts now, not after
     // a worktree and a sandbox exist.
     agent
@@ -212,14 +247,12 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
             skip_permissions: true,
         })
         .await?;
-    let target = repo.current_branch()?;
     let env = sandbox_env(&options, &repo, &agent, &provider)?;
 
-    let id = run_id();
     let worktree = match &strategy {
         BranchStrategy::Head => None,
         BranchStrategy::MergeToHead => {
-            Some(repo.add_worktree(&format!("run-{id}"), &format!("sanddune/run-{id}"), true)?)
+            Some(repo.add_worktree(&format!("run-{id}"), &source, true)?)
         }
         BranchStrategy::Branch(branch) => {
             Some(repo.add_worktree(&branch.replace('/', "-"), branch, false)?)
@@ -236,12 +269,16 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
         &target,
         &id,
         &prompt,
+        template.filter(prompt::Template::has_shell_expressions),
     )
     .await;
     let preserved = match &worktree {
         Some(wt) => {
-            // A failed merge-to-head keeps its branch: the commits are there.
-            let keep_branch = result.is_err();
+            // A failed run keeps its branch when the agent committed to it.
+            let committed = repo
+                .commits_since(&wt.base, &wt.branch)
+                .map(|c| !c.is_empty());
+            let keep_branch = result.is_err() && committed.unwrap_or(true);
             repo.close_worktree(wt, keep_branch)?
         }
         None => None,
@@ -263,6 +300,7 @@ async fn run_in_worktree(
     target: &str,
     id: &str,
     prompt: &str,
+    template: Option<prompt::Template>,
 ) -> Result<RunResult> {
     let (path, branch) = match worktree {
         Some(wt) => (wt.path.clone(), wt.branch.clone()),
@@ -300,6 +338,7 @@ async fn run_in_worktree(
             },
             on_event: options.on_event.clone(),
             abort: options.abort.clone(),
+            template,
         };
         iteration::run_iterations(
             &mut invoker,
