@@ -10,22 +10,11 @@ pub const EFFORTS: [&str; 5] = ["low", "medium", "high", "xhigh", "max"];
 /// bytes including the terminating NUL).
 const MAX_ARG_LEN: usize = 131_071;
 
-/// Mirrors the WIT `command-request`.
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    pub prompt: String,
-    pub model: Option<String>,
-    pub options: Vec<(String, String)>,
-    pub resume_session: Option<String>,
-    pub skip_permissions: bool,
-}
+use sanddune_agent_sdk::validate::{self, non_empty, push_flag};
+pub use sanddune_agent_sdk::{Command, Request};
 
-/// Mirrors the WIT `agent-command` (claude needs no extra environment).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    pub argv: Vec<String>,
-    pub stdin: Option<Vec<u8>>,
-}
+/// The agent provider's name, used in messages.
+const NAME: &str = "claude-code";
 
 /// The validated request fields that become flags.
 #[derive(Debug, Default)]
@@ -37,56 +26,19 @@ struct Flags<'a> {
 }
 
 fn flags(request: &Request) -> Result<Flags<'_>, String> {
-    let mut flags = Flags {
-        model: non_empty("model", request.model.as_deref())?,
-        resume: non_empty("resume session id", request.resume_session.as_deref())?,
-        ..Flags::default()
-    };
-    for (name, value) in &request.options {
-        let slot = match name.as_str() {
-            EFFORT => {
-                if !EFFORTS.contains(&value.as_str()) {
-                    return Err(format!(
-                        "invalid effort {value:?} for claude-code: expected one of {}",
-                        EFFORTS.join(", ")
-                    ));
-                }
-                &mut flags.effort
-            }
-            PERMISSION_MODE => {
-                if value.trim().is_empty() {
-                    return Err("the permission-mode option for claude-code is empty".into());
-                }
-                &mut flags.permission_mode
-            }
-            _ => {
-                return Err(format!(
-                    "unknown option {name:?} for claude-code: expected one of {}",
-                    OPTIONS.join(", ")
-                ));
-            }
-        };
-        // Two values for one option is a config mistake, not a "last one wins".
-        if slot.replace(value).is_some() {
-            return Err(format!("option {name:?} for claude-code is given twice"));
-        }
+    let [effort, permission_mode] = validate::options(NAME, &request.options, OPTIONS)?;
+    if let Some(effort) = effort {
+        validate::one_of(NAME, "effort", effort, &EFFORTS)?;
     }
-    Ok(flags)
-}
-
-/// A blank model or session id would become a bogus flag value.
-fn non_empty<'a>(what: &str, value: Option<&'a str>) -> Result<Option<&'a str>, String> {
-    match value {
-        Some(v) if v.trim().is_empty() => Err(format!("the {what} for claude-code is empty")),
-        _ => Ok(value),
+    if permission_mode.is_some_and(|v| v.trim().is_empty()) {
+        return Err("the permission-mode option for claude-code is empty".into());
     }
-}
-
-fn push_flag(argv: &mut Vec<String>, flag: &str, value: Option<&str>) {
-    if let Some(value) = value {
-        argv.push(flag.to_owned());
-        argv.push(value.to_owned());
-    }
+    Ok(Flags {
+        model: non_empty(NAME, "model", request.model.as_deref())?,
+        resume: non_empty(NAME, "resume session id", request.resume_session.as_deref())?,
+        effort,
+        permission_mode,
+    })
 }
 
 /// One unattended iteration:
@@ -94,11 +46,7 @@ fn push_flag(argv: &mut Vec<String>, flag: &str, value: Option<&str>) {
 ///  [--dangerously-skip-permissions | --permission-mode X] [--effort E]
 ///  [--resume ID] -p -`, with the prompt on stdin (argv has a size limit).
 pub fn print_command(request: &Request) -> Result<Command, String> {
-    // An empty prompt is how a provider that dropped stdin shows up; refuse it
-    // here too rather than let claude "succeed" at nothing.
-    if request.prompt.trim().is_empty() {
-        return Err("the prompt is empty: refusing to start claude with nothing to do".into());
-    }
+    validate::prompt_not_empty(&request.prompt, PROGRAM)?;
     let flags = flags(request)?;
     let mut argv: Vec<String> = [
         PROGRAM,
@@ -142,15 +90,7 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
 
     let prompt = request.prompt.as_str();
     if !prompt.trim().is_empty() {
-        if prompt.len() > MAX_ARG_LEN {
-            return Err(format!(
-                "the prompt is {} bytes, too large for claude's command line (at most {MAX_ARG_LEN})",
-                prompt.len()
-            ));
-        }
-        if prompt.contains('\0') {
-            return Err("the prompt contains a NUL byte, which a command line cannot carry".into());
-        }
+        validate::argv_prompt(prompt, PROGRAM, MAX_ARG_LEN, "")?;
         // A prompt like "-h ..." would otherwise be read as flags.
         if prompt.starts_with('-') {
             argv.push("--".into());

@@ -1,26 +1,20 @@
 //! Agent provider for Anthropic's Claude Code CLI (`claude`).
 //!
-//! This file is only the WIT glue; the logic lives in plain modules so it can
-//! be unit-tested natively.
+//! This file only describes the agent; the WIT glue is in sanddune-agent-sdk
+//! and the logic lives in plain modules so it can be unit-tested natively.
 
 pub mod command;
 pub mod parser;
 pub mod session;
 
-use std::cell::RefCell;
-
-wit_bindgen::generate!({ world: "agent-plugin", path: "../../wit" });
-
-use exports::sanddune::plugin::agent_provider::{
-    AgentCommand, AgentEvent, AgentInfo, AgentOption, AgentResult, CommandRequest, EnvRequirement,
-    Guest, GuestStreamParser, ToolCall,
+use sanddune_agent_sdk::{
+    Agent, AgentInfo, AgentOption, Command, EnvRequirement, Event, Request, Usage,
 };
-use sanddune::plugin::types::Usage;
 
-struct Component;
+pub struct ClaudeCode;
 
-impl Guest for Component {
-    type StreamParser = StreamParser;
+impl Agent for ClaudeCode {
+    type Parser = parser::Parser;
 
     fn describe() -> AgentInfo {
         AgentInfo {
@@ -54,87 +48,38 @@ impl Guest for Component {
         }
     }
 
-    fn build_print_command(request: CommandRequest) -> Result<AgentCommand, String> {
-        command::print_command(&convert_request(request)).map(convert_command)
+    fn print_command(request: &Request) -> Result<Command, String> {
+        command::print_command(request)
     }
 
-    fn build_interactive_command(request: CommandRequest) -> Result<AgentCommand, String> {
-        command::interactive_command(&convert_request(request)).map(convert_command)
+    fn interactive_command(request: &Request) -> Result<Command, String> {
+        command::interactive_command(request)
     }
 
-    fn session_file_path(home: String, cwd: String, session_id: String) -> Option<String> {
-        session::session_file_path(&home, &cwd, &session_id)
+    fn session_file_path(home: &str, cwd: &str, session_id: &str) -> Option<String> {
+        session::session_file_path(home, cwd, session_id)
     }
 
-    fn rewrite_session_cwd(content: String, from_cwd: String, to_cwd: String) -> String {
-        session::rewrite_session_cwd(&content, &from_cwd, &to_cwd)
+    fn rewrite_session_cwd(content: &str, from: &str, to: &str) -> String {
+        session::rewrite_session_cwd(content, from, to)
     }
 
-    fn usage_from_session(content: String) -> Option<Usage> {
-        session::usage_from_session(&content).map(convert_usage)
-    }
-}
-
-/// WIT methods take `&self`, hence the RefCell.
-struct StreamParser(RefCell<parser::Parser>);
-
-impl GuestStreamParser for StreamParser {
-    fn new() -> Self {
-        StreamParser(RefCell::new(parser::Parser::new()))
-    }
-
-    fn push_line(&self, line: String) -> Vec<AgentEvent> {
-        convert_events(self.0.borrow_mut().push_line(&line))
-    }
-
-    fn finish(&self) -> Vec<AgentEvent> {
-        convert_events(self.0.borrow_mut().finish())
+    fn usage_from_session(content: &str) -> Option<Usage> {
+        session::usage_from_session(content)
     }
 }
 
-fn convert_request(r: CommandRequest) -> command::Request {
-    command::Request {
-        prompt: r.prompt,
-        model: r.model,
-        options: r.options,
-        resume_session: r.resume_session,
-        skip_permissions: r.skip_permissions,
+impl sanddune_agent_sdk::Parser for parser::Parser {
+    fn push_line(&mut self, line: &str) -> Vec<Event> {
+        parser::Parser::push_line(self, line)
     }
-}
 
-fn convert_command(c: command::Command) -> AgentCommand {
-    AgentCommand {
-        argv: c.argv,
-        stdin: c.stdin,
-        env: Vec::new(),
+    fn finish(&mut self) -> Vec<Event> {
+        parser::Parser::finish(self)
     }
-}
-
-fn convert_usage(u: parser::Usage) -> Usage {
-    Usage {
-        input_tokens: u.input_tokens,
-        cache_creation_input_tokens: u.cache_creation_input_tokens,
-        cache_read_input_tokens: u.cache_read_input_tokens,
-        output_tokens: u.output_tokens,
-    }
-}
-
-fn convert_events(events: Vec<parser::Event>) -> Vec<AgentEvent> {
-    use parser::Event;
-    events
-        .into_iter()
-        .map(|event| match event {
-            Event::Text(text) => AgentEvent::Text(text),
-            Event::ToolCall { name, input } => AgentEvent::ToolCall(ToolCall { name, input }),
-            Event::SessionId(id) => AgentEvent::SessionId(id),
-            Event::Usage(usage) => AgentEvent::Usage(convert_usage(usage)),
-            Event::Result { is_error, text } => AgentEvent::Result(AgentResult { is_error, text }),
-            Event::Error(message) => AgentEvent::Error(message),
-        })
-        .collect()
 }
 
 // Only for wasm32: natively the exported symbol names (which contain `:`)
-// break the cdylib link of the test build. The glue above still type-checks.
+// break the cdylib link of the test build.
 #[cfg(target_arch = "wasm32")]
-export!(Component);
+sanddune_agent_sdk::export_agent!(ClaudeCode);

@@ -7,39 +7,18 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::Value;
 
-/// Token usage, as Claude Code reports it (`message.usage`, `result.usage`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-    pub output_tokens: u64,
-}
+pub use sanddune_agent_sdk::{Event, Usage};
 
-impl Usage {
-    /// Reads a usage object; missing or non-integer fields count as 0.
-    /// None when `value` is not an object at all.
-    pub fn from_json(value: &Value) -> Option<Usage> {
-        let obj = value.as_object()?;
-        let field = |key: &str| obj.get(key).and_then(Value::as_u64).unwrap_or(0);
-        Some(Usage {
-            input_tokens: field("input_tokens"),
-            cache_creation_input_tokens: field("cache_creation_input_tokens"),
-            cache_read_input_tokens: field("cache_read_input_tokens"),
-            output_tokens: field("output_tokens"),
-        })
-    }
-}
-
-/// One event, mirroring the WIT `agent-event` variant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    Text(String),
-    ToolCall { name: String, input: String },
-    SessionId(String),
-    Usage(Usage),
-    Result { is_error: bool, text: String },
-    Error(String),
+/// Reads a Claude usage object (`message.usage`, `result.usage`); missing or
+/// non-integer fields count as 0. None when `value` is not an object at all.
+pub fn usage_from_json(value: &Value) -> Option<Usage> {
+    let keys: [&[&str]; 4] = [
+        &["input_tokens"],
+        &["cache_creation_input_tokens"],
+        &["cache_read_input_tokens"],
+        &["output_tokens"],
+    ];
+    Usage::from_keys(value, keys).map(|(usage, _)| usage)
 }
 
 pub const NO_RESULT: &str =
@@ -151,13 +130,13 @@ fn assistant(obj: &Object, events: &mut Vec<Event>) {
             }
         }
     }
-    if let Some(usage) = message.get("usage").and_then(Usage::from_json) {
+    if let Some(usage) = message.get("usage").and_then(usage_from_json) {
         events.push(Event::Usage(usage));
     }
 }
 
 fn result(obj: &Object, events: &mut Vec<Event>) {
-    if let Some(usage) = obj.get("usage").and_then(Usage::from_json) {
+    if let Some(usage) = obj.get("usage").and_then(usage_from_json) {
         events.push(Event::Usage(usage));
     }
     let subtype = obj.get("subtype").and_then(Value::as_str);

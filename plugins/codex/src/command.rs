@@ -9,22 +9,8 @@ pub const EFFORTS: [&str; 4] = ["low", "medium", "high", "xhigh"];
 /// bytes including the terminating NUL).
 const MAX_ARG_LEN: usize = 131_071;
 
-/// Mirrors the WIT `command-request`.
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    pub prompt: String,
-    pub model: Option<String>,
-    pub options: Vec<(String, String)>,
-    pub resume_session: Option<String>,
-    pub skip_permissions: bool,
-}
-
-/// Mirrors the WIT `agent-command` (codex needs no extra environment).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    pub argv: Vec<String>,
-    pub stdin: Option<Vec<u8>>,
-}
+use sanddune_agent_sdk::validate::{self, non_empty};
+pub use sanddune_agent_sdk::{Command, Request};
 
 /// The validated request fields that become arguments.
 #[derive(Debug, Default)]
@@ -35,10 +21,18 @@ struct Flags<'a> {
 }
 
 fn flags(request: &Request) -> Result<Flags<'_>, String> {
-    let mut flags = Flags {
-        model: non_empty("model", request.model.as_deref())?,
-        resume: non_empty("resume session id", request.resume_session.as_deref())?,
-        ..Flags::default()
+    let [effort] = validate::options(PROGRAM, &request.options, OPTIONS)?;
+    if let Some(effort) = effort {
+        validate::one_of(PROGRAM, "effort", effort, &EFFORTS)?;
+    }
+    let flags = Flags {
+        model: non_empty(PROGRAM, "model", request.model.as_deref())?,
+        resume: non_empty(
+            PROGRAM,
+            "resume session id",
+            request.resume_session.as_deref(),
+        )?,
+        effort,
     };
     // The session id is a positional argument: one starting with `-` would be
     // read as a flag.
@@ -47,38 +41,7 @@ fn flags(request: &Request) -> Result<Flags<'_>, String> {
     {
         return Err(format!("invalid resume session id {id:?} for codex"));
     }
-    for (name, value) in &request.options {
-        let slot = match name.as_str() {
-            EFFORT => {
-                if !EFFORTS.contains(&value.as_str()) {
-                    return Err(format!(
-                        "invalid effort {value:?} for codex: expected one of {}",
-                        EFFORTS.join(", ")
-                    ));
-                }
-                &mut flags.effort
-            }
-            _ => {
-                return Err(format!(
-                    "unknown option {name:?} for codex: expected one of {}",
-                    OPTIONS.join(", ")
-                ));
-            }
-        };
-        // Two values for one option is a config mistake, not a "last one wins".
-        if slot.replace(value).is_some() {
-            return Err(format!("option {name:?} for codex is given twice"));
-        }
-    }
     Ok(flags)
-}
-
-/// A blank model or session id would become a bogus argument.
-fn non_empty<'a>(what: &str, value: Option<&'a str>) -> Result<Option<&'a str>, String> {
-    match value {
-        Some(v) if v.trim().is_empty() => Err(format!("the {what} for codex is empty")),
-        _ => Ok(value),
-    }
 }
 
 /// The flags both forms share: `[-m M] [-c model_reasoning_effort="E"]
@@ -110,9 +73,7 @@ fn push_common(argv: &mut Vec<String>, flags: &Flags<'_>, skip_permissions: bool
 pub fn print_command(request: &Request) -> Result<Command, String> {
     // An empty prompt is how a provider that dropped stdin shows up; refuse it
     // here too rather than let codex fail on it (or "succeed" at nothing).
-    if request.prompt.trim().is_empty() {
-        return Err("the prompt is empty: refusing to start codex with nothing to do".into());
-    }
+    validate::prompt_not_empty(&request.prompt, PROGRAM)?;
     let flags = flags(request)?;
     let mut argv = vec![PROGRAM.to_owned(), "exec".to_owned()];
     if let Some(id) = flags.resume {
@@ -142,15 +103,7 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
 
     let prompt = request.prompt.as_str();
     if !prompt.trim().is_empty() {
-        if prompt.len() > MAX_ARG_LEN {
-            return Err(format!(
-                "the prompt is {} bytes, too large for codex's command line (at most {MAX_ARG_LEN})",
-                prompt.len()
-            ));
-        }
-        if prompt.contains('\0') {
-            return Err("the prompt contains a NUL byte, which a command line cannot carry".into());
-        }
+        validate::argv_prompt(prompt, PROGRAM, MAX_ARG_LEN, "")?;
         // A prompt like "-h ..." would otherwise be read as flags.
         if prompt.starts_with('-') {
             argv.push("--".into());

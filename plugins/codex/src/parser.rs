@@ -9,54 +9,27 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-/// Token usage in sanddune's terms (the WIT `usage` record).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-    pub output_tokens: u64,
-}
+pub use sanddune_agent_sdk::{Event, Usage};
 
-impl Usage {
-    /// Reads a codex usage object (`input_tokens`, `cached_input_tokens`,
-    /// `output_tokens`); missing or non-integer fields count as 0. Codex's
-    /// `input_tokens` includes the cached ones, so fresh input is the
-    /// difference. Codex reports no cache writes. None when `value` is not an
-    /// object at all.
-    pub fn from_codex(value: &Value) -> Option<Usage> {
-        let obj = value.as_object()?;
-        let field = |key: &str| obj.get(key).and_then(Value::as_u64).unwrap_or(0);
-        let cached = field("cached_input_tokens");
-        Some(Usage {
-            input_tokens: field("input_tokens").saturating_sub(cached),
-            cache_creation_input_tokens: 0,
-            cache_read_input_tokens: cached,
-            output_tokens: field("output_tokens"),
-        })
-    }
-
-    fn add(&mut self, other: Usage) {
-        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
-        self.cache_creation_input_tokens = self
-            .cache_creation_input_tokens
-            .saturating_add(other.cache_creation_input_tokens);
-        self.cache_read_input_tokens = self
-            .cache_read_input_tokens
-            .saturating_add(other.cache_read_input_tokens);
-        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-    }
-}
-
-/// One event, mirroring the WIT `agent-event` variant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    Text(String),
-    ToolCall { name: String, input: String },
-    SessionId(String),
-    Usage(Usage),
-    Result { is_error: bool, text: String },
-    Error(String),
+/// Reads a codex usage object (`input_tokens`, `cached_input_tokens`,
+/// `output_tokens`); missing or non-integer fields count as 0. Codex's
+/// `input_tokens` includes the cached ones, so fresh input is the
+/// difference. Codex reports no cache writes. None when `value` is not an
+/// object at all.
+pub fn usage_from_codex(value: &Value) -> Option<Usage> {
+    let keys: [&[&str]; 4] = [
+        &["input_tokens"],
+        &[],
+        &["cached_input_tokens"],
+        &["output_tokens"],
+    ];
+    let (usage, _) = Usage::from_keys(value, keys)?;
+    Some(Usage {
+        input_tokens: usage
+            .input_tokens
+            .saturating_sub(usage.cache_read_input_tokens),
+        ..usage
+    })
 }
 
 pub const NO_TURN: &str = "codex ended without completing a turn \
@@ -85,69 +58,6 @@ pub struct Parser {
 impl Parser {
     pub fn new() -> Parser {
         Parser::default()
-    }
-
-    /// Events for one stdout line. Anything that is not a JSON object, or is
-    /// a type we do not use, yields nothing: stdout can carry stray output.
-    pub fn push_line(&mut self, line: &str) -> Vec<Event> {
-        let mut events = Vec::new();
-        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
-            return events;
-        };
-        match obj.get("type").and_then(Value::as_str) {
-            Some("thread.started") => {
-                if let Some(id) = obj.get("thread_id").and_then(Value::as_str)
-                    && !id.is_empty()
-                    && self.threads.insert(id.to_owned())
-                {
-                    events.push(Event::SessionId(id.to_owned()));
-                }
-            }
-            Some("item.started") => {
-                if let Some(item) = obj.get("item") {
-                    self.item(item, false, &mut events);
-                }
-            }
-            Some("item.completed") => {
-                if let Some(item) = obj.get("item") {
-                    self.item(item, true, &mut events);
-                }
-            }
-            Some("turn.completed") => {
-                self.turns_completed += 1;
-                // Whatever was reported before is what codex recovered from.
-                self.pending_errors.clear();
-                if let Some(usage) = obj.get("usage").and_then(Usage::from_codex) {
-                    self.usage.add(usage);
-                    events.push(Event::Usage(self.usage));
-                }
-            }
-            Some("turn.failed") => {
-                let message = obj
-                    .get("error")
-                    .and_then(|e| e.get("message"))
-                    .and_then(Value::as_str)
-                    .filter(|m| !m.trim().is_empty())
-                    .unwrap_or("no reason given");
-                // The failure names the cause; earlier notices (often the same
-                // message, or the retries leading to it) add nothing.
-                self.pending_errors.clear();
-                events.push(Event::Error(format!("codex turn failed: {message}")));
-                self.failure = Some(message.to_owned());
-            }
-            Some("error") => {
-                let message = obj
-                    .get("message")
-                    .and_then(Value::as_str)
-                    .filter(|m| !m.trim().is_empty())
-                    .unwrap_or("no message");
-                self.pending_errors.push(message.to_owned());
-            }
-            // `turn.started`, `item.updated`, `item.plan.delta`,
-            // `request_user_input`, unknown types: nothing.
-            _ => {}
-        }
-        events
     }
 
     /// One `item.started` / `item.completed`.
@@ -200,12 +110,77 @@ impl Parser {
         }
         events.push(Event::ToolCall { name, input });
     }
+}
+
+impl sanddune_agent_sdk::Parser for Parser {
+    /// Events for one stdout line. Anything that is not a JSON object, or is
+    /// a type we do not use, yields nothing: stdout can carry stray output.
+    fn push_line(&mut self, line: &str) -> Vec<Event> {
+        let mut events = Vec::new();
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
+            return events;
+        };
+        match obj.get("type").and_then(Value::as_str) {
+            Some("thread.started") => {
+                if let Some(id) = obj.get("thread_id").and_then(Value::as_str)
+                    && !id.is_empty()
+                    && self.threads.insert(id.to_owned())
+                {
+                    events.push(Event::SessionId(id.to_owned()));
+                }
+            }
+            Some("item.started") => {
+                if let Some(item) = obj.get("item") {
+                    self.item(item, false, &mut events);
+                }
+            }
+            Some("item.completed") => {
+                if let Some(item) = obj.get("item") {
+                    self.item(item, true, &mut events);
+                }
+            }
+            Some("turn.completed") => {
+                self.turns_completed += 1;
+                // Whatever was reported before is what codex recovered from.
+                self.pending_errors.clear();
+                if let Some(usage) = obj.get("usage").and_then(usage_from_codex) {
+                    self.usage.add(usage);
+                    events.push(Event::Usage(self.usage));
+                }
+            }
+            Some("turn.failed") => {
+                let message = obj
+                    .get("error")
+                    .and_then(|e| e.get("message"))
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.trim().is_empty())
+                    .unwrap_or("no reason given");
+                // The failure names the cause; earlier notices (often the same
+                // message, or the retries leading to it) add nothing.
+                self.pending_errors.clear();
+                events.push(Event::Error(format!("codex turn failed: {message}")));
+                self.failure = Some(message.to_owned());
+            }
+            Some("error") => {
+                let message = obj
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.trim().is_empty())
+                    .unwrap_or("no message");
+                self.pending_errors.push(message.to_owned());
+            }
+            // `turn.started`, `item.updated`, `item.plan.delta`,
+            // `request_user_input`, unknown types: nothing.
+            _ => {}
+        }
+        events
+    }
 
     /// Called at end of stdout. Codex has no result line: the result is the
     /// last agent message of a completed turn, or the failure. Errors codex
     /// printed and never recovered from are reported now, and a stream that
     /// neither completed nor failed a turn is an error, even if codex exited 0.
-    pub fn finish(&mut self) -> Vec<Event> {
+    fn finish(&mut self) -> Vec<Event> {
         let mut events = Vec::new();
         let mut pending = std::mem::take(&mut self.pending_errors);
         pending.dedup();
@@ -237,6 +212,7 @@ impl Parser {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sanddune_agent_sdk::Parser as _;
 
     // Recorded lines, shaped as in PROTOCOLS.md.
     const THREAD: &str =

@@ -5,11 +5,10 @@
 //! `payload.cwd` too; `event_msg` lines with `payload.type == "token_count"`
 //! carry the running token totals.
 
-use std::ops::Range;
-
+use sanddune_agent_sdk::json;
 use serde_json::Value;
 
-use crate::parser::Usage;
+use crate::parser::{Usage, usage_from_codex};
 
 /// Where codex keeps the session `session_id`, as codex itself names it:
 /// `{home}/.codex/sessions/YYYY/MM/DD/rollout-YYYY-MM-DDThh-mm-ss-{id}.jsonl`.
@@ -84,49 +83,18 @@ fn utc_from_unix_millis(millis: u64) -> (u64, u64, u64, u64, u64, u64) {
 /// number spelling and every other line stay exactly as they were. Paths
 /// inside message text (codex's `<environment_context>`) are left alone.
 pub fn rewrite_session_cwd(content: &str, from: &str, to: &str) -> String {
-    let to_json = Value::from(to).to_string();
-    // split/join on '\n' keeps empty lines, '\r' and a trailing newline.
-    content
-        .split('\n')
-        .map(|line| {
-            let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
-                return line.to_owned();
-            };
-            let top = obj.get("cwd").and_then(Value::as_str) == Some(from);
-            let nested = obj
-                .get("payload")
-                .and_then(|p| p.get("cwd"))
-                .and_then(Value::as_str)
-                == Some(from);
-            if !top && !nested {
-                return line.to_owned();
-            }
-            let mut spans = Vec::new();
-            if top {
-                spans.extend(top_level_values(line, "cwd").unwrap_or_default());
-            }
-            if nested {
-                for payload in top_level_values(line, "payload").unwrap_or_default() {
-                    let inner = top_level_values(&line[payload.clone()], "cwd").unwrap_or_default();
-                    spans.extend(
-                        inner
-                            .into_iter()
-                            .map(|s| s.start + payload.start..s.end + payload.start),
-                    );
-                }
-            }
-            spans.sort_by_key(|s| s.start);
-            let mut out = line.to_owned();
-            // Back to front, so earlier spans keep their offsets.
-            for span in spans.into_iter().rev() {
-                if serde_json::from_str::<String>(&line[span.clone()]).is_ok_and(|v| v == from) {
-                    out.replace_range(span, &to_json);
-                }
-            }
-            out
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    json::rewrite_string_values(content, from, to, |line, _| {
+        let mut spans = json::top_level_values(line, "cwd").unwrap_or_default();
+        for payload in json::top_level_values(line, "payload").unwrap_or_default() {
+            let inner = json::top_level_values(&line[payload.clone()], "cwd").unwrap_or_default();
+            spans.extend(
+                inner
+                    .into_iter()
+                    .map(|s| s.start + payload.start..s.end + payload.start),
+            );
+        }
+        spans
+    })
 }
 
 /// The session's token usage: `payload.info.total_token_usage` of the last
@@ -143,87 +111,8 @@ pub fn usage_from_session(content: &str) -> Option<Usage> {
         if payload.get("type")?.as_str()? != "token_count" {
             return None;
         }
-        Usage::from_codex(payload.get("info")?.get("total_token_usage")?)
+        usage_from_codex(payload.get("info")?.get("total_token_usage")?)
     })
-}
-
-/// Byte ranges of the values of the top-level `key` in `text`, a JSON object
-/// that serde_json has already accepted (so this scanner can stay simple).
-/// None if the text is not shaped as expected.
-fn top_level_values(text: &str, key: &str) -> Option<Vec<Range<usize>>> {
-    let bytes = text.as_bytes();
-    let mut pos = skip_ws(bytes, 0);
-    if bytes.get(pos) != Some(&b'{') {
-        return None;
-    }
-    pos += 1;
-    let mut spans = Vec::new();
-    loop {
-        pos = skip_ws(bytes, pos);
-        match bytes.get(pos)? {
-            b'}' => return Some(spans),
-            b',' => {
-                pos = skip_ws(bytes, pos + 1);
-            }
-            _ => {}
-        }
-        let key_end = skip_value(bytes, pos)?;
-        let name: String = serde_json::from_str(&text[pos..key_end]).ok()?;
-        pos = skip_ws(bytes, key_end);
-        if bytes.get(pos) != Some(&b':') {
-            return None;
-        }
-        let start = skip_ws(bytes, pos + 1);
-        let end = skip_value(bytes, start)?;
-        if name == key {
-            spans.push(start..end);
-        }
-        pos = end;
-    }
-}
-
-fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
-    while bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
-        pos += 1;
-    }
-    pos
-}
-
-/// The end of the JSON value starting at `pos`.
-fn skip_value(bytes: &[u8], pos: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut i = pos;
-    while let Some(&b) = bytes.get(i) {
-        i += 1;
-        if in_string {
-            match b {
-                b'\\' => i += 1,
-                b'"' => {
-                    in_string = false;
-                    if depth == 0 {
-                        return Some(i);
-                    }
-                }
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' if depth > 0 => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            // A scalar (number, true, false, null) ends at a delimiter.
-            b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' if depth == 0 => return Some(i - 1),
-            _ => {}
-        }
-    }
-    (depth == 0 && !in_string && i > pos).then_some(i)
 }
 
 #[cfg(test)]
@@ -389,16 +278,6 @@ mod tests {
         ] {
             assert_eq!(rewrite_session_cwd(line, "/a", "/b"), line);
         }
-    }
-
-    #[test]
-    fn scanner_spans() {
-        let text = r#"{"a":1,"cwd":"x\"y","b":{"cwd":2},"cwd":true , "c":[1,"]"]}"#;
-        let spans = top_level_values(text, "cwd").unwrap();
-        let values: Vec<&str> = spans.into_iter().map(|s| &text[s]).collect();
-        assert_eq!(values, [r#""x\"y""#, "true"]);
-        assert_eq!(top_level_values("{}", "cwd"), Some(vec![]));
-        assert_eq!(top_level_values("[]", "cwd"), None);
     }
 
     #[test]

@@ -12,78 +12,29 @@ pub const PROGRAM: &str = "copilot";
 
 /// Linux refuses a single argv string of 128 KiB (MAX_ARG_STRLEN); stay well
 /// under it so the other arguments and a little growth still fit.
-pub const MAX_PROMPT_BYTES: usize = 120 * 1024;
+pub const MAX_PROMPT_BYTES: usize = validate::MAX_ARGV_PROMPT;
 
-/// Mirrors the WIT `command-request`.
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    pub prompt: String,
-    pub model: Option<String>,
-    pub options: Vec<(String, String)>,
-    pub resume_session: Option<String>,
-    pub skip_permissions: bool,
-}
-
-/// Mirrors the WIT `agent-command` (copilot needs no stdin and no extra
-/// environment: its GitHub token comes from the sandbox's environment).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    pub argv: Vec<String>,
-}
-
-/// What every command shares: no options, no resume, a usable model.
-/// Returns the model.
-fn validate(request: &Request) -> Result<Option<&str>, String> {
-    if let Some(id) = &request.resume_session {
-        return Err(format!(
-            "{NAME} cannot resume session {id:?}: the {NAME} agent provider keeps no session files"
-        ));
-    }
-    if let Some((name, _)) = request.options.first() {
-        return Err(format!(
-            "unknown option {name:?} for {NAME}: {NAME} takes no options (only a model)"
-        ));
-    }
-    match request.model.as_deref() {
-        // A blank model would become a bogus `--model ""`.
-        Some(m) if m.trim().is_empty() => Err(format!("the model for {NAME} is empty")),
-        model => Ok(model),
-    }
-}
+use sanddune_agent_sdk::validate;
+pub use sanddune_agent_sdk::{Command, Request};
 
 /// Checks that argv can carry the prompt. The prompt is always the value of
 /// a flag (`-p`, `-i`), which the CLI takes whole even when it starts with a
 /// dash, so it needs no `--`.
 fn check_prompt(prompt: &str) -> Result<(), String> {
-    if prompt.len() > MAX_PROMPT_BYTES {
-        return Err(format!(
-            "the prompt is {} bytes, too large for {PROGRAM}'s command line \
-             (at most {MAX_PROMPT_BYTES} bytes: {NAME} takes its prompt on argv)",
-            prompt.len()
-        ));
-    }
-    if prompt.contains('\0') {
-        return Err("the prompt contains a NUL byte, which a command line cannot carry".into());
-    }
-    Ok(())
-}
-
-fn push_model(argv: &mut Vec<String>, model: Option<&str>) {
-    if let Some(model) = model {
-        argv.extend(["--model".into(), model.to_owned()]);
-    }
+    validate::argv_prompt(
+        prompt,
+        PROGRAM,
+        MAX_PROMPT_BYTES,
+        &format!(" bytes: {NAME} takes its prompt on argv"),
+    )
 }
 
 /// One unattended iteration:
 /// `copilot -p <prompt> --output-format json [--model M] [--allow-all-tools]`.
 pub fn print_command(request: &Request) -> Result<Command, String> {
-    let model = validate(request)?;
+    let model = validate::model_only(NAME, request)?;
     // Refuse rather than let copilot "succeed" at nothing.
-    if request.prompt.trim().is_empty() {
-        return Err(format!(
-            "the prompt is empty: refusing to start {PROGRAM} with nothing to do"
-        ));
-    }
+    validate::prompt_not_empty(&request.prompt, PROGRAM)?;
     check_prompt(&request.prompt)?;
     let mut argv: Vec<String> = vec![
         PROGRAM.into(),
@@ -92,25 +43,25 @@ pub fn print_command(request: &Request) -> Result<Command, String> {
         "--output-format".into(),
         "json".into(),
     ];
-    push_model(&mut argv, model);
+    validate::push_flag(&mut argv, "--model", model);
     if request.skip_permissions {
         // Run every tool without asking: nobody is there to answer.
         argv.push("--allow-all-tools".into());
     }
-    Ok(Command { argv })
+    Ok(Command { argv, stdin: None })
 }
 
 /// The TUI: `copilot [--model M] [-i <prompt>]`. A blank prompt starts it
 /// empty.
 pub fn interactive_command(request: &Request) -> Result<Command, String> {
-    let model = validate(request)?;
+    let model = validate::model_only(NAME, request)?;
     let mut argv = vec![PROGRAM.to_owned()];
-    push_model(&mut argv, model);
+    validate::push_flag(&mut argv, "--model", model);
     if !request.prompt.trim().is_empty() {
         check_prompt(&request.prompt)?;
         argv.extend(["-i".into(), request.prompt.clone()]);
     }
-    Ok(Command { argv })
+    Ok(Command { argv, stdin: None })
 }
 
 #[cfg(test)]

@@ -22,71 +22,32 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-/// Token usage, normalised to the WIT `usage` record.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-    pub output_tokens: u64,
-}
+pub use sanddune_agent_sdk::{Event, Usage};
 
-impl Usage {
-    /// Reads token counts. Copilot spells them `inputTokens`, `outputTokens`,
-    /// `cacheReadTokens` and `cacheWriteTokens` (the last is cache creation);
-    /// the snake_case forms (`input_tokens`, `cache_read_tokens`, ...) and
-    /// Claude's names are read too. Missing or non-integer fields count as 0.
-    /// None when `value` is not an object or has none of these fields: the
-    /// `result` line's usage holds only request counts and durations, and is
-    /// no zero total.
-    pub fn from_json(value: &Value) -> Option<Usage> {
-        let obj = value.as_object()?;
-        let mut found = false;
-        let mut field = |keys: &[&str]| {
-            let n = keys
-                .iter()
-                .find_map(|key| obj.get(*key).and_then(Value::as_u64));
-            found |= n.is_some();
-            n.unwrap_or(0)
-        };
-        let usage = Usage {
-            input_tokens: field(&["inputTokens", "input_tokens"]),
-            cache_creation_input_tokens: field(&[
-                "cacheWriteTokens",
-                "cache_write_tokens",
-                "cache_creation_input_tokens",
-            ]),
-            cache_read_input_tokens: field(&[
-                "cacheReadTokens",
-                "cache_read_tokens",
-                "cache_read_input_tokens",
-            ]),
-            output_tokens: field(&["outputTokens", "output_tokens"]),
-        };
-        found.then_some(usage)
-    }
-
-    fn add(&mut self, other: Usage) {
-        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
-        self.cache_creation_input_tokens = self
-            .cache_creation_input_tokens
-            .saturating_add(other.cache_creation_input_tokens);
-        self.cache_read_input_tokens = self
-            .cache_read_input_tokens
-            .saturating_add(other.cache_read_input_tokens);
-        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-    }
-}
-
-/// One event, mirroring the WIT `agent-event` variant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    Text(String),
-    ToolCall { name: String, input: String },
-    SessionId(String),
-    Usage(Usage),
-    Result { is_error: bool, text: String },
-    Error(String),
+/// Reads token counts. Copilot spells them `inputTokens`, `outputTokens`,
+/// `cacheReadTokens` and `cacheWriteTokens` (the last is cache creation);
+/// the snake_case forms (`input_tokens`, `cache_read_tokens`, ...) and
+/// Claude's names are read too. Missing or non-integer fields count as 0.
+/// None when `value` is not an object or has none of these fields: the
+/// `result` line's usage holds only request counts and durations, and is
+/// no zero total.
+pub fn usage_from_json(value: &Value) -> Option<Usage> {
+    let keys: [&[&str]; 4] = [
+        &["inputTokens", "input_tokens"],
+        &[
+            "cacheWriteTokens",
+            "cache_write_tokens",
+            "cache_creation_input_tokens",
+        ],
+        &[
+            "cacheReadTokens",
+            "cache_read_tokens",
+            "cache_read_input_tokens",
+        ],
+        &["outputTokens", "output_tokens"],
+    ];
+    let (usage, found) = Usage::from_keys(value, keys)?;
+    found.then_some(usage)
 }
 
 pub const NO_RESULT: &str = "copilot ended without a result line \
@@ -120,9 +81,68 @@ impl Parser {
         Parser::default()
     }
 
+    fn buffer(&mut self, message_id: &str, delta: &str) {
+        match self.pending.iter_mut().find(|(id, _)| id == message_id) {
+            Some((_, text)) => text.push_str(delta),
+            None => self.pending.push((message_id.to_owned(), delta.to_owned())),
+        }
+    }
+
+    fn take(&mut self, message_id: &str) -> String {
+        match self.pending.iter().position(|(id, _)| id == message_id) {
+            Some(i) => self.pending.remove(i).1,
+            None => String::new(),
+        }
+    }
+
+    fn session_id(&mut self, id: &str, events: &mut Vec<Event>) {
+        if !id.is_empty() && self.sessions.insert(id.to_owned()) {
+            events.push(Event::SessionId(id.to_owned()));
+        }
+    }
+
+    /// `{"type":"result","sessionId":"..","exitCode":0,"usage":{"premiumRequests":1,..}}`
+    fn result(&mut self, obj: &Object, events: &mut Vec<Event>) {
+        self.saw_result = true;
+        if let Some(id) = obj.get("sessionId").and_then(Value::as_str) {
+            self.session_id(id, events);
+        }
+        // Token counts here, should a version report them, are the total.
+        if let Some(usage) = obj.get("usage").and_then(usage_from_json) {
+            self.usage = Some(usage);
+            events.push(Event::Usage(usage));
+        }
+        let exit_code = obj.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
+        // Only an `error` field: a result's other fields are not errors.
+        let error = obj.get("error").and_then(error_text);
+        let own_failure = exit_code != 0
+            || error.is_some()
+            || obj.get("is_error").and_then(Value::as_bool) == Some(true);
+        let text = match &error {
+            Some(message) if !message.is_empty() => message.clone(),
+            _ => self.last_text.clone(),
+        };
+        events.push(Event::Result {
+            is_error: own_failure || self.failed,
+            text,
+        });
+        // An error line before this one already said why; an exit code
+        // alone would add nothing.
+        if own_failure && !(self.failed && error.is_none()) {
+            let mut report = format!("copilot's result reports failure (exit code {exit_code})");
+            if let Some(message) = error.filter(|m| !m.trim().is_empty()) {
+                report.push_str(": ");
+                report.push_str(&message);
+            }
+            events.push(Event::Error(report));
+        }
+    }
+}
+
+impl sanddune_agent_sdk::Parser for Parser {
     /// Events for one stdout line. Anything that is not a JSON object, or is
     /// a type we do not use, yields nothing: stdout can carry stray output.
-    pub fn push_line(&mut self, line: &str) -> Vec<Event> {
+    fn push_line(&mut self, line: &str) -> Vec<Event> {
         let mut events = Vec::new();
         let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
             return events;
@@ -158,7 +178,7 @@ impl Parser {
             }
             Some("assistant.usage") => {
                 let id = obj.get("id").and_then(Value::as_str);
-                if let Some(usage) = obj.get("data").and_then(Usage::from_json)
+                if let Some(usage) = obj.get("data").and_then(usage_from_json)
                     && id.is_none_or(|id| self.usage_ids.insert(id.to_owned()))
                 {
                     let total = self.usage.get_or_insert_default();
@@ -198,7 +218,7 @@ impl Parser {
 
     /// Called at end of stdout: text still buffered in deltas (a message cut
     /// off before its `assistant.message`), and an error when no result came.
-    pub fn finish(&mut self) -> Vec<Event> {
+    fn finish(&mut self) -> Vec<Event> {
         let mut events: Vec<Event> = std::mem::take(&mut self.pending)
             .into_iter()
             .filter(|(_, text)| !text.is_empty())
@@ -208,63 +228,6 @@ impl Parser {
             events.push(Event::Error(NO_RESULT.to_owned()));
         }
         events
-    }
-
-    fn buffer(&mut self, message_id: &str, delta: &str) {
-        match self.pending.iter_mut().find(|(id, _)| id == message_id) {
-            Some((_, text)) => text.push_str(delta),
-            None => self.pending.push((message_id.to_owned(), delta.to_owned())),
-        }
-    }
-
-    fn take(&mut self, message_id: &str) -> String {
-        match self.pending.iter().position(|(id, _)| id == message_id) {
-            Some(i) => self.pending.remove(i).1,
-            None => String::new(),
-        }
-    }
-
-    fn session_id(&mut self, id: &str, events: &mut Vec<Event>) {
-        if !id.is_empty() && self.sessions.insert(id.to_owned()) {
-            events.push(Event::SessionId(id.to_owned()));
-        }
-    }
-
-    /// `{"type":"result","sessionId":"..","exitCode":0,"usage":{"premiumRequests":1,..}}`
-    fn result(&mut self, obj: &Object, events: &mut Vec<Event>) {
-        self.saw_result = true;
-        if let Some(id) = obj.get("sessionId").and_then(Value::as_str) {
-            self.session_id(id, events);
-        }
-        // Token counts here, should a version report them, are the total.
-        if let Some(usage) = obj.get("usage").and_then(Usage::from_json) {
-            self.usage = Some(usage);
-            events.push(Event::Usage(usage));
-        }
-        let exit_code = obj.get("exitCode").and_then(Value::as_i64).unwrap_or(0);
-        // Only an `error` field: a result's other fields are not errors.
-        let error = obj.get("error").and_then(error_text);
-        let own_failure = exit_code != 0
-            || error.is_some()
-            || obj.get("is_error").and_then(Value::as_bool) == Some(true);
-        let text = match &error {
-            Some(message) if !message.is_empty() => message.clone(),
-            _ => self.last_text.clone(),
-        };
-        events.push(Event::Result {
-            is_error: own_failure || self.failed,
-            text,
-        });
-        // An error line before this one already said why; an exit code
-        // alone would add nothing.
-        if own_failure && !(self.failed && error.is_none()) {
-            let mut report = format!("copilot's result reports failure (exit code {exit_code})");
-            if let Some(message) = error.filter(|m| !m.trim().is_empty()) {
-                report.push_str(": ");
-                report.push_str(&message);
-            }
-            events.push(Event::Error(report));
-        }
     }
 }
 
@@ -313,6 +276,7 @@ fn json_text(value: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sanddune_agent_sdk::Parser as _;
 
     // Recorded lines, shaped as copilot 1.0.x prints them.
     const SESSION: &str = "bff77b8b-cc7e-4b96-b2ae-8f52dbff73ab";

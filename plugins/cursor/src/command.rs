@@ -10,58 +10,20 @@ pub const PROGRAM: &str = "agent";
 
 /// Linux refuses a single argv string of 128 KiB (MAX_ARG_STRLEN); stay well
 /// under it so the other arguments and a little growth still fit.
-pub const MAX_PROMPT_BYTES: usize = 120 * 1024;
+pub const MAX_PROMPT_BYTES: usize = validate::MAX_ARGV_PROMPT;
 
-/// Mirrors the WIT `command-request`.
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    pub prompt: String,
-    pub model: Option<String>,
-    pub options: Vec<(String, String)>,
-    pub resume_session: Option<String>,
-    pub skip_permissions: bool,
-}
-
-/// Mirrors the WIT `agent-command` (agent needs no stdin and no extra
-/// environment: CURSOR_API_KEY comes from the sandbox's environment).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    pub argv: Vec<String>,
-}
-
-/// What every command shares: no options, no resume, a usable model.
-/// Returns the model.
-fn validate(request: &Request) -> Result<Option<&str>, String> {
-    if let Some(id) = &request.resume_session {
-        return Err(format!(
-            "{NAME} cannot resume session {id:?}: the {NAME} agent provider keeps no session files"
-        ));
-    }
-    if let Some((name, _)) = request.options.first() {
-        return Err(format!(
-            "unknown option {name:?} for {NAME}: {NAME} takes no options (only a model)"
-        ));
-    }
-    match request.model.as_deref() {
-        // A blank model would become a bogus `--model ""`.
-        Some(m) if m.trim().is_empty() => Err(format!("the model for {NAME} is empty")),
-        model => Ok(model),
-    }
-}
+use sanddune_agent_sdk::validate;
+pub use sanddune_agent_sdk::{Command, Request};
 
 /// Appends the prompt as the last argv element, after `--` when it would
 /// otherwise read as a flag. Fails when argv cannot carry it.
 fn push_prompt(argv: &mut Vec<String>, prompt: &str) -> Result<(), String> {
-    if prompt.len() > MAX_PROMPT_BYTES {
-        return Err(format!(
-            "the prompt is {} bytes, too large for {PROGRAM}'s command line \
-             (at most {MAX_PROMPT_BYTES} bytes: {NAME} takes its prompt on argv)",
-            prompt.len()
-        ));
-    }
-    if prompt.contains('\0') {
-        return Err("the prompt contains a NUL byte, which a command line cannot carry".into());
-    }
+    validate::argv_prompt(
+        prompt,
+        PROGRAM,
+        MAX_PROMPT_BYTES,
+        &format!(" bytes: {NAME} takes its prompt on argv"),
+    )?;
     if prompt.starts_with('-') {
         argv.push("--".into());
     }
@@ -69,43 +31,33 @@ fn push_prompt(argv: &mut Vec<String>, prompt: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn push_model(argv: &mut Vec<String>, model: Option<&str>) {
-    if let Some(model) = model {
-        argv.extend(["--model".into(), model.to_owned()]);
-    }
-}
-
 /// One unattended iteration:
 /// `agent -p --output-format stream-json [--model M] [--force] <prompt>`.
 pub fn print_command(request: &Request) -> Result<Command, String> {
-    let model = validate(request)?;
+    let model = validate::model_only(NAME, request)?;
     // Refuse rather than let the agent "succeed" at nothing.
-    if request.prompt.trim().is_empty() {
-        return Err(format!(
-            "the prompt is empty: refusing to start {PROGRAM} ({NAME}) with nothing to do"
-        ));
-    }
+    validate::prompt_not_empty(&request.prompt, &format!("{PROGRAM} ({NAME})"))?;
     let mut argv: Vec<String> = [PROGRAM, "-p", "--output-format", "stream-json"]
         .map(String::from)
         .to_vec();
-    push_model(&mut argv, model);
+    validate::push_flag(&mut argv, "--model", model);
     if request.skip_permissions {
         // Allow every command unless a rule denies it explicitly.
         argv.push("--force".into());
     }
     push_prompt(&mut argv, &request.prompt)?;
-    Ok(Command { argv })
+    Ok(Command { argv, stdin: None })
 }
 
 /// The TUI: `agent [--model M] [prompt]`. A blank prompt starts it empty.
 pub fn interactive_command(request: &Request) -> Result<Command, String> {
-    let model = validate(request)?;
+    let model = validate::model_only(NAME, request)?;
     let mut argv = vec![PROGRAM.to_owned()];
-    push_model(&mut argv, model);
+    validate::push_flag(&mut argv, "--model", model);
     if !request.prompt.trim().is_empty() {
         push_prompt(&mut argv, &request.prompt)?;
     }
-    Ok(Command { argv })
+    Ok(Command { argv, stdin: None })
 }
 
 #[cfg(test)]

@@ -8,53 +8,22 @@ use std::collections::BTreeSet;
 
 use serde_json::Value;
 
-/// Token usage, normalised to the WIT `usage` record.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-    pub output_tokens: u64,
-}
+pub use sanddune_agent_sdk::{Event, Usage};
 
-impl Usage {
-    /// Reads `result.usage`. Cursor spells it in camelCase (`inputTokens`,
-    /// `outputTokens`, `cacheReadTokens`, `cacheWriteTokens`, the last being
-    /// cache creation); Claude's snake_case names are read too. Missing or
-    /// non-integer fields count as 0. None when `value` is not an object or
-    /// has none of these fields (a zero total would be a lie).
-    pub fn from_json(value: &Value) -> Option<Usage> {
-        let obj = value.as_object()?;
-        let mut found = false;
-        let mut field = |keys: &[&str]| {
-            let n = keys
-                .iter()
-                .find_map(|key| obj.get(*key).and_then(Value::as_u64));
-            found |= n.is_some();
-            n.unwrap_or(0)
-        };
-        let usage = Usage {
-            input_tokens: field(&["inputTokens", "input_tokens"]),
-            cache_creation_input_tokens: field(&[
-                "cacheWriteTokens",
-                "cache_creation_input_tokens",
-            ]),
-            cache_read_input_tokens: field(&["cacheReadTokens", "cache_read_input_tokens"]),
-            output_tokens: field(&["outputTokens", "output_tokens"]),
-        };
-        found.then_some(usage)
-    }
-}
-
-/// One event, mirroring the WIT `agent-event` variant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    Text(String),
-    ToolCall { name: String, input: String },
-    SessionId(String),
-    Usage(Usage),
-    Result { is_error: bool, text: String },
-    Error(String),
+/// Reads `result.usage`. Cursor spells it in camelCase (`inputTokens`,
+/// `outputTokens`, `cacheReadTokens`, `cacheWriteTokens`, the last being
+/// cache creation); Claude's snake_case names are read too. Missing or
+/// non-integer fields count as 0. None when `value` is not an object or
+/// has none of these fields (a zero total would be a lie).
+pub fn usage_from_json(value: &Value) -> Option<Usage> {
+    let keys: [&[&str]; 4] = [
+        &["inputTokens", "input_tokens"],
+        &["cacheWriteTokens", "cache_creation_input_tokens"],
+        &["cacheReadTokens", "cache_read_input_tokens"],
+        &["outputTokens", "output_tokens"],
+    ];
+    let (usage, found) = Usage::from_keys(value, keys)?;
+    found.then_some(usage)
 }
 
 pub const NO_RESULT: &str = "cursor's agent ended without a result line \
@@ -72,10 +41,12 @@ impl Parser {
     pub fn new() -> Parser {
         Parser::default()
     }
+}
 
+impl sanddune_agent_sdk::Parser for Parser {
     /// Events for one stdout line. Anything that is not a JSON object, or is
     /// a type we do not use, yields nothing: stdout can carry stray output.
-    pub fn push_line(&mut self, line: &str) -> Vec<Event> {
+    fn push_line(&mut self, line: &str) -> Vec<Event> {
         let mut events = Vec::new();
         let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
             return events;
@@ -107,7 +78,7 @@ impl Parser {
     /// Called at end of stdout: a stream without a `result` line means the
     /// iteration did not complete (agent exits non-zero and says why on
     /// stderr, or was cut short).
-    pub fn finish(&mut self) -> Vec<Event> {
+    fn finish(&mut self) -> Vec<Event> {
         if self.saw_result {
             Vec::new()
         } else {
@@ -202,7 +173,7 @@ fn json_text(value: Option<&Value>) -> String {
 }
 
 fn result(obj: &Object, events: &mut Vec<Event>) {
-    if let Some(usage) = obj.get("usage").and_then(Usage::from_json) {
+    if let Some(usage) = obj.get("usage").and_then(usage_from_json) {
         events.push(Event::Usage(usage));
     }
     let subtype = obj.get("subtype").and_then(Value::as_str);
@@ -263,6 +234,7 @@ fn error_detail(obj: &Object) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sanddune_agent_sdk::Parser as _;
 
     // Recorded lines, shaped as Cursor's output-format reference shows them.
     const SESSION: &str = "c6b62c6f-7ead-4fd6-9922-e952131177ff";

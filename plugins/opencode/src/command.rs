@@ -7,29 +7,15 @@ pub const OPTIONS: [&str; 1] = [VARIANT];
 /// `opencode run` takes the message on argv. Linux refuses a single argv
 /// string of 128 KiB (MAX_ARG_STRLEN); 120 KiB leaves room for the rest of the
 /// command line and the environment.
-pub const MAX_PROMPT_LEN: usize = 122_880;
+pub const MAX_PROMPT_LEN: usize = validate::MAX_ARGV_PROMPT;
 
 /// opencode keeps its sessions in its own database under ~/.local/share, not
 /// in per-session files, so a session cannot be carried between sandboxes.
 pub const NO_RESUME: &str =
     "opencode sessions are not files sanddune can move; resume is not supported";
 
-/// Mirrors the WIT `command-request`.
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    pub prompt: String,
-    pub model: Option<String>,
-    pub options: Vec<(String, String)>,
-    pub resume_session: Option<String>,
-    pub skip_permissions: bool,
-}
-
-/// Mirrors the WIT `agent-command` (opencode needs no extra environment).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    pub argv: Vec<String>,
-    pub stdin: Option<Vec<u8>>,
-}
+use sanddune_agent_sdk::validate::{self, push_flag};
+pub use sanddune_agent_sdk::{Command, Request};
 
 /// The validated request fields that become flags.
 #[derive(Debug, Default)]
@@ -42,29 +28,10 @@ fn flags(request: &Request) -> Result<Flags<'_>, String> {
     if request.resume_session.is_some() {
         return Err(NO_RESUME.into());
     }
-    let mut flags = Flags {
-        model: request.model.as_deref().map(check_model).transpose()?,
-        ..Flags::default()
-    };
-    for (name, value) in &request.options {
-        let slot = match name.as_str() {
-            VARIANT => {
-                check_variant(value)?;
-                &mut flags.variant
-            }
-            _ => {
-                return Err(format!(
-                    "unknown option {name:?} for opencode: expected one of {}",
-                    OPTIONS.join(", ")
-                ));
-            }
-        };
-        // Two values for one option is a config mistake, not a "last one wins".
-        if slot.replace(value).is_some() {
-            return Err(format!("option {name:?} for opencode is given twice"));
-        }
-    }
-    Ok(flags)
+    let model = request.model.as_deref().map(check_model).transpose()?;
+    let [variant] = validate::options(PROGRAM, &request.options, OPTIONS)?;
+    variant.map(check_variant).transpose()?;
+    Ok(Flags { model, variant })
 }
 
 /// opencode splits `-m` at the first `/` into provider and model id (the id
@@ -108,23 +75,7 @@ fn check_variant(value: &str) -> Result<(), String> {
 
 /// What a prompt must satisfy to travel on argv.
 fn check_argv_prompt(prompt: &str) -> Result<(), String> {
-    if prompt.len() > MAX_PROMPT_LEN {
-        return Err(format!(
-            "the prompt is {} bytes, too large for opencode's command line (at most {MAX_PROMPT_LEN} bytes)",
-            prompt.len()
-        ));
-    }
-    if prompt.contains('\0') {
-        return Err("the prompt contains a NUL byte, which a command line cannot carry".into());
-    }
-    Ok(())
-}
-
-fn push_flag(argv: &mut Vec<String>, flag: &str, value: Option<&str>) {
-    if let Some(value) = value {
-        argv.push(flag.to_owned());
-        argv.push(value.to_owned());
-    }
+    validate::argv_prompt(prompt, PROGRAM, MAX_PROMPT_LEN, " bytes")
 }
 
 /// One unattended iteration:
@@ -134,9 +85,7 @@ fn push_flag(argv: &mut Vec<String>, flag: &str, value: Option<&str>) {
 pub fn print_command(request: &Request) -> Result<Command, String> {
     // An empty prompt is refused here rather than left to opencode's
     // "You must provide a message or a command".
-    if request.prompt.trim().is_empty() {
-        return Err("the prompt is empty: refusing to start opencode with nothing to do".into());
-    }
+    validate::prompt_not_empty(&request.prompt, PROGRAM)?;
     let flags = flags(request)?;
     check_argv_prompt(&request.prompt)?;
     let mut argv: Vec<String> = [PROGRAM, "run", "--format", "json"]

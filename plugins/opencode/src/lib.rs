@@ -1,27 +1,18 @@
 //! Agent provider for opencode (`opencode`), the open-source coding agent
 //! from sst/anomaly.
 //!
-//! This file is only the WIT glue; the logic lives in plain modules so it can
-//! be unit-tested natively.
+//! This file only describes the agent; the WIT glue is in sanddune-agent-sdk
+//! and the logic lives in plain modules so it can be unit-tested natively.
 
 pub mod command;
 pub mod parser;
-pub mod session;
 
-use std::cell::RefCell;
+use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, EnvRequirement, Request};
 
-wit_bindgen::generate!({ world: "agent-plugin", path: "../../wit" });
+pub struct OpenCode;
 
-use exports::sanddune::plugin::agent_provider::{
-    AgentCommand, AgentEvent, AgentInfo, AgentOption, AgentResult, CommandRequest, EnvRequirement,
-    Guest, GuestStreamParser, ToolCall,
-};
-use sanddune::plugin::types::Usage;
-
-struct Component;
-
-impl Guest for Component {
-    type StreamParser = StreamParser;
+impl Agent for OpenCode {
+    type Parser = parser::Parser;
 
     fn describe() -> AgentInfo {
         AgentInfo {
@@ -53,87 +44,37 @@ impl Guest for Component {
         }
     }
 
-    fn build_print_command(request: CommandRequest) -> Result<AgentCommand, String> {
-        command::print_command(&convert_request(request)).map(convert_command)
+    fn print_command(request: &Request) -> Result<Command, String> {
+        command::print_command(request)
     }
 
-    fn build_interactive_command(request: CommandRequest) -> Result<AgentCommand, String> {
-        command::interactive_command(&convert_request(request)).map(convert_command)
+    fn interactive_command(request: &Request) -> Result<Command, String> {
+        command::interactive_command(request)
     }
-
-    fn session_file_path(home: String, cwd: String, session_id: String) -> Option<String> {
-        session::session_file_path(&home, &cwd, &session_id)
-    }
-
-    fn rewrite_session_cwd(content: String, from_cwd: String, to_cwd: String) -> String {
-        session::rewrite_session_cwd(&content, &from_cwd, &to_cwd)
-    }
-
-    fn usage_from_session(content: String) -> Option<Usage> {
-        session::usage_from_session(&content).map(convert_usage)
-    }
-}
-
-/// WIT methods take `&self`, hence the RefCell.
-struct StreamParser(RefCell<parser::Parser>);
-
-impl GuestStreamParser for StreamParser {
-    fn new() -> Self {
-        StreamParser(RefCell::new(parser::Parser::new()))
-    }
-
-    fn push_line(&self, line: String) -> Vec<AgentEvent> {
-        convert_events(self.0.borrow_mut().push_line(&line))
-    }
-
-    fn finish(&self) -> Vec<AgentEvent> {
-        convert_events(self.0.borrow_mut().finish())
-    }
-}
-
-fn convert_request(r: CommandRequest) -> command::Request {
-    command::Request {
-        prompt: r.prompt,
-        model: r.model,
-        options: r.options,
-        resume_session: r.resume_session,
-        skip_permissions: r.skip_permissions,
-    }
-}
-
-fn convert_command(c: command::Command) -> AgentCommand {
-    AgentCommand {
-        argv: c.argv,
-        stdin: c.stdin,
-        env: Vec::new(),
-    }
-}
-
-fn convert_usage(u: parser::Usage) -> Usage {
-    Usage {
-        input_tokens: u.input_tokens,
-        cache_creation_input_tokens: u.cache_creation_input_tokens,
-        cache_read_input_tokens: u.cache_read_input_tokens,
-        output_tokens: u.output_tokens,
-    }
-}
-
-fn convert_events(events: Vec<parser::Event>) -> Vec<AgentEvent> {
-    use parser::Event;
-    events
-        .into_iter()
-        .map(|event| match event {
-            Event::Text(text) => AgentEvent::Text(text),
-            Event::ToolCall { name, input } => AgentEvent::ToolCall(ToolCall { name, input }),
-            Event::SessionId(id) => AgentEvent::SessionId(id),
-            Event::Usage(usage) => AgentEvent::Usage(convert_usage(usage)),
-            Event::Result { is_error, text } => AgentEvent::Result(AgentResult { is_error, text }),
-            Event::Error(message) => AgentEvent::Error(message),
-        })
-        .collect()
 }
 
 // Only for wasm32: natively the exported symbol names (which contain `:`)
-// break the cdylib link of the test build. The glue above still type-checks.
+// break the cdylib link of the test build.
 #[cfg(target_arch = "wasm32")]
-export!(Component);
+sanddune_agent_sdk::export_agent!(OpenCode);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// opencode keeps sessions in its own store (a database under
+    /// `~/.local/share/opencode`), not in one file per session that sanddune
+    /// could copy: no session file, content passed through untouched, no usage
+    /// to read from one (`session-files: false`; resume is refused).
+    #[test]
+    fn no_session_files() {
+        assert!(!OpenCode::describe().session_files);
+        assert_eq!(
+            OpenCode::session_file_path("/home/u", "/w", "ses_abc"),
+            None
+        );
+        let content = "{\"cwd\":\"/w\"}\nnot json\n";
+        assert_eq!(OpenCode::rewrite_session_cwd(content, "/w", "/x"), content);
+        assert_eq!(OpenCode::usage_from_session(content), None);
+    }
+}

@@ -7,53 +7,22 @@
 
 use serde_json::Value;
 
-/// Token usage, normalised to the WIT `usage` record.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-    pub output_tokens: u64,
-}
+pub use sanddune_agent_sdk::{Event, Usage};
 
-impl Usage {
-    /// Reads a `step_finish` part's `tokens` object: `input` (already without
-    /// cached tokens), `output`, `reasoning`, `cache.read`, `cache.write`.
-    /// Reasoning is billed as output, so it counts as output here. Missing or
-    /// non-integer fields count as 0; None when `tokens` is not an object.
-    pub fn from_tokens(tokens: &Value) -> Option<Usage> {
-        let obj = tokens.as_object()?;
-        let field = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
-        let cache = obj.get("cache");
-        Some(Usage {
-            input_tokens: field(obj.get("input")),
-            cache_creation_input_tokens: field(cache.and_then(|c| c.get("write"))),
-            cache_read_input_tokens: field(cache.and_then(|c| c.get("read"))),
-            output_tokens: field(obj.get("output")).saturating_add(field(obj.get("reasoning"))),
-        })
-    }
-
-    fn add(&mut self, other: Usage) {
-        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
-        self.cache_creation_input_tokens = self
-            .cache_creation_input_tokens
-            .saturating_add(other.cache_creation_input_tokens);
-        self.cache_read_input_tokens = self
-            .cache_read_input_tokens
-            .saturating_add(other.cache_read_input_tokens);
-        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-    }
-}
-
-/// One event, mirroring the WIT `agent-event` variant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    Text(String),
-    ToolCall { name: String, input: String },
-    SessionId(String),
-    Usage(Usage),
-    Result { is_error: bool, text: String },
-    Error(String),
+/// Reads a `step_finish` part's `tokens` object: `input` (already without
+/// cached tokens), `output`, `reasoning`, `cache.read`, `cache.write`.
+/// Reasoning is billed as output, so it counts as output here. Missing or
+/// non-integer fields count as 0; None when `tokens` is not an object.
+pub fn usage_from_tokens(tokens: &Value) -> Option<Usage> {
+    let obj = tokens.as_object()?;
+    let field = |v: Option<&Value>| v.and_then(Value::as_u64).unwrap_or(0);
+    let cache = obj.get("cache");
+    Some(Usage {
+        input_tokens: field(obj.get("input")),
+        cache_creation_input_tokens: field(cache.and_then(|c| c.get("write"))),
+        cache_read_input_tokens: field(cache.and_then(|c| c.get("read"))),
+        output_tokens: field(obj.get("output")).saturating_add(field(obj.get("reasoning"))),
+    })
 }
 
 pub const NO_STEP: &str = "opencode ended without finishing a step";
@@ -75,10 +44,12 @@ impl Parser {
     pub fn new() -> Parser {
         Parser::default()
     }
+}
 
+impl sanddune_agent_sdk::Parser for Parser {
     /// Events for one stdout line. Anything that is not a JSON object, or is
     /// a type we do not use, yields nothing: stdout can carry stray output.
-    pub fn push_line(&mut self, line: &str) -> Vec<Event> {
+    fn push_line(&mut self, line: &str) -> Vec<Event> {
         let mut events = Vec::new();
         let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
             return events;
@@ -119,7 +90,7 @@ impl Parser {
             }
             Some("step_finish") => {
                 if let Some(part) = part.filter(|p| p.is_object()) {
-                    if let Some(usage) = part.get("tokens").and_then(Usage::from_tokens) {
+                    if let Some(usage) = part.get("tokens").and_then(usage_from_tokens) {
                         self.usage.add(usage);
                     }
                     events.push(Event::Usage(self.usage));
@@ -139,7 +110,7 @@ impl Parser {
 
     /// Called at end of stdout: the result, from the last finished step; or a
     /// failed one after an error; or an error when no step ever finished.
-    pub fn finish(&mut self) -> Vec<Event> {
+    fn finish(&mut self) -> Vec<Event> {
         if let Some(message) = self.error.take() {
             return vec![Event::Result {
                 is_error: true,
@@ -180,6 +151,7 @@ fn error_message(error: Option<&Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sanddune_agent_sdk::Parser as _;
 
     const SID: &str = "ses_4f3c2a1b7ffeQx2mZ0aLkP9cVt";
 

@@ -12,22 +12,8 @@ pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high
 /// bytes including the terminating NUL). Only the TUI takes the prompt on argv.
 const MAX_ARG_LEN: usize = 131_071;
 
-/// Mirrors the WIT `command-request`.
-#[derive(Debug, Clone, Default)]
-pub struct Request {
-    pub prompt: String,
-    pub model: Option<String>,
-    pub options: Vec<(String, String)>,
-    pub resume_session: Option<String>,
-    pub skip_permissions: bool,
-}
-
-/// Mirrors the WIT `agent-command` (pi needs no extra environment).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Command {
-    pub argv: Vec<String>,
-    pub stdin: Option<Vec<u8>>,
-}
+use sanddune_agent_sdk::validate::{self, non_empty, push_flag};
+pub use sanddune_agent_sdk::{Command, Request};
 
 /// The validated request fields that become flags.
 #[derive(Debug, Default)]
@@ -39,53 +25,23 @@ struct Flags<'a> {
 }
 
 fn flags(request: &Request) -> Result<Flags<'_>, String> {
-    let mut flags = Flags {
-        model: non_empty("model", request.model.as_deref())?,
+    let [thinking, provider] = validate::options(PROGRAM, &request.options, OPTIONS)?;
+    if let Some(thinking) = thinking {
+        validate::one_of(PROGRAM, "thinking", thinking, &THINKING_LEVELS)?;
+    }
+    if provider.is_some_and(|v| v.trim().is_empty()) {
+        return Err("the provider option for pi is empty".into());
+    }
+    Ok(Flags {
+        model: non_empty(PROGRAM, "model", request.model.as_deref())?,
         session: request
             .resume_session
             .as_deref()
             .map(check_session_id)
             .transpose()?,
-        ..Flags::default()
-    };
-    for (name, value) in &request.options {
-        let slot = match name.as_str() {
-            THINKING => {
-                if !THINKING_LEVELS.contains(&value.as_str()) {
-                    return Err(format!(
-                        "invalid thinking {value:?} for pi: expected one of {}",
-                        THINKING_LEVELS.join(", ")
-                    ));
-                }
-                &mut flags.thinking
-            }
-            PROVIDER => {
-                if value.trim().is_empty() {
-                    return Err("the provider option for pi is empty".into());
-                }
-                &mut flags.provider
-            }
-            _ => {
-                return Err(format!(
-                    "unknown option {name:?} for pi: expected one of {}",
-                    OPTIONS.join(", ")
-                ));
-            }
-        };
-        // Two values for one option is a config mistake, not a "last one wins".
-        if slot.replace(value).is_some() {
-            return Err(format!("option {name:?} for pi is given twice"));
-        }
-    }
-    Ok(flags)
-}
-
-/// A blank value would become a bogus flag value.
-fn non_empty<'a>(what: &str, value: Option<&'a str>) -> Result<Option<&'a str>, String> {
-    match value {
-        Some(v) if v.trim().is_empty() => Err(format!("the {what} for pi is empty")),
-        _ => Ok(value),
-    }
+        provider,
+        thinking,
+    })
 }
 
 /// `pi --session X` reads X as a file path when it holds a slash or ends in
@@ -102,13 +58,6 @@ fn check_session_id(id: &str) -> Result<&str, String> {
     Ok(id)
 }
 
-fn push_flag(argv: &mut Vec<String>, flag: &str, value: Option<&str>) {
-    if let Some(value) = value {
-        argv.push(flag.to_owned());
-        argv.push(value.to_owned());
-    }
-}
-
 fn push_flags(argv: &mut Vec<String>, flags: &Flags<'_>) {
     push_flag(argv, "--provider", flags.provider);
     push_flag(argv, "--model", flags.model);
@@ -123,9 +72,7 @@ fn push_flags(argv: &mut Vec<String>, flags: &Flags<'_>) {
 pub fn print_command(request: &Request) -> Result<Command, String> {
     // pi trims stdin and, given nothing, prints its session header and exits 0:
     // an empty prompt must never reach it.
-    if request.prompt.trim().is_empty() {
-        return Err("the prompt is empty: refusing to start pi with nothing to do".into());
-    }
+    validate::prompt_not_empty(&request.prompt, PROGRAM)?;
     let flags = flags(request)?;
     let mut argv: Vec<String> = [PROGRAM, "-p", "--mode", "json"].map(String::from).to_vec();
     push_flags(&mut argv, &flags);
@@ -144,15 +91,7 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
 
     let prompt = request.prompt.as_str();
     if !prompt.trim().is_empty() {
-        if prompt.len() > MAX_ARG_LEN {
-            return Err(format!(
-                "the prompt is {} bytes, too large for pi's command line (at most {MAX_ARG_LEN})",
-                prompt.len()
-            ));
-        }
-        if prompt.contains('\0') {
-            return Err("the prompt contains a NUL byte, which a command line cannot carry".into());
-        }
+        validate::argv_prompt(prompt, PROGRAM, MAX_ARG_LEN, "")?;
         // pi's argument parser has no `--`: it reads "-..." as a flag (and
         // drops unknown ones) and "@..." as a file to attach. A leading space
         // keeps such a prompt a message.

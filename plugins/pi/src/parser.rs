@@ -12,51 +12,14 @@
 
 use serde_json::Value;
 
-/// Token usage, normalised to the WIT `usage` record.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub input_tokens: u64,
-    pub cache_creation_input_tokens: u64,
-    pub cache_read_input_tokens: u64,
-    pub output_tokens: u64,
-}
+pub use sanddune_agent_sdk::{Event, Usage};
 
-impl Usage {
-    /// Reads pi's `usage` object of an assistant message: `input` (without
-    /// cached tokens), `output`, `cacheRead`, `cacheWrite`. Missing or
-    /// non-integer fields count as 0; None when `value` is not an object.
-    pub fn from_json(value: &Value) -> Option<Usage> {
-        let obj = value.as_object()?;
-        let field = |key: &str| obj.get(key).and_then(Value::as_u64).unwrap_or(0);
-        Some(Usage {
-            input_tokens: field("input"),
-            cache_creation_input_tokens: field("cacheWrite"),
-            cache_read_input_tokens: field("cacheRead"),
-            output_tokens: field("output"),
-        })
-    }
-
-    fn add(&mut self, other: Usage) {
-        self.input_tokens = self.input_tokens.saturating_add(other.input_tokens);
-        self.cache_creation_input_tokens = self
-            .cache_creation_input_tokens
-            .saturating_add(other.cache_creation_input_tokens);
-        self.cache_read_input_tokens = self
-            .cache_read_input_tokens
-            .saturating_add(other.cache_read_input_tokens);
-        self.output_tokens = self.output_tokens.saturating_add(other.output_tokens);
-    }
-}
-
-/// One event, mirroring the WIT `agent-event` variant.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Event {
-    Text(String),
-    ToolCall { name: String, input: String },
-    SessionId(String),
-    Usage(Usage),
-    Result { is_error: bool, text: String },
-    Error(String),
+/// Reads pi's `usage` object of an assistant message: `input` (without
+/// cached tokens), `output`, `cacheRead`, `cacheWrite`. Missing or
+/// non-integer fields count as 0; None when `value` is not an object.
+pub fn usage_from_json(value: &Value) -> Option<Usage> {
+    let keys: [&[&str]; 4] = [&["input"], &["cacheWrite"], &["cacheRead"], &["output"]];
+    Usage::from_keys(value, keys).map(|(usage, _)| usage)
 }
 
 pub const NO_AGENT_END: &str = "pi ended without agent_end";
@@ -86,9 +49,50 @@ impl Parser {
         Parser::default()
     }
 
+    /// An assistant message is complete: its text (one event per message,
+    /// not per delta), its usage, and whether it failed.
+    fn message_end(&mut self, message: Option<&Value>, events: &mut Vec<Event>) {
+        if !is_assistant(message) {
+            return;
+        }
+        let message = message.expect("checked by is_assistant");
+        let deltas = std::mem::take(&mut self.deltas);
+        // The finished message's text blocks are authoritative; the deltas
+        // stand in when a message carries no content list.
+        let text = match message.get("content").and_then(Value::as_array) {
+            Some(blocks) => blocks
+                .iter()
+                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            None => deltas,
+        };
+        if !text.is_empty() {
+            events.push(Event::Text(text.clone()));
+        }
+        self.last_text = text;
+        if let Some(usage) = message.get("usage").and_then(usage_from_json) {
+            self.usage.add(usage);
+            events.push(Event::Usage(self.usage));
+        }
+        self.failure = match message.get("stopReason").and_then(Value::as_str) {
+            Some(reason @ ("error" | "aborted")) => Some(
+                message
+                    .get("errorMessage")
+                    .and_then(Value::as_str)
+                    .filter(|m| !m.is_empty())
+                    .map_or_else(|| format!("pi stopped: {reason}"), str::to_owned),
+            ),
+            _ => None,
+        };
+    }
+}
+
+impl sanddune_agent_sdk::Parser for Parser {
     /// Events for one stdout line. Anything that is not a JSON object, or is
     /// a type we do not use, yields nothing: stdout can carry stray output.
-    pub fn push_line(&mut self, line: &str) -> Vec<Event> {
+    fn push_line(&mut self, line: &str) -> Vec<Event> {
         let mut events = Vec::new();
         let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
             return events;
@@ -165,48 +169,9 @@ impl Parser {
         events
     }
 
-    /// An assistant message is complete: its text (one event per message,
-    /// not per delta), its usage, and whether it failed.
-    fn message_end(&mut self, message: Option<&Value>, events: &mut Vec<Event>) {
-        if !is_assistant(message) {
-            return;
-        }
-        let message = message.expect("checked by is_assistant");
-        let deltas = std::mem::take(&mut self.deltas);
-        // The finished message's text blocks are authoritative; the deltas
-        // stand in when a message carries no content list.
-        let text = match message.get("content").and_then(Value::as_array) {
-            Some(blocks) => blocks
-                .iter()
-                .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
-                .filter_map(|b| b.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join("\n"),
-            None => deltas,
-        };
-        if !text.is_empty() {
-            events.push(Event::Text(text.clone()));
-        }
-        self.last_text = text;
-        if let Some(usage) = message.get("usage").and_then(Usage::from_json) {
-            self.usage.add(usage);
-            events.push(Event::Usage(self.usage));
-        }
-        self.failure = match message.get("stopReason").and_then(Value::as_str) {
-            Some(reason @ ("error" | "aborted")) => Some(
-                message
-                    .get("errorMessage")
-                    .and_then(Value::as_str)
-                    .filter(|m| !m.is_empty())
-                    .map_or_else(|| format!("pi stopped: {reason}"), str::to_owned),
-            ),
-            _ => None,
-        };
-    }
-
     /// Called at end of stdout: a failed run still pending is reported now;
     /// a stream without `agent_end` means the run did not complete.
-    pub fn finish(&mut self) -> Vec<Event> {
+    fn finish(&mut self) -> Vec<Event> {
         if let Some(message) = self.pending_failure.take() {
             return vec![
                 Event::Error(message.clone()),
@@ -254,6 +219,7 @@ fn error_message(obj: &serde_json::Map<String, Value>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sanddune_agent_sdk::Parser as _;
 
     const SID: &str = "0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b";
 

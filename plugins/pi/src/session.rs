@@ -9,11 +9,10 @@
 //! it: `pi --session <id>` finds a session by reading the header `id` of every
 //! `.jsonl` file in the cwd's directory, whatever the file is called.
 
-use std::ops::Range;
-
+use sanddune_agent_sdk::json;
 use serde_json::Value;
 
-use crate::parser::Usage;
+use crate::parser::{Usage, usage_from_json};
 
 /// pi's directory name for a cwd: the leading `/` (or `\`) dropped, every
 /// `/`, `\` and `:` turned into `-`, wrapped in `--`
@@ -58,31 +57,12 @@ pub fn session_file_path(home: &str, cwd: &str, session_id: &str) -> Option<Stri
 /// `from`. Only the cwd value's bytes change: key order, number spelling and
 /// every other line stay exactly as they were.
 pub fn rewrite_session_cwd(content: &str, from: &str, to: &str) -> String {
-    let to_json = Value::from(to).to_string();
-    // split/join on '\n' keeps empty lines, '\r' and a trailing newline.
-    content
-        .split('\n')
-        .map(|line| {
-            let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
-                return line.to_owned();
-            };
-            if obj.get("type").and_then(Value::as_str) != Some("session")
-                || obj.get("cwd").and_then(Value::as_str) != Some(from)
-            {
-                return line.to_owned();
-            }
-            let spans = top_level_values(line, "cwd").unwrap_or_default();
-            let mut out = line.to_owned();
-            // Back to front, so earlier spans keep their offsets.
-            for span in spans.into_iter().rev() {
-                if serde_json::from_str::<String>(&line[span.clone()]).is_ok_and(|v| v == from) {
-                    out.replace_range(span, &to_json);
-                }
-            }
-            out
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
+    json::rewrite_string_values(content, from, to, |line, obj| {
+        if obj.get("type").and_then(Value::as_str) != Some("session") {
+            return Vec::new();
+        }
+        json::top_level_values(line, "cwd").unwrap_or_default()
+    })
 }
 
 /// Usage of the last assistant message entry that carries `message.usage`
@@ -97,87 +77,8 @@ pub fn usage_from_session(content: &str) -> Option<Usage> {
         if message.get("role")?.as_str()? != "assistant" {
             return None;
         }
-        Usage::from_json(message.get("usage")?)
+        usage_from_json(message.get("usage")?)
     })
-}
-
-/// Byte ranges of the values of the top-level `key` in `text`, a JSON object
-/// that serde_json has already accepted (so this scanner can stay simple).
-/// None if the text is not shaped as expected.
-fn top_level_values(text: &str, key: &str) -> Option<Vec<Range<usize>>> {
-    let bytes = text.as_bytes();
-    let mut pos = skip_ws(bytes, 0);
-    if bytes.get(pos) != Some(&b'{') {
-        return None;
-    }
-    pos += 1;
-    let mut spans = Vec::new();
-    loop {
-        pos = skip_ws(bytes, pos);
-        match bytes.get(pos)? {
-            b'}' => return Some(spans),
-            b',' => {
-                pos = skip_ws(bytes, pos + 1);
-            }
-            _ => {}
-        }
-        let key_end = skip_value(bytes, pos)?;
-        let name: String = serde_json::from_str(&text[pos..key_end]).ok()?;
-        pos = skip_ws(bytes, key_end);
-        if bytes.get(pos) != Some(&b':') {
-            return None;
-        }
-        let start = skip_ws(bytes, pos + 1);
-        let end = skip_value(bytes, start)?;
-        if name == key {
-            spans.push(start..end);
-        }
-        pos = end;
-    }
-}
-
-fn skip_ws(bytes: &[u8], mut pos: usize) -> usize {
-    while bytes.get(pos).is_some_and(u8::is_ascii_whitespace) {
-        pos += 1;
-    }
-    pos
-}
-
-/// The end of the JSON value starting at `pos`.
-fn skip_value(bytes: &[u8], pos: usize) -> Option<usize> {
-    let mut depth = 0usize;
-    let mut in_string = false;
-    let mut i = pos;
-    while let Some(&b) = bytes.get(i) {
-        i += 1;
-        if in_string {
-            match b {
-                b'\\' => i += 1,
-                b'"' => {
-                    in_string = false;
-                    if depth == 0 {
-                        return Some(i);
-                    }
-                }
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => depth += 1,
-            b'}' | b']' if depth > 0 => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(i);
-                }
-            }
-            // A scalar (number, true, false, null) ends at a delimiter.
-            b',' | b'}' | b']' | b' ' | b'\t' | b'\n' | b'\r' if depth == 0 => return Some(i - 1),
-            _ => {}
-        }
-    }
-    (depth == 0 && !in_string && i > pos).then_some(i)
 }
 
 #[cfg(test)]
