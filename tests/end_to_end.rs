@@ -488,3 +488,26 @@ fn a_failing_shell_expression_fails_the_run_before_the_agent_starts() {
         "a branch without commits is not kept"
     );
 }
+
+#[test]
+fn a_silent_agent_is_stopped_by_the_idle_timeout() {
+    let repo = TestRepo::new();
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "FAKE:hang",
+        "--idle-timeout",
+        "1",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("produced no output for 1 s") && err.contains("idle timeout"),
+        "{err}"
+    );
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+}

@@ -35,6 +35,9 @@ pub struct RunArgs {
     /// Upper bound on iterations.
     #[arg(long, default_value_t = 1)]
     max_iterations: u32,
+    /// Stop an iteration after this many seconds without agent output.
+    #[arg(long, default_value_t = 600)]
+    idle_timeout: u64,
     /// Text that ends the run when the agent outputs it (repeatable).
     /// Default: <promise>COMPLETE</promise>.
     #[arg(long = "completion-signal")]
@@ -93,6 +96,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     );
     options.model = args.model;
     options.max_iterations = args.max_iterations;
+    options.idle_timeout = std::time::Duration::from_secs(args.idle_timeout);
     options.prompt_args = args.prompt_args;
     if !args.completion_signals.is_empty() {
         options.completion_signals = args.completion_signals;

@@ -28,6 +28,8 @@ pub struct SandboxInvoker<'a> {
     pub sync: Option<(&'a Worktree, String)>,
     pub on_event: Option<StreamEventCallback>,
     pub abort: AbortHandle,
+    /// Stop the agent after this long without a line of output.
+    pub idle_timeout: Duration,
     /// A prompt template with shell expressions, expanded in the sandbox
     /// before every iteration (they may see the previous iteration's work).
     pub template: Option<Template>,
@@ -164,19 +166,37 @@ impl AgentInvoker for SandboxInvoker<'_> {
         let parser = self.agent.new_parser().await?;
         let canceller = self.sandbox.canceller();
         let mut parsed = Parsed::default();
+        let mut idled = false;
         // The exec and the parser run side by side; the block ends their borrows.
         let (exec_result, parser_failure) = {
-            let (tx, mut rx) = mpsc::unbounded_channel::<String>();
+            // Stdout lines go to the parser; stderr lines (None) only count
+            // as signs of life for the idle timeout.
+            let (tx, mut rx) = mpsc::unbounded_channel::<Option<String>>();
             let run = self.sandbox.exec(exec, move |line| {
-                if line.stream == OutputStream::Stdout {
-                    let _ = tx.send(line.text.clone());
-                }
+                let stdout = line.stream == OutputStream::Stdout;
+                let _ = tx.send(stdout.then(|| line.text.clone()));
             });
             let (agent, on_event, parsed) = (&mut *self.agent, &self.on_event, &mut parsed);
-            let parser = &parser;
+            let (parser, idle, idled) = (&parser, self.idle_timeout, &mut idled);
+            let idle_canceller = canceller.clone();
             let consume = async move {
                 let mut failure = None;
-                while let Some(line) = rx.recv().await {
+                loop {
+                    let next = if *idled {
+                        rx.recv().await
+                    } else {
+                        match tokio::time::timeout(idle, rx.recv()).await {
+                            Ok(next) => next,
+                            Err(_) => {
+                                // Silent too long: stop the agent, keep draining.
+                                *idled = true;
+                                idle_canceller.kill_all();
+                                continue;
+                            }
+                        }
+                    };
+                    let Some(line) = next else { break };
+                    let Some(line) = line else { continue };
                     if failure.is_some() {
                         continue; // keep draining so the exec is never blocked
                     }
@@ -213,6 +233,12 @@ impl AgentInvoker for SandboxInvoker<'_> {
             *synced = sync::sync_out(self.sandbox, worktree, synced).await?;
         }
         let name = self.agent.name().to_string();
+        if idled {
+            return Err(Error::Agent(format!(
+                "agent `{name}` produced no output for {} s in iteration {iteration} and was stopped (idle timeout; raise it with --idle-timeout)",
+                self.idle_timeout.as_secs()
+            )));
+        }
         if output.timed_out {
             return Err(Error::Agent(format!(
                 "agent `{name}` timed out in iteration {iteration}"

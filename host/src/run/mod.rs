@@ -28,6 +28,8 @@ use crate::worktree::{Repo, Worktree};
 /// The default completion signal. sanddune never adds it to a prompt.
 pub const DEFAULT_COMPLETION_SIGNAL: &str = "<promise>COMPLETE</promise>";
 
+pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+
 /// Where the prompt comes from.
 #[derive(Clone, Debug)]
 pub enum Prompt {
@@ -52,6 +54,9 @@ pub struct RunOptions {
     pub prompt_args: Vec<(String, String)>,
     pub max_iterations: u32,
     pub completion_signals: Vec<String>,
+    /// Stop an iteration whose agent is silent this long (default 600 s);
+    /// every output line resets it.
+    pub idle_timeout: std::time::Duration,
     /// Env for the agent provider and the sandbox provider (their keys
     /// must not overlap), and the call site's env, which wins over all.
     pub agent_env: Vec<(String, String)>,
@@ -80,6 +85,7 @@ impl RunOptions {
             prompt_args: vec![],
             max_iterations: 1,
             completion_signals: vec![DEFAULT_COMPLETION_SIGNAL.to_string()],
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
             agent_env: vec![],
             sandbox_env: vec![],
             env: vec![],
@@ -197,6 +203,9 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
         return Err(Error::input(
             "prompt arguments need a prompt template: an inline --prompt is passed literally (use --prompt-file)",
         ));
+    }
+    if options.idle_timeout.is_zero() {
+        return Err(Error::input("--idle-timeout must be at least 1 second"));
     }
     if options.max_iterations == 0 {
         return Err(Error::input("--max-iterations must be at least 1"));
@@ -338,6 +347,7 @@ async fn run_in_worktree(
             },
             on_event: options.on_event.clone(),
             abort: options.abort.clone(),
+            idle_timeout: options.idle_timeout,
             template,
         };
         iteration::run_iterations(
