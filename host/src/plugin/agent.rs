@@ -127,6 +127,21 @@ impl AgentProvider {
         r.map_err(|e| self.trap("push-line", e))
     }
 
+    /// Events for several lines in one call.
+    pub async fn push_lines(
+        &mut self,
+        parser: &StreamParser,
+        lines: &[String],
+    ) -> Result<Vec<AgentEvent>> {
+        let (b, s) = self.begin();
+        let r = b
+            .sanddune_plugin_agent_provider()
+            .stream_parser()
+            .call_push_lines(s, parser.0, lines)
+            .await;
+        r.map_err(|e| self.trap("push-lines", e))
+    }
+
     /// Final events, then the parser is gone.
     pub async fn finish(&mut self, parser: StreamParser) -> Result<Vec<AgentEvent>> {
         let (b, s) = self.begin();

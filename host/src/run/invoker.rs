@@ -16,6 +16,9 @@ use crate::plugin::sandbox::{Command, ExecRequest, Sandbox};
 use crate::prompt::{self, Segment, Template};
 use crate::worktree::Worktree;
 
+/// Most stdout lines handed to the agent's parser in one call.
+const MAX_BATCH: usize = 256;
+
 /// How long a provider gets to return after its processes were killed.
 const RETURN_AFTER_KILL: Duration = Duration::from_secs(10);
 
@@ -200,7 +203,16 @@ impl AgentInvoker for SandboxInvoker<'_> {
                     if failure.is_some() {
                         continue; // keep draining so the exec is never blocked
                     }
-                    match agent.push_line(parser, &line).await {
+                    // Lines already queued go to the parser in one call.
+                    let mut batch = vec![line];
+                    while batch.len() < MAX_BATCH {
+                        match rx.try_recv() {
+                            Ok(Some(line)) => batch.push(line),
+                            Ok(None) => {}
+                            Err(_) => break,
+                        }
+                    }
+                    match agent.push_lines(parser, &batch).await {
                         Ok(events) => events
                             .into_iter()
                             .for_each(|e| handle(on_event, iteration, e, parsed)),

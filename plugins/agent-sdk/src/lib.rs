@@ -163,6 +163,16 @@ impl<P: Parser + Default + 'static> wit::GuestStreamParser for ParserResource<P>
         to_wit_events(self.0.borrow_mut().push_line(&line))
     }
 
+    fn push_lines(&self, lines: Vec<String>) -> Vec<wit::AgentEvent> {
+        let mut parser = self.0.borrow_mut();
+        to_wit_events(
+            lines
+                .iter()
+                .flat_map(|line| parser.push_line(line))
+                .collect(),
+        )
+    }
+
     fn finish(&self) -> Vec<wit::AgentEvent> {
         to_wit_events(self.0.borrow_mut().finish())
     }

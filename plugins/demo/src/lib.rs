@@ -146,6 +146,13 @@ impl GuestStreamParser for Parser {
         }
     }
 
+    fn push_lines(&self, lines: Vec<String>) -> Vec<AgentEvent> {
+        lines
+            .into_iter()
+            .flat_map(|line| self.push_line(line))
+            .collect()
+    }
+
     fn finish(&self) -> Vec<AgentEvent> {
         if self.finished.replace(true) {
             vec![]
