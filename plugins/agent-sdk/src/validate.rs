@@ -106,9 +106,26 @@ pub fn push_flag(argv: &mut Vec<String>, flag: &str, value: Option<&str>) {
     }
 }
 
+/// Appends the prompt as the last positional argument, after `--` when it
+/// starts with `-`, so a prompt like "-h ..." is never read as flags.
+pub fn push_prompt_arg(argv: &mut Vec<String>, prompt: &str) {
+    if prompt.starts_with('-') {
+        argv.push("--".into());
+    }
+    argv.push(prompt.to_owned());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_that_looks_like_a_flag_follows_a_double_dash() {
+        let mut argv = vec![];
+        push_prompt_arg(&mut argv, "fix it");
+        push_prompt_arg(&mut argv, "-h please");
+        assert_eq!(argv, ["fix it", "--", "-h please"]);
+    }
 
     fn opts(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         pairs

@@ -104,11 +104,7 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
     let prompt = request.prompt.as_str();
     if !prompt.trim().is_empty() {
         validate::argv_prompt(prompt, PROGRAM, MAX_ARG_LEN, "")?;
-        // A prompt like "-h ..." would otherwise be read as flags.
-        if prompt.starts_with('-') {
-            argv.push("--".into());
-        }
-        argv.push(prompt.to_owned());
+        validate::push_prompt_arg(&mut argv, prompt);
     }
     Ok(Command { argv, stdin: None })
 }

@@ -24,10 +24,7 @@ fn push_prompt(argv: &mut Vec<String>, prompt: &str) -> Result<(), String> {
         MAX_PROMPT_BYTES,
         &format!(" bytes: {NAME} takes its prompt on argv"),
     )?;
-    if prompt.starts_with('-') {
-        argv.push("--".into());
-    }
-    argv.push(prompt.to_owned());
+    validate::push_prompt_arg(argv, prompt);
     Ok(())
 }
 

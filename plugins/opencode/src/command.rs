@@ -97,12 +97,8 @@ pub fn print_command(request: &Request) -> Result<Command, String> {
     if request.skip_permissions {
         argv.push("--auto".into());
     }
-    // A prompt like "-h ..." would otherwise be read as flags; opencode
-    // parses with yargs' populate-- and appends what follows `--`.
-    if request.prompt.starts_with('-') {
-        argv.push("--".into());
-    }
-    argv.push(request.prompt.clone());
+    // opencode parses with yargs' populate-- and appends what follows `--`.
+    validate::push_prompt_arg(&mut argv, &request.prompt);
     Ok(Command { argv, stdin: None })
 }
 
