@@ -66,7 +66,20 @@ impl TestRepo {
                 "initial",
             ],
         );
+        // The fakes, linked into a bin dir of this test's own: they record
+        // their calls beside it (see `calls`).
+        let bin = home.path().join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        for entry in std::fs::read_dir(fakes_dir()).unwrap() {
+            let fake = entry.unwrap().path();
+            std::os::unix::fs::symlink(&fake, bin.join(fake.file_name().unwrap())).unwrap();
+        }
         Self { dir, home }
+    }
+
+    /// This test's fakes directory, for PATH.
+    pub fn bin(&self) -> PathBuf {
+        self.home.path().join("bin")
     }
 
     pub fn path(&self) -> &Path {
@@ -86,7 +99,7 @@ impl TestRepo {
     pub fn sanddune_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
         let path = format!(
             "{}:{}",
-            fakes_dir().display(),
+            self.bin().display(),
             std::env::var("PATH").unwrap_or_default()
         );
         Command::new(BIN)
@@ -101,7 +114,8 @@ impl TestRepo {
             .unwrap()
     }
 
-    /// The calls a fake agent recorded: {argv, prompt, cwd} each.
+    /// The calls a fake agent recorded: {argv, prompt, cwd} each, logged
+    /// beside the bin dir it ran from (the sandbox may give it another HOME).
     pub fn calls(&self, program: &str) -> Vec<serde_json::Value> {
         let log = self.home.path().join(format!("fake-{program}-calls.jsonl"));
         std::fs::read_to_string(log)

@@ -3,7 +3,8 @@
 //! host through `sh`. For tests and demos: no isolation beyond the directory.
 //!
 //! Layout: `<scratch>/sbx-<16 hex>/` is the sandbox; its `repo/` is the
-//! worktree the host syncs the repository into. File operations use std::fs
+//! worktree the host syncs the repository into, its `home/` the HOME of every
+//! command. File operations use std::fs
 //! (the scratch dir is preopened at the same path); everything that touches a
 //! host path outside it (commands, copies) goes through the `process`
 //! capability.
@@ -59,6 +60,7 @@ impl Guest for Provider {
         // Empty: the host fills it with `git init` and a bundle.
         fs::create_dir(&sandbox.worktree)
             .map_err(|e| format!("creating {}: {e}", sandbox.worktree))?;
+        fs::create_dir(sandbox.home()).map_err(|e| format!("creating {}: {e}", sandbox.home()))?;
         Ok(Sandbox::new(sandbox))
     }
 
@@ -112,6 +114,12 @@ impl IsolatedSandbox {
         IsolatedSandbox { dir, worktree, env }
     }
 
+    /// `<dir>/home`: the sandbox user's HOME, so what an agent keeps in its
+    /// home (sessions, config) stays inside the sandbox like in a container.
+    fn home(&self) -> String {
+        format!("{}/home", self.dir)
+    }
+
     /// `path` (relative to the worktree) as an absolute path inside the sandbox.
     fn resolve(&self, path: &str) -> Result<String, String> {
         paths::confine(&self.dir, &self.worktree, path).ok_or_else(|| {
@@ -154,7 +162,13 @@ impl IsolatedSandbox {
             program: "sh".into(),
             args,
             cwd: Some(cwd),
-            env: self.env.iter().chain(&request.env).cloned().collect(),
+            env: std::iter::once(EnvVar {
+                key: "HOME".into(),
+                value: self.home(),
+            })
+            .chain(self.env.iter().cloned())
+            .chain(request.env.iter().cloned())
+            .collect(),
             timeout_ms: request.timeout_ms,
             terminal,
         })
