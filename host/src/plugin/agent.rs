@@ -102,6 +102,64 @@ impl AgentProvider {
         }
     }
 
+    /// The command for the agent's terminal UI.
+    pub async fn build_interactive_command(
+        &mut self,
+        request: &CommandRequest,
+    ) -> Result<AgentCommand> {
+        let (b, s) = self.begin();
+        let r = b
+            .sanddune_plugin_agent_provider()
+            .call_build_interactive_command(s, request)
+            .await;
+        match r {
+            Ok(Ok(cmd)) => Ok(cmd),
+            Ok(Err(msg)) => Err(Error::Input(format!("{}: {msg}", self.info.name))),
+            Err(e) => Err(self.trap("build-interactive-command", e)),
+        }
+    }
+
+    /// Where the agent keeps the session file of `session_id` for a home
+    /// and working directory; None when it keeps none.
+    pub async fn session_file_path(
+        &mut self,
+        home: &str,
+        cwd: &str,
+        session_id: &str,
+    ) -> Result<Option<String>> {
+        let (b, s) = self.begin();
+        let r = b
+            .sanddune_plugin_agent_provider()
+            .call_session_file_path(s, home, cwd, session_id)
+            .await;
+        r.map_err(|e| self.trap("session-file-path", e))
+    }
+
+    /// A session file with its working directories rewritten.
+    pub async fn rewrite_session_cwd(
+        &mut self,
+        content: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<String> {
+        let (b, s) = self.begin();
+        let r = b
+            .sanddune_plugin_agent_provider()
+            .call_rewrite_session_cwd(s, content, from, to)
+            .await;
+        r.map_err(|e| self.trap("rewrite-session-cwd", e))
+    }
+
+    /// Token usage recorded in a session file.
+    pub async fn usage_from_session(&mut self, content: &str) -> Result<Option<Usage>> {
+        let (b, s) = self.begin();
+        let r = b
+            .sanddune_plugin_agent_provider()
+            .call_usage_from_session(s, content)
+            .await;
+        r.map_err(|e| self.trap("usage-from-session", e))
+    }
+
     pub async fn new_parser(&mut self) -> Result<StreamParser> {
         let (b, s) = self.begin();
         let r = b

@@ -48,7 +48,8 @@ pub struct SandboxSpec {
     pub config: Vec<(String, String)>,
 }
 
-fn env_vars(env: &[(String, String)]) -> Vec<EnvVar> {
+/// Key-value pairs as the WIT's env records.
+pub fn env_vars(env: &[(String, String)]) -> Vec<EnvVar> {
     env.iter()
         .map(|(k, v)| EnvVar {
             key: k.clone(),
@@ -129,7 +130,8 @@ impl SandboxProvider {
             None
         };
         let grants = self.grants(&spec.worktree, scratch.as_deref(), &spec.env);
-        let (mut store, bindings) = instantiate(&self.plugin, &self.info.name, grants).await?;
+        let (mut store, bindings) =
+            instantiate(&self.plugin, &self.info.name, grants.clone()).await?;
         let options = CreateOptions {
             run_id: spec.run_id.clone(),
             name: spec.name.clone(),
@@ -163,6 +165,12 @@ impl SandboxProvider {
             worktree_path: String::new(),
             scratch,
             closed: false,
+            lane: None,
+            origin: Origin {
+                plugin: self.plugin.clone(),
+                grants,
+                options,
+            },
         };
         sandbox.worktree_path = sandbox
             .call("worktree-path", |b, s, h| {
@@ -227,6 +235,18 @@ pub struct Sandbox {
     worktree_path: String,
     scratch: Option<PathBuf>,
     closed: bool,
+    /// Set on a lane: the state it attached to. A lane never tears the
+    /// sandbox down.
+    lane: Option<String>,
+    /// What made this sandbox, so lanes can attach to it.
+    origin: Origin,
+}
+
+#[derive(Clone)]
+struct Origin {
+    plugin: Plugin,
+    grants: Grants,
+    options: CreateOptions,
 }
 
 impl Sandbox {
@@ -243,6 +263,51 @@ impl Sandbox {
     /// current call returns and the sandbox stays usable.
     pub fn canceller(&self) -> Brokered {
         self.store.data().brokered.clone()
+    }
+
+    /// The provider's opaque handle on this sandbox (e.g. a container id).
+    pub async fn state(&mut self) -> Result<String> {
+        self.call("state", |b, s, h| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_state(s, h)
+                    .await
+                    .map(Ok)
+            })
+        })
+        .await
+    }
+
+    /// Another handle on this same sandbox, in a fresh instance of the
+    /// provider (through `attach`), so commands can run side by side: one
+    /// instance serves one call at a time. Closing a lane, or dropping it,
+    /// kills only what the lane runs; the sandbox stays up.
+    pub async fn lane(&mut self) -> Result<Sandbox> {
+        let state = match &self.lane {
+            Some(state) => state.clone(),
+            None => self.state().await?,
+        };
+        let origin = self.origin.clone();
+        let (mut store, bindings) =
+            instantiate(&origin.plugin, &self.name, origin.grants.clone()).await?;
+        super::begin_call(&mut store);
+        let attached = bindings
+            .sanddune_plugin_sandbox_provider()
+            .call_attach(&mut store, &state, &origin.options)
+            .await;
+        let handle = flatten(&self.name, "attach", attached)?;
+        Ok(Sandbox {
+            store,
+            bindings,
+            handle,
+            name: self.name.clone(),
+            worktree_path: self.worktree_path.clone(),
+            scratch: None,
+            closed: false,
+            lane: Some(state),
+            origin,
+        })
     }
 
     async fn call<T>(
@@ -343,9 +408,28 @@ impl Sandbox {
         .await
     }
 
-    /// Tear the sandbox down. Idempotent.
+    /// Run a command with the host's terminal attached (stdin, stdout and
+    /// stderr are the user's); returns its exit code.
+    pub async fn interactive_exec(&mut self, request: ExecRequest) -> Result<i32> {
+        self.call("interactive-exec", move |b, s, h| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_interactive_exec(s, h, &request)
+                    .await
+            })
+        })
+        .await
+    }
+
+    /// Tear the sandbox down (a lane: only stop what it runs). Idempotent.
     pub async fn close(&mut self) -> Result<()> {
         if self.closed {
+            return Ok(());
+        }
+        if self.lane.is_some() {
+            self.closed = true;
+            self.cleanup();
             return Ok(());
         }
         let r = self
@@ -373,11 +457,13 @@ impl Sandbox {
 
 impl Drop for Sandbox {
     fn drop(&mut self) {
-        if !self.closed {
+        if !self.closed && self.lane.is_none() {
             tracing::warn!(
                 "sandbox `{}` dropped without close; killing its processes",
                 self.name
             );
+        }
+        if !self.closed {
             self.cleanup();
         }
     }
