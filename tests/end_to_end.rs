@@ -279,7 +279,7 @@ fn an_agent_provider_loads_from_a_file_too() {
 }
 
 #[test]
-fn the_human_summary_streams_agent_events() {
+fn the_terminal_log_streams_agent_events_and_the_summary_follows() {
     let repo = TestRepo::new();
     let out = repo.sanddune(&[
         "run",
@@ -289,6 +289,8 @@ fn the_human_summary_streams_agent_events() {
         "claude-code",
         "--prompt",
         "fix the typo",
+        "--log",
+        "terminal",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(

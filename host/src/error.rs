@@ -14,6 +14,13 @@ pub enum Error {
     /// The agent reported failure or ended without a result.
     #[error("{0}")]
     Agent(String),
+    /// A lifecycle hook failed or timed out; the setup stopped there.
+    #[error("{0}")]
+    Hook(String),
+    /// The agent's structured output was missing or did not match the
+    /// schema; carries its raw text and the run's commits.
+    #[error("{0}")]
+    Output(Box<crate::run::structured::OutputError>),
     /// The run was cancelled; the reason is the caller's, verbatim.
     #[error("{0}")]
     Aborted(String),

@@ -6,7 +6,7 @@ use clap::Args;
 
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
-use crate::run::{Prompt, RunOptions};
+use crate::run::{LogMode, Prompt, RunOptions};
 use crate::worktree::git;
 
 #[derive(Args)]
@@ -50,17 +50,7 @@ pub async fn demo(args: DemoArgs) -> Result<()> {
     );
     options.cwd = repo.to_path_buf();
     options.max_iterations = 3;
-    options.on_event = Some(std::sync::Arc::new(|e| match e {
-        crate::run::StreamEvent::Text {
-            iteration, text, ..
-        } => eprintln!("[{iteration}] {text}"),
-        crate::run::StreamEvent::ToolCall {
-            iteration,
-            name,
-            input,
-            ..
-        } => eprintln!("[{iteration}] > {name} {input}"),
-    }));
+    options.log = LogMode::Terminal;
     let result = crate::run::run(options).await?;
     println!();
     super::run::print_summary(&result, repo);

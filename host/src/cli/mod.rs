@@ -2,6 +2,7 @@
 
 mod demo;
 mod inspect;
+mod interactive;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -25,6 +26,8 @@ struct Cli {
 enum Commands {
     /// Run an agent in a sandbox until it signals completion or hits --max-iterations.
     Run(run::RunArgs),
+    /// The agent's terminal UI in a sandbox (or on the host: --sandbox no-sandbox).
+    Interactive(interactive::InteractiveArgs),
     /// Work with sandbox and agent provider plugins.
     Plugin {
         #[command(subcommand)]
@@ -61,6 +64,7 @@ pub fn main() -> i32 {
     let result = rt.block_on(async {
         match cli.command {
             Commands::Run(args) => run::run(args).await,
+            Commands::Interactive(args) => interactive::interactive(args).await,
             Commands::Plugin {
                 command: PluginCommands::Inspect(args),
             } => inspect::inspect(args).await,
@@ -76,6 +80,17 @@ pub fn main() -> i32 {
 fn report(e: &Error) -> i32 {
     eprintln!("error: {e}");
     e.exit_code()
+}
+
+/// Ctrl-C aborts through the handle: the agent's processes are killed and
+/// the run fails with exit code 130, its worktree kept.
+fn abort_on_ctrl_c(abort: &crate::run::AbortHandle) {
+    let abort = abort.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            abort.abort("interrupted (Ctrl-C)");
+        }
+    });
 }
 
 /// Parse `KEY=VALUE`.

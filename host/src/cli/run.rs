@@ -1,14 +1,17 @@
 //! `sanddune run`.
 
-use std::io::Write;
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
+use crate::config::ProjectConfig;
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
-use crate::run::{BranchStrategy, Prompt, RunOptions, RunResult, StreamEvent};
+use crate::run::{
+    BranchStrategy, Hooks, HostHook, LogMode, Prompt, RunOptions, RunResult, SandboxHook,
+    StructuredOutput,
+};
 
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("prompt-source").required(true).args(["prompt", "prompt_file"]))]
@@ -45,9 +48,48 @@ pub struct RunArgs {
     /// Commit to this branch (the branch strategy `branch`); it is kept.
     #[arg(long)]
     branch: Option<String>,
-    /// Branch strategy; default: head for bind-mount providers, merge-to-head for isolated ones.
-    #[arg(long, value_enum, conflicts_with = "branch")]
+    /// Branch strategy; default: head for bind-mount providers, merge-to-head
+    /// for isolated ones. `branch` needs --branch.
+    #[arg(long, value_enum)]
     strategy: Option<StrategyArg>,
+    /// Names the run: prefixes every log line and names the log file.
+    #[arg(long)]
+    name: Option<String>,
+    /// Copy this file or directory (relative to the repository) into the new
+    /// worktree before the hooks run (repeatable; not with head).
+    #[arg(long = "copy")]
+    copies: Vec<PathBuf>,
+    /// Give up copying after this many seconds (default 60).
+    #[arg(long)]
+    copy_timeout: Option<u64>,
+    /// host.onWorktreeReady hook: a command run on the host in the new
+    /// worktree before the sandbox starts (repeatable, in order).
+    #[arg(long = "hook-worktree-ready")]
+    hook_worktree_ready: Vec<String>,
+    /// host.onSandboxReady hook: a command run on the host once the sandbox
+    /// is up (repeatable, all at once).
+    #[arg(long = "hook-host-sandbox-ready")]
+    hook_host_sandbox_ready: Vec<String>,
+    /// sandbox.onSandboxReady hook: a command run inside the sandbox once it
+    /// is up (repeatable, all at once). Sudo and timeouts: .sanddune/config.toml.
+    #[arg(long = "hook-sandbox-ready")]
+    hook_sandbox_ready: Vec<String>,
+    /// Where progress goes: a log file under .sanddune/logs (default), or
+    /// the terminal (spinner and summaries).
+    #[arg(long, value_enum, default_value = "file")]
+    log: LogArg,
+    /// Resume this agent session in iteration 1 (needs --max-iterations 1).
+    #[arg(long)]
+    resume: Option<String>,
+    /// Do not copy agent sessions back to the host.
+    #[arg(long)]
+    no_capture_sessions: bool,
+    /// Ask for a structured result: the agent's last <TAG>...</TAG> block.
+    #[arg(long, requires = "output_schema")]
+    output_tag: Option<String>,
+    /// The JSON Schema file the structured result must satisfy.
+    #[arg(long, requires = "output_tag")]
+    output_schema: Option<PathBuf>,
     /// The repository to work on.
     #[arg(long, default_value = ".")]
     cwd: PathBuf,
@@ -77,52 +119,177 @@ pub struct RunArgs {
 enum StrategyArg {
     Head,
     MergeToHead,
+    Branch,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub(super) enum LogArg {
+    File,
+    Terminal,
+}
+
+/// The repository's `.sanddune/config.toml`, found from `cwd`.
+pub(super) fn project_config(cwd: &Path) -> Result<ProjectConfig> {
+    match git2::Repository::discover(cwd).ok().and_then(|r| {
+        let root = if r.is_worktree() {
+            r.commondir().parent().map(Path::to_path_buf)
+        } else {
+            r.workdir().map(Path::to_path_buf)
+        };
+        root
+    }) {
+        Some(root) => ProjectConfig::load(&root),
+        // Not a repository: the run itself says so.
+        None => Ok(ProjectConfig::default()),
+    }
+}
+
+/// Config hooks, then the flags' hooks after them.
+pub(super) fn hooks(
+    config: &ProjectConfig,
+    worktree: &[String],
+    host: &[String],
+    sandbox: &[String],
+) -> Hooks {
+    let host_hook = |command: &String| HostHook {
+        command: command.clone(),
+        timeout_ms: None,
+    };
+    let mut hooks = config.hooks();
+    hooks
+        .host_on_worktree_ready
+        .extend(worktree.iter().map(host_hook));
+    hooks
+        .host_on_sandbox_ready
+        .extend(host.iter().map(host_hook));
+    hooks
+        .sandbox_on_sandbox_ready
+        .extend(sandbox.iter().map(|command| SandboxHook {
+            command: command.clone(),
+            sudo: false,
+            timeout_ms: None,
+        }));
+    hooks
+}
+
+/// Config env first, so `--env` wins.
+pub(super) fn call_site_env(
+    config: &ProjectConfig,
+    env: Vec<(String, String)>,
+) -> Vec<(String, String)> {
+    config.env.clone().into_iter().chain(env).collect()
+}
+
+fn strategy(args: &RunArgs) -> Result<Option<BranchStrategy>> {
+    Ok(match (args.strategy, &args.branch) {
+        (None | Some(StrategyArg::Branch), Some(branch)) => {
+            Some(BranchStrategy::Branch(branch.clone()))
+        }
+        (Some(StrategyArg::Branch), None) => {
+            return Err(Error::input("--strategy branch needs --branch NAME"));
+        }
+        (Some(_), Some(_)) => {
+            return Err(Error::input(
+                "--branch selects the branch strategy; it cannot be combined with --strategy head or merge-to-head",
+            ));
+        }
+        (Some(StrategyArg::Head), None) => Some(BranchStrategy::Head),
+        (Some(StrategyArg::MergeToHead), None) => Some(BranchStrategy::MergeToHead),
+        (None, None) => None,
+    })
+}
+
+fn output(args: &RunArgs) -> Result<Option<StructuredOutput>> {
+    let (Some(tag), Some(path)) = (&args.output_tag, &args.output_schema) else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Error::input(format!(
+            "cannot read the output schema {}: {e}",
+            path.display()
+        ))
+    })?;
+    let schema = serde_json::from_str(&text).map_err(|e| {
+        Error::input(format!(
+            "the output schema {} is not JSON: {e}",
+            path.display()
+        ))
+    })?;
+    Ok(Some(StructuredOutput {
+        tag: tag.clone(),
+        schema,
+    }))
 }
 
 pub async fn run(args: RunArgs) -> Result<()> {
-    let prompt = match (args.prompt, args.prompt_file) {
-        (Some(text), None) => Prompt::Inline(text),
-        (None, Some(path)) => Prompt::File(path),
+    let prompt = match (&args.prompt, &args.prompt_file) {
+        (Some(text), None) => Prompt::Inline(text.clone()),
+        (None, Some(path)) => Prompt::File(path.clone()),
         _ => {
             return Err(Error::input(
                 "give exactly one of --prompt and --prompt-file",
             ));
         }
     };
+    let config = project_config(&args.cwd)?;
     let mut options = RunOptions::new(
         PluginRef::parse(&args.sandbox),
         PluginRef::parse(&args.agent),
         prompt,
     );
+    options.strategy = strategy(&args)?;
+    options.output = output(&args)?;
     options.model = args.model;
     options.max_iterations = args.max_iterations;
-    options.idle_timeout = std::time::Duration::from_secs(args.idle_timeout);
+    options.idle_timeout = Duration::from_secs(args.idle_timeout);
     options.prompt_args = args.prompt_args;
     if !args.completion_signals.is_empty() {
         options.completion_signals = args.completion_signals;
     }
-    options.strategy = match (args.branch, args.strategy) {
-        (Some(branch), _) => Some(BranchStrategy::Branch(branch)),
-        (None, Some(StrategyArg::Head)) => Some(BranchStrategy::Head),
-        (None, Some(StrategyArg::MergeToHead)) => Some(BranchStrategy::MergeToHead),
-        (None, None) => None,
+    options.name = args.name;
+    options.hooks = hooks(
+        &config,
+        &args.hook_worktree_ready,
+        &args.hook_host_sandbox_ready,
+        &args.hook_sandbox_ready,
+    );
+    options.copy_to_worktree = config
+        .copy_to_worktree
+        .iter()
+        .cloned()
+        .chain(args.copies)
+        .collect();
+    if let Some(ms) = config.timeouts.copy_to_worktree_ms {
+        options.timeouts.copy_to_worktree = Duration::from_millis(ms);
+    }
+    if let Some(secs) = args.copy_timeout {
+        options.timeouts.copy_to_worktree = Duration::from_secs(secs);
+    }
+    options.log = match args.log {
+        LogArg::File => LogMode::File,
+        LogArg::Terminal => LogMode::Terminal,
     };
+    options.resume_session = args.resume;
+    options.capture_sessions = !args.no_capture_sessions;
     options.cwd = args.cwd.clone();
     options.sandbox_config = args.sandbox_opts;
     options.agent_options = args.agent_opts;
-    options.env = args.env;
+    options.env = call_site_env(&config, args.env);
     options.agent_env = args.agent_env;
     options.sandbox_env = args.sandbox_env;
-    if !args.json {
-        options.on_event = Some(Arc::new(print_event));
-    }
-    let abort = options.abort.clone();
-    tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            abort.abort("interrupted (Ctrl-C)");
+    super::abort_on_ctrl_c(&options.abort);
+    let result = match crate::run::run(options).await {
+        Ok(result) => result,
+        Err(Error::Output(e)) if args.json => {
+            // The caller still gets the raw text and the commits.
+            println!(
+                "{}",
+                serde_json::json!({"error": e.message, "raw": e.raw, "commits": e.commits})
+            );
+            return Err(Error::Output(e));
         }
-    });
-    let result = crate::run::run(options).await?;
+        Err(e) => return Err(e),
+    };
     if args.json {
         println!(
             "{}",
@@ -132,25 +299,6 @@ pub async fn run(args: RunArgs) -> Result<()> {
         print_summary(&result, &args.cwd);
     }
     Ok(())
-}
-
-/// Agent output as it streams, on stderr, one line per event.
-fn print_event(event: &StreamEvent) {
-    let line = match event {
-        StreamEvent::Text {
-            iteration, text, ..
-        } => format!("[{iteration}] {}", text.trim()),
-        StreamEvent::ToolCall {
-            iteration,
-            name,
-            input,
-            ..
-        } => {
-            let input: String = input.chars().take(120).collect();
-            format!("[{iteration}] > {name} {input}")
-        }
-    };
-    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 pub(super) fn print_summary(result: &RunResult, cwd: &std::path::Path) {
@@ -175,7 +323,18 @@ pub(super) fn print_summary(result: &RunResult, cwd: &std::path::Path) {
             .unwrap_or_default();
         println!("  {} {summary}", &commit.sha[..commit.sha.len().min(10)]);
     }
+    for (i, it) in result.iterations.iter().enumerate() {
+        if let Some(path) = &it.session_file_path {
+            println!("session of iteration {}: {path}", i + 1);
+        }
+    }
+    if let Some(output) = &result.output {
+        println!("output: {output}");
+    }
     if let Some(path) = &result.preserved_worktree_path {
         println!("worktree kept (uncommitted changes): {path}");
+    }
+    if let Some(path) = &result.log_file_path {
+        println!("log: {path}");
     }
 }

@@ -138,6 +138,21 @@ pub fn render(
     Ok(Template { segments, unused })
 }
 
+/// The placeholders of `template` that neither `args` nor the built-ins
+/// give a value, in order of first use (interactive sessions ask for them).
+pub fn missing_keys(template: &str, args: &[(String, String)]) -> Vec<String> {
+    let mut all: BTreeMap<String, String> = args.iter().cloned().collect();
+    for key in BUILT_INS {
+        all.insert(key.into(), String::new());
+    }
+    let (mut used, mut missing) = (Vec::new(), Vec::new());
+    for segment in split_shell(template) {
+        let (Segment::Text(t) | Segment::Shell(t)) = segment;
+        substitute(&t, &all, &mut used, &mut missing);
+    }
+    missing
+}
+
 /// Readable placeholders for shell expressions that have not run yet.
 pub fn stand_ins(template: &Template) -> Vec<String> {
     let shell = |s: &Segment| match s {

@@ -6,13 +6,18 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use std::sync::Arc;
+
 use super::abort::AbortHandle;
+use super::capture::{self, HostSessions};
 use super::iteration::{AgentInvoker, Invocation, StreamEvent, StreamEventCallback, now_ms};
+use super::lanes::{self, Outcome};
+use super::log::RunLog;
 use super::sync;
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentEvent, AgentProvider, CommandRequest};
 use crate::plugin::bindings::types::OutputStream;
-use crate::plugin::sandbox::{Command, ExecRequest, Sandbox};
+use crate::plugin::sandbox::{Command, ExecRequest, Sandbox, env_vars};
 use crate::prompt::{self, Segment, Template};
 use crate::worktree::Worktree;
 
@@ -27,6 +32,8 @@ pub struct SandboxInvoker<'a> {
     pub sandbox: &'a mut Sandbox,
     pub model: Option<String>,
     pub options: Vec<(String, String)>,
+    /// The run's env for the agent's command (the env layers).
+    pub env: Vec<(String, String)>,
     /// Isolated providers: the host worktree and the last commit synced out.
     pub sync: Option<(&'a Worktree, String)>,
     pub on_event: Option<StreamEventCallback>,
@@ -36,41 +43,62 @@ pub struct SandboxInvoker<'a> {
     /// A prompt template with shell expressions, expanded in the sandbox
     /// before every iteration (they may see the previous iteration's work).
     pub template: Option<Template>,
+    /// Resume this agent session in iteration 1 (already transferred in).
+    pub resume_session: Option<String>,
+    /// Capture each iteration's session file to the host, when set.
+    pub capture: Option<HostSessions>,
+    /// The sandbox user's home, once known.
+    pub sandbox_home: Option<String>,
+    pub log: RunLog,
 }
 
 impl SandboxInvoker<'_> {
-    /// Prompt expansion: run each shell expression in the sandbox and put
-    /// its stdout in its place. Any failure fails the run before the agent
-    /// starts. The expressions run one after another for now: one plugin
-    /// instance serves one call at a time.
+    /// Prompt expansion: every shell expression of the template runs in the
+    /// sandbox at once, each replaced by its stdout. Any failure fails the
+    /// run before the agent starts.
     async fn expand(&mut self, template: &Template) -> Result<String> {
-        let mut outputs = Vec::new();
-        for segment in &template.segments {
-            let Segment::Shell(cmd) = segment else {
-                continue;
-            };
-            let request = ExecRequest {
-                command: Command::Shell(cmd.clone()),
+        let commands: Vec<&String> = template
+            .segments
+            .iter()
+            .filter_map(|s| match s {
+                Segment::Shell(cmd) => Some(cmd),
+                Segment::Text(_) => None,
+            })
+            .collect();
+        let requests = commands
+            .iter()
+            .map(|cmd| ExecRequest {
+                command: Command::Shell((*cmd).clone()),
                 cwd: None,
-                env: vec![],
+                env: env_vars(&self.env),
                 stdin: None,
                 sudo: false,
                 timeout_ms: Some(EXPANSION_TIMEOUT_MS),
-            };
-            let out = self.sandbox.exec(request, |_| {}).await?;
-            if out.exit_code != 0 || out.timed_out {
+            })
+            .collect();
+        let outputs = match lanes::exec_all(
+            self.sandbox,
+            requests,
+            &self.abort,
+            Arc::new(|_, _| {}),
+        )
+        .await?
+        {
+            Outcome::Done(outputs) => outputs,
+            Outcome::Failed(i, out) => {
                 let why = if out.timed_out {
                     "timed out".to_string()
                 } else {
                     format!("exited with code {}", out.exit_code)
                 };
                 return Err(Error::Input(format!(
-                    "shell expression !`{cmd}` in the prompt template {why}: {}",
+                    "shell expression !`{}` in the prompt template {why}: {}",
+                    commands[i],
                     last_lines(&out.stderr, 3)
                 )));
             }
-            outputs.push(out.stdout);
-        }
+        };
+        let outputs: Vec<String> = outputs.into_iter().map(|o| o.stdout).collect();
         let prompt = prompt::assemble(template, &outputs);
         if prompt.trim().is_empty() {
             return Err(Error::Input(
@@ -78,6 +106,48 @@ impl SandboxInvoker<'_> {
             ));
         }
         Ok(prompt)
+    }
+
+    /// Best-effort session capture: a failure warns and leaves the
+    /// iteration without `sessionFilePath`; the run goes on.
+    async fn capture(&mut self, iteration: u32, inv: &mut Invocation) {
+        let (Some(host), Some(session)) = (self.capture.clone(), inv.session_id.clone()) else {
+            return;
+        };
+        if !self.agent.info().session_files {
+            return;
+        }
+        let captured = async {
+            let home = match &self.sandbox_home {
+                Some(home) => home.clone(),
+                None => {
+                    let home = capture::sandbox_home(self.sandbox).await?;
+                    self.sandbox_home = Some(home.clone());
+                    home
+                }
+            };
+            capture::capture(self.agent, self.sandbox, &home, &host, &session).await
+        };
+        match captured.await {
+            Ok(Some((path, content))) => {
+                // The stream's total is the better figure; the session's
+                // last turn stands in when the stream had none.
+                if inv.usage.is_none()
+                    && let Ok(Some(usage)) = self.agent.usage_from_session(&content).await
+                {
+                    inv.usage = Some(usage.into());
+                }
+                inv.session_file_path = Some(path.display().to_string());
+            }
+            Ok(None) => {}
+            Err(e) => {
+                let msg = format!(
+                    "could not capture the session of iteration {iteration} ({session}): {e}"
+                );
+                tracing::warn!("{msg}");
+                self.log.line(&format!("warning: {msg}"));
+            }
+        }
     }
 }
 
@@ -153,15 +223,20 @@ impl AgentInvoker for SandboxInvoker<'_> {
             prompt,
             model: self.model.clone(),
             options: self.options.clone(),
-            resume_session: None,
+            resume_session: if iteration == 1 {
+                self.resume_session.clone()
+            } else {
+                None
+            },
             skip_permissions: true,
         };
+        self.log.headline(&format!("iteration {iteration}"));
         let command = self.agent.build_print_command(&request).await?;
         let program = command.argv.first().cloned().unwrap_or_default();
         let exec = ExecRequest {
             command: Command::Argv(command.argv),
             cwd: None,
-            env: command.env,
+            env: env_vars(&self.env).into_iter().chain(command.env).collect(),
             stdin: command.stdin,
             sudo: false,
             timeout_ms: None,
@@ -267,7 +342,9 @@ impl AgentInvoker for SandboxInvoker<'_> {
                 output.exit_code
             )));
         }
-        Ok(parsed.inv)
+        let mut inv = parsed.inv;
+        self.capture(iteration, &mut inv).await;
+        Ok(inv)
     }
 }
 

@@ -37,6 +37,10 @@ impl From<Usage> for IterationUsage {
 pub struct IterationResult {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// Where the session was captured on the host; unset when capture was
+    /// off, the agent keeps no session files, or the capture failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub session_file_path: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub usage: Option<IterationUsage>,
 }
@@ -45,6 +49,7 @@ pub struct IterationResult {
 #[derive(Clone, Debug, Default)]
 pub struct Invocation {
     pub session_id: Option<String>,
+    pub session_file_path: Option<String>,
     pub usage: Option<IterationUsage>,
     /// The agent's text and final result text, in arrival order.
     pub texts: Vec<String>,
@@ -109,6 +114,7 @@ pub async fn run_iterations<I: AgentInvoker>(
         let inv = invoker.invoke(iteration, prompt).await?;
         outcome.iterations.push(IterationResult {
             session_id: inv.session_id,
+            session_file_path: inv.session_file_path,
             usage: inv.usage,
         });
         for text in &inv.texts {

@@ -1,34 +1,57 @@
-//! One run session: worktree, sandbox, iterations, commits back by the
-//! branch strategy, teardown.
+//! The orchestration core and its four entry points:
+//!
+//! - [`run`]: one-shot. Worktree, sandbox, iterations, commits back by the
+//!   branch strategy, teardown.
+//! - [`create_sandbox`]: a reusable sandbox on one branch ([`SandboxHandle`]);
+//!   its hooks run once, each `run` on it reuses what they installed.
+//! - [`create_worktree`]: a worktree as a lifecycle of its own
+//!   ([`WorktreeHandle`]): run, sandboxes and interactive sessions on it.
+//! - [`interactive`]: the agent's terminal UI in a sandbox or on the host.
+//!
+//! Setup is layered: worktree (copyToWorktree, host.onWorktreeReady), then
+//! sandbox (sync in, host.onSandboxReady ∥ sandbox.onSandboxReady), then
+//! agent runs. Everything that can be refused is checked before the first
+//! side effect.
 
 pub mod abort;
+pub mod capture;
 pub mod env;
+mod handle;
+pub mod hooks;
+mod interactive;
 pub mod invoker;
 pub mod iteration;
+mod lanes;
+pub mod log;
+mod setup;
 pub mod strategy;
+pub mod structured;
 pub mod sync;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::time::Duration;
 
 use serde::Serialize;
 
 pub use abort::AbortHandle;
+pub use handle::{CloseResult, SandboxHandle, WorktreeHandle};
+pub use hooks::{Hooks, HostHook, SandboxHook};
+pub use interactive::{InteractiveOptions, InteractiveResult, InteractiveSandbox, interactive};
 pub use iteration::{
     AgentInvoker, IterationResult, IterationUsage, StreamEvent, StreamEventCallback,
 };
-pub use strategy::BranchStrategy;
+pub use log::LogMode;
+pub use setup::NO_SANDBOX;
+pub use strategy::{BranchStrategy, WorktreeStrategy};
+pub use structured::{OutputError, StructuredOutput};
 
-use crate::error::{Error, Result};
-use crate::plugin::agent::{AgentProvider, CommandRequest};
-use crate::plugin::sandbox::{SandboxKind, SandboxProvider, SandboxSpec};
-use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
-use crate::prompt;
-use crate::worktree::{Repo, Worktree};
+use crate::error::Result;
+use crate::plugin::{PluginRef, PluginRuntime};
 
 /// The default completion signal. sanddune never adds it to a prompt.
 pub const DEFAULT_COMPLETION_SIGNAL: &str = "<promise>COMPLETE</promise>";
 
-pub const DEFAULT_IDLE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Where the prompt comes from.
 #[derive(Clone, Debug)]
@@ -39,7 +62,22 @@ pub enum Prompt {
     File(PathBuf),
 }
 
-/// Everything a run needs.
+/// Lifecycle timeouts (hooks have their own, per hook).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// copyToWorktree as a whole (default 60 s).
+    pub copy_to_worktree: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            copy_to_worktree: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Everything a one-shot run needs.
 #[derive(Clone)]
 pub struct RunOptions {
     pub sandbox: PluginRef,
@@ -56,7 +94,7 @@ pub struct RunOptions {
     pub completion_signals: Vec<String>,
     /// Stop an iteration whose agent is silent this long (default 600 s);
     /// every output line resets it.
-    pub idle_timeout: std::time::Duration,
+    pub idle_timeout: Duration,
     /// Env for the agent provider and the sandbox provider (their keys
     /// must not overlap), and the call site's env, which wins over all.
     pub agent_env: Vec<(String, String)>,
@@ -66,7 +104,21 @@ pub struct RunOptions {
     pub strategy: Option<BranchStrategy>,
     /// The repository to work on; relative to the process's cwd.
     pub cwd: PathBuf,
+    /// Prefixes every log line and names the log file.
+    pub name: Option<String>,
+    pub hooks: Hooks,
+    /// Files and directories copied from the repository into the new
+    /// worktree before the hooks run; relative to the repository (`cwd`).
+    pub copy_to_worktree: Vec<PathBuf>,
+    pub timeouts: Timeouts,
+    pub log: LogMode,
     pub on_event: Option<StreamEventCallback>,
+    /// Copy each iteration's agent session to the host (default true).
+    pub capture_sessions: bool,
+    /// Resume this agent session in iteration 1 (needs max_iterations 1).
+    pub resume_session: Option<String>,
+    /// Ask for a structured result (a tagged JSON block and its schema).
+    pub output: Option<StructuredOutput>,
     pub abort: AbortHandle,
     /// A shared runtime (and its compiled-component cache); a default one
     /// when None.
@@ -91,10 +143,116 @@ impl RunOptions {
             env: vec![],
             strategy: None,
             cwd: PathBuf::from("."),
+            name: None,
+            hooks: Hooks::default(),
+            copy_to_worktree: vec![],
+            timeouts: Timeouts::default(),
+            log: LogMode::default(),
             on_event: None,
+            capture_sessions: true,
+            resume_session: None,
+            output: None,
             abort: AbortHandle::new(),
             runtime: None,
         }
+    }
+
+    /// The sandbox half and the agent half.
+    fn split(self) -> (SandboxOptions, AgentOptions) {
+        let sandbox = SandboxOptions {
+            sandbox: self.sandbox,
+            sandbox_config: self.sandbox_config,
+            sandbox_env: self.sandbox_env,
+            env: self.env.clone(),
+            hooks: self.hooks,
+            copy_to_worktree: self.copy_to_worktree,
+            timeouts: self.timeouts,
+            name: self.name,
+            cwd: self.cwd,
+            log: self.log,
+            abort: self.abort.clone(),
+            runtime: self.runtime,
+        };
+        let agent = AgentOptions {
+            agent: self.agent,
+            agent_options: self.agent_options,
+            model: self.model,
+            prompt: self.prompt,
+            prompt_args: self.prompt_args,
+            max_iterations: self.max_iterations,
+            completion_signals: self.completion_signals,
+            idle_timeout: self.idle_timeout,
+            agent_env: self.agent_env,
+            env: self.env,
+            on_event: self.on_event,
+            capture_sessions: self.capture_sessions,
+            output: self.output,
+            abort: self.abort,
+        };
+        (sandbox, agent)
+    }
+}
+
+/// What sets a sandbox up: [`create_sandbox`], [`WorktreeHandle::create_sandbox`].
+#[derive(Clone)]
+pub struct SandboxOptions {
+    pub sandbox: PluginRef,
+    pub sandbox_config: Vec<(String, String)>,
+    /// The sandbox provider's env (must not share a key with an agent's).
+    pub sandbox_env: Vec<(String, String)>,
+    /// Call-site env for every command in the sandbox; wins over all.
+    pub env: Vec<(String, String)>,
+    pub hooks: Hooks,
+    /// Used only when the call creates the worktree.
+    pub copy_to_worktree: Vec<PathBuf>,
+    pub timeouts: Timeouts,
+    pub name: Option<String>,
+    /// The repository; relative to the process's cwd.
+    pub cwd: PathBuf,
+    pub log: LogMode,
+    /// Cancels the setup (hooks in flight are killed).
+    pub abort: AbortHandle,
+    pub runtime: Option<PluginRuntime>,
+}
+
+impl SandboxOptions {
+    pub fn new(sandbox: PluginRef) -> Self {
+        let (options, _) = RunOptions::new(
+            sandbox,
+            PluginRef::Builtin(String::new()),
+            Prompt::Inline(String::new()),
+        )
+        .split();
+        options
+    }
+}
+
+/// What one agent run on an existing sandbox needs: [`SandboxHandle::run`].
+/// No resume here: a long-lived sandbox does not chain agent sessions.
+#[derive(Clone)]
+pub struct AgentOptions {
+    pub agent: PluginRef,
+    pub agent_options: Vec<(String, String)>,
+    pub model: Option<String>,
+    pub prompt: Prompt,
+    pub prompt_args: Vec<(String, String)>,
+    pub max_iterations: u32,
+    pub completion_signals: Vec<String>,
+    pub idle_timeout: Duration,
+    pub agent_env: Vec<(String, String)>,
+    /// Call-site env for the agent's commands; wins over all.
+    pub env: Vec<(String, String)>,
+    pub on_event: Option<StreamEventCallback>,
+    pub capture_sessions: bool,
+    pub output: Option<StructuredOutput>,
+    pub abort: AbortHandle,
+}
+
+impl AgentOptions {
+    pub fn new(agent: PluginRef, prompt: Prompt) -> Self {
+        let (_, options) =
+            RunOptions::new(PluginRef::Builtin(String::new()), agent, prompt).split();
+        options
     }
 }
 
@@ -120,263 +278,42 @@ pub struct RunResult {
     /// Set when the worktree had uncommitted changes and was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preserved_worktree_path: Option<String>,
-}
-
-/// The prompt's text, and whether it is a template (from a file).
-fn resolve_prompt(prompt: &Prompt) -> Result<(String, bool)> {
-    let (text, template) = match prompt {
-        Prompt::Inline(text) => (text.clone(), false),
-        Prompt::File(path) => (
-            std::fs::read_to_string(path).map_err(|e| {
-                Error::input(format!("cannot read prompt file {}: {e}", path.display()))
-            })?,
-            true,
-        ),
-    };
-    if text.trim().is_empty() {
-        return Err(Error::input(
-            "the prompt is empty: give the agent something to do",
-        ));
-    }
-    Ok((text, template))
-}
-
-fn absolute(path: &Path) -> Result<PathBuf> {
-    std::path::absolute(path)
-        .map_err(|e| Error::input(format!("bad --cwd {}: {e}", path.display())))
-}
-
-fn run_id() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!(
-        "{}-{:04x}",
-        nanos / 1_000_000_000,
-        (nanos as u32 ^ std::process::id()) & 0xffff
-    )
-}
-
-/// The sandbox's env from the four layers (see `env`).
-fn sandbox_env(
-    options: &RunOptions,
-    repo: &Repo,
-    agent: &AgentProvider,
-    provider: &SandboxProvider,
-) -> Result<env::EnvMap> {
-    let mut declared: Vec<String> = agent
-        .info()
-        .env
-        .iter()
-        .flat_map(|r| r.any_of.clone())
-        .collect();
-    declared.extend(provider.info().capabilities.env_keys.iter().cloned());
-    let dotenv_path = repo.root().join(".sanddune/.env");
-    let dotenv = match std::fs::read_to_string(&dotenv_path) {
-        Ok(text) => env::parse_dotenv(&text, &dotenv_path.display().to_string())?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => env::EnvMap::new(),
-        Err(e) => {
-            return Err(Error::input(format!(
-                "cannot read {}: {e}",
-                dotenv_path.display()
-            )));
-        }
-    };
-    let map = |pairs: &[(String, String)]| pairs.iter().cloned().collect::<env::EnvMap>();
-    env::resolve(&env::EnvLayers {
-        declared,
-        process: std::env::vars().collect(),
-        dotenv,
-        agent: map(&options.agent_env),
-        sandbox: map(&options.sandbox_env),
-        call_site: map(&options.env),
-    })
+    /// The run log, in file mode only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub log_file_path: Option<String>,
+    /// The structured result, when one was asked for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output: Option<serde_json::Value>,
 }
 
 /// Run an agent in a sandbox until a completion signal or `max_iterations`,
 /// and bring its commits back by the branch strategy.
 pub async fn run(options: RunOptions) -> Result<RunResult> {
-    // Everything that can be refused is checked before the first side effect.
-    let (text, is_template) = resolve_prompt(&options.prompt)?;
-    if !is_template && !options.prompt_args.is_empty() {
-        return Err(Error::input(
-            "prompt arguments need a prompt template: an inline --prompt is passed literally (use --prompt-file)",
-        ));
-    }
-    if options.idle_timeout.is_zero() {
-        return Err(Error::input("--idle-timeout must be at least 1 second"));
-    }
-    if options.max_iterations == 0 {
-        return Err(Error::input("--max-iterations must be at least 1"));
-    }
-    if options.completion_signals.iter().any(|s| s.is_empty()) {
-        return Err(Error::input("a completion signal cannot be empty"));
-    }
-    let cwd = absolute(&options.cwd)?;
-    let repo = Repo::discover(&cwd)?;
-    let runtime = match options.runtime.clone() {
-        Some(rt) => rt,
-        None => PluginRuntime::new(RuntimeConfig::default())?,
-    };
-    let provider = SandboxProvider::load(&runtime, &options.sandbox).await?;
-    let mut agent = AgentProvider::load(&runtime, &options.agent).await?;
-    let kind = provider.info().kind;
-    let strategy = strategy::resolve(options.strategy.clone(), kind, provider.name())?;
-    let target = repo.current_branch()?;
-    let id = run_id();
-    let source = match &strategy {
-        BranchStrategy::Head => target.clone(),
-        BranchStrategy::MergeToHead => format!("sanddune/run-{id}"),
-        BranchStrategy::Branch(branch) => branch.clone(),
-    };
-    let template = if is_template {
-        let t = prompt::render(&text, &options.prompt_args, &source, &target)?;
-        for key in &t.unused {
-            tracing::warn!("prompt argument `{key}` is not used by the prompt template");
-        }
-        Some(t)
-    } else {
-        None
-    };
-    // What the agent gets when nothing is left to expand; with shell
-    // expressions, a readable stand-in until they run in the sandbox.
-    let prompt = match &template {
-        Some(t) => prompt::assemble(t, &prompt::stand_ins(t)),
-        None => text,
-    };
-    // Let the agent provider refuse bad options and prompts now, not after
-    // a worktree and a sandbox exist.
-    agent
-        .build_print_command(&CommandRequest {
-            prompt: prompt.clone(),
-            model: options.model.clone(),
-            options: options.agent_options.clone(),
-            resume_session: None,
-            skip_permissions: true,
-        })
-        .await?;
-    let env = sandbox_env(&options, &repo, &agent, &provider)?;
-
-    let worktree = match &strategy {
-        BranchStrategy::Head => None,
-        BranchStrategy::MergeToHead => {
-            Some(repo.add_worktree(&format!("run-{id}"), &source, true)?)
-        }
-        BranchStrategy::Branch(branch) => {
-            Some(repo.add_worktree(&branch.replace('/', "-"), branch, false)?)
-        }
-    };
-    let result = run_in_worktree(
-        &options,
-        env,
-        &repo,
-        &provider,
-        &mut agent,
-        &strategy,
-        worktree.as_ref(),
-        &target,
-        &id,
-        &prompt,
-        template.filter(prompt::Template::has_shell_expressions),
-    )
-    .await;
-    let preserved = match &worktree {
-        Some(wt) => {
-            // A failed run keeps its branch when the agent committed to it.
-            let committed = repo
-                .commits_since(&wt.base, &wt.branch)
-                .map(|c| !c.is_empty());
-            let keep_branch = result.is_err() && committed.unwrap_or(true);
-            repo.close_worktree(wt, keep_branch)?
-        }
-        None => None,
-    };
-    let mut result = result?;
-    result.preserved_worktree_path = preserved.map(|p| p.display().to_string());
-    Ok(result)
+    let strategy = options.strategy.clone();
+    let resume = options.resume_session.clone();
+    let (sandbox, agent) = options.split();
+    setup::one_shot(sandbox, agent, strategy, resume).await
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn run_in_worktree(
-    options: &RunOptions,
-    env: env::EnvMap,
-    repo: &Repo,
-    provider: &SandboxProvider,
-    agent: &mut AgentProvider,
-    strategy: &BranchStrategy,
-    worktree: Option<&Worktree>,
-    target: &str,
-    id: &str,
-    prompt: &str,
-    template: Option<prompt::Template>,
-) -> Result<RunResult> {
-    let (path, branch) = match worktree {
-        Some(wt) => (wt.path.clone(), wt.branch.clone()),
-        None => (repo.root().to_path_buf(), target.to_string()),
-    };
-    let base = repo.branch_head(&branch)?;
-    let spec = SandboxSpec {
-        run_id: id.to_string(),
-        name: branch.clone(),
-        worktree: path,
-        git_dir: repo.git_dir(),
-        branch: branch.clone(),
-        env: env.into_iter().collect(),
-        config: options.sandbox_config.clone(),
-    };
-    let mut sandbox = provider.create(&spec).await?;
-    let isolated = provider.info().kind == SandboxKind::Isolated;
-    let looped = async {
-        if isolated {
-            sync::sync_in(
-                &mut sandbox,
-                worktree.expect("isolated runs have a worktree"),
-            )
-            .await?;
-        }
-        let mut invoker = invoker::SandboxInvoker {
-            agent,
-            sandbox: &mut sandbox,
-            model: options.model.clone(),
-            options: options.agent_options.clone(),
-            sync: if isolated {
-                worktree.map(|wt| (wt, base.clone()))
-            } else {
-                None
-            },
-            on_event: options.on_event.clone(),
-            abort: options.abort.clone(),
-            idle_timeout: options.idle_timeout,
-            template,
-        };
-        iteration::run_iterations(
-            &mut invoker,
-            prompt,
-            options.max_iterations,
-            &options.completion_signals,
-        )
-        .await
-    }
-    .await;
-    let closed = sandbox.close().await;
-    let outcome = looped?;
-    closed?;
+/// A reusable sandbox on `branch` (the branch strategy, by construction):
+/// hooks run once, and each [`SandboxHandle::run`] reuses the sandbox.
+/// `close` tears down the sandbox and the worktree (kept when dirty).
+pub async fn create_sandbox(branch: &str, options: SandboxOptions) -> Result<SandboxHandle> {
+    let wt = create_worktree(
+        WorktreeStrategy::Branch(branch.to_string()),
+        options.clone(),
+    )
+    .await?;
+    wt.into_sandbox(options).await
+}
 
-    let commits = repo.commits_since(&base, &branch)?;
-    let landed_on = match strategy {
-        BranchStrategy::MergeToHead => {
-            repo.merge_into_head(&branch)?;
-            target.to_string()
-        }
-        _ => branch,
-    };
-    Ok(RunResult {
-        iterations: outcome.iterations,
-        completion_signal: outcome.completion_signal,
-        stdout: outcome.stdout,
-        commits: commits.into_iter().map(|sha| Commit { sha }).collect(),
-        branch: landed_on,
-        preserved_worktree_path: None,
-    })
+/// A worktree as a lifecycle of its own. Only `branch` and `merge-to-head`
+/// exist for it ([`WorktreeStrategy`] has no head). Of `options`, it uses
+/// `cwd`, `name`, `copy_to_worktree`, `timeouts`, `log`, `abort` and the
+/// host.onWorktreeReady hooks.
+pub async fn create_worktree(
+    strategy: WorktreeStrategy,
+    options: SandboxOptions,
+) -> Result<WorktreeHandle> {
+    handle::WorktreeHandle::create(strategy, options).await
 }

@@ -171,7 +171,7 @@ impl Repo {
 
     /// Keep worktrees and logs out of the user's `git status`, without
     /// touching a tracked file (`.git/info/exclude` is local).
-    fn exclude_sanddune_dirs(&self) -> Result<()> {
+    pub fn exclude_sanddune_dirs(&self) -> Result<()> {
         let exclude = self.git_dir().join("info/exclude");
         let current = std::fs::read_to_string(&exclude).unwrap_or_default();
         let mut add = String::new();

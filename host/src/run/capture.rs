@@ -1,0 +1,164 @@
+//! Session capture and resume, through the agent provider's session helpers.
+//! Capture: after an iteration, the agent's session file is copied out of the
+//! sandbox to where the agent keeps it on the host, with its working
+//! directory rewritten to the host repository root, so the agent's own
+//! resume works there. Resume: the reverse, before iteration 1.
+
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, Result};
+use crate::plugin::agent::AgentProvider;
+use crate::plugin::sandbox::{Command, ExecRequest, Sandbox};
+
+/// The host side of session files: whose home, which repository.
+#[derive(Clone, Debug)]
+pub struct HostSessions {
+    pub home: PathBuf,
+    pub repo_root: PathBuf,
+}
+
+impl HostSessions {
+    /// The user's home from `HOME`; None when it is unset.
+    pub fn from_env(repo_root: &Path) -> Option<Self> {
+        let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+        Some(Self {
+            home: PathBuf::from(home),
+            // No trailing `/`: agents key sessions by the plain path.
+            repo_root: repo_root.components().collect(),
+        })
+    }
+}
+
+fn utf8(path: &Path) -> Result<&str> {
+    path.to_str()
+        .ok_or_else(|| Error::input(format!("non-UTF-8 path {}", path.display())))
+}
+
+/// The sandbox user's home, as its commands see it.
+pub async fn sandbox_home(sandbox: &mut Sandbox) -> Result<String> {
+    let out = sandbox
+        .exec(
+            ExecRequest {
+                command: Command::Shell("printf '%s' \"$HOME\"".into()),
+                cwd: None,
+                env: vec![],
+                stdin: None,
+                sudo: false,
+                timeout_ms: Some(10_000),
+            },
+            |_| {},
+        )
+        .await?;
+    let home = out.stdout.trim_end_matches('\n').to_string();
+    if out.exit_code != 0 || home.is_empty() {
+        return Err(Error::Plugin(format!(
+            "cannot find the sandbox user's home (HOME is {})",
+            if home.is_empty() {
+                "unset"
+            } else {
+                "unreadable"
+            }
+        )));
+    }
+    Ok(home)
+}
+
+/// Copy the session file of `session_id` out of the sandbox. Returns the
+/// host path and the file's content; Ok(None) when the agent keeps no
+/// session files.
+pub async fn capture(
+    agent: &mut AgentProvider,
+    sandbox: &mut Sandbox,
+    sandbox_home: &str,
+    host: &HostSessions,
+    session_id: &str,
+) -> Result<Option<(PathBuf, String)>> {
+    let sandbox_cwd = sandbox.worktree_path().to_string();
+    let Some(inside) = agent
+        .session_file_path(sandbox_home, &sandbox_cwd, session_id)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let root = utf8(&host.repo_root)?;
+    let Some(outside) = agent
+        .session_file_path(utf8(&host.home)?, root, session_id)
+        .await?
+    else {
+        return Ok(None);
+    };
+    let outside = PathBuf::from(outside);
+    let dir = outside
+        .parent()
+        .ok_or_else(|| Error::Other(anyhow::anyhow!("bad session path {}", outside.display())))?;
+    std::fs::create_dir_all(dir)
+        .map_err(|e| Error::Other(anyhow::anyhow!("create {}: {e}", dir.display())))?;
+    // Copied beside its destination, rewritten, then renamed into place: a
+    // failure never leaves a half-written session where the agent looks.
+    let staged = tempfile::NamedTempFile::new_in(dir)
+        .map_err(|e| Error::Other(anyhow::anyhow!("create a file in {}: {e}", dir.display())))?;
+    sandbox.copy_file_out(&inside, staged.path()).await?;
+    let content = std::fs::read_to_string(staged.path())
+        .map_err(|e| Error::Other(anyhow::anyhow!("read the session {inside}: {e}")))?;
+    let content = agent
+        .rewrite_session_cwd(&content, &sandbox_cwd, root)
+        .await?;
+    std::fs::write(staged.path(), &content)
+        .and_then(|_| staged.persist(&outside).map_err(|e| e.error))
+        .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", outside.display())))?;
+    Ok(Some((outside, content)))
+}
+
+/// The host session file a resume needs, validated before anything is
+/// created: it must exist where the agent keeps it for this repository.
+pub async fn resume_source(
+    agent: &mut AgentProvider,
+    host: &HostSessions,
+    session_id: &str,
+) -> Result<PathBuf> {
+    if !agent.info().session_files {
+        return Err(Error::input(format!(
+            "agent provider `{}` keeps no session files, so it cannot resume a session",
+            agent.name()
+        )));
+    }
+    let path = agent
+        .session_file_path(utf8(&host.home)?, utf8(&host.repo_root)?, session_id)
+        .await?
+        .ok_or_else(|| Error::input(format!("`{session_id}` is not a valid session id")))?;
+    let path = PathBuf::from(path);
+    if !path.is_file() {
+        return Err(Error::input(format!(
+            "no session `{session_id}` to resume: {} does not exist (sessions are captured per repository; check the id and the repository)",
+            path.display()
+        )));
+    }
+    Ok(path)
+}
+
+/// Put a host session file into the sandbox where the agent will look for
+/// it, its working directory rewritten to the sandbox's.
+pub async fn transfer_in(
+    agent: &mut AgentProvider,
+    sandbox: &mut Sandbox,
+    sandbox_home: &str,
+    host: &HostSessions,
+    source: &Path,
+    session_id: &str,
+) -> Result<()> {
+    let sandbox_cwd = sandbox.worktree_path().to_string();
+    let inside = agent
+        .session_file_path(sandbox_home, &sandbox_cwd, session_id)
+        .await?
+        .ok_or_else(|| Error::input(format!("`{session_id}` is not a valid session id")))?;
+    let content = std::fs::read_to_string(source)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", source.display())))?;
+    let content = agent
+        .rewrite_session_cwd(&content, utf8(&host.repo_root)?, &sandbox_cwd)
+        .await?;
+    let staged = tempfile::NamedTempFile::new()
+        .map_err(|e| Error::Other(anyhow::anyhow!("create a temporary file: {e}")))?;
+    std::fs::write(staged.path(), content)
+        .map_err(|e| Error::Other(anyhow::anyhow!("write a temporary file: {e}")))?;
+    sandbox.copy_file_in(staged.path(), &inside).await
+}

@@ -1,0 +1,474 @@
+//! The owned handles of the layered entry points. A [`WorktreeHandle`] owns
+//! a worktree; a [`SandboxHandle`] owns a sandbox and, when it came from the
+//! top-level `create_sandbox` (or `run`), the worktree under it too. Close
+//! them explicitly with `close().await`; a handle dropped unclosed still
+//! tears its sandbox down in the background and warns.
+
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::capture::{self, HostSessions};
+use super::env::EnvMap;
+use super::invoker::SandboxInvoker;
+use super::iteration::{self, StreamEvent, StreamEventCallback};
+use super::log::RunLog;
+use super::setup::{self, Place, PreparedAgent};
+use super::strategy::{BranchStrategy, WorktreeStrategy};
+use super::structured::OutputError;
+use super::{AgentOptions, Commit, RunResult, SandboxOptions};
+use crate::error::{Error, Result};
+use crate::plugin::PluginRuntime;
+use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider};
+use crate::worktree::Repo;
+
+/// What closing a handle left behind.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CloseResult {
+    /// Set when the worktree had uncommitted changes and was kept.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preserved_worktree_path: Option<String>,
+}
+
+/// A live sandbox on one branch, reusable across agent runs: what its
+/// hooks installed stays. See [`super::create_sandbox`] and
+/// [`WorktreeHandle::create_sandbox`].
+pub struct SandboxHandle {
+    place: Place,
+    /// The handle also owns the worktree (top-level create_sandbox, run).
+    owns_place: bool,
+    provider: SandboxProvider,
+    sandbox: Option<Sandbox>,
+    setup: SandboxOptions,
+    runtime: PluginRuntime,
+    log: RunLog,
+    /// Isolated providers: the last commit synced out.
+    synced: Option<String>,
+}
+
+impl SandboxHandle {
+    pub(super) fn new(
+        place: Place,
+        owns_place: bool,
+        provider: SandboxProvider,
+        sandbox: Sandbox,
+        setup: SandboxOptions,
+        runtime: PluginRuntime,
+        log: RunLog,
+    ) -> Self {
+        let synced = (provider.info().kind == SandboxKind::Isolated)
+            .then(|| place.repo().and_then(|r| r.branch_head(&place.branch)).ok())
+            .flatten();
+        Self {
+            place,
+            owns_place,
+            provider,
+            sandbox: Some(sandbox),
+            setup,
+            runtime,
+            log,
+            synced,
+        }
+    }
+
+    /// The source branch this sandbox works on.
+    pub fn branch(&self) -> &str {
+        &self.place.branch
+    }
+
+    /// The worktree on the host (the repository itself under head).
+    pub fn worktree_path(&self) -> &std::path::Path {
+        self.place.path()
+    }
+
+    /// Run an agent in this sandbox. After an abort or an idle timeout the
+    /// sandbox stays usable: run again, or close.
+    pub async fn run(&mut self, options: AgentOptions) -> Result<RunResult> {
+        let checked = setup::check_agent_options(&options)?;
+        let prepared = setup::prepare_agent(
+            &self.runtime,
+            &options,
+            checked,
+            &self.place.branch,
+            &self.place.target,
+            Some(&self.log),
+        )
+        .await?;
+        let mut declared = setup::agent_keys(&prepared.agent);
+        declared.extend(setup::declared_sandbox_keys(&self.provider));
+        let call_site: Vec<_> = self.setup.env.iter().chain(&options.env).cloned().collect();
+        let env = setup::resolve_env(
+            &self.place.root,
+            declared,
+            &options.agent_env,
+            &self.setup.sandbox_env,
+            &call_site,
+        )?;
+        self.run_prepared(prepared, &options, env, None).await
+    }
+
+    /// The agent loop on this sandbox, then the run's commits.
+    pub(super) async fn run_prepared(
+        &mut self,
+        prepared: PreparedAgent,
+        o: &AgentOptions,
+        env: EnvMap,
+        resume: Option<(String, std::path::PathBuf)>,
+    ) -> Result<RunResult> {
+        let PreparedAgent {
+            mut agent,
+            prompt,
+            template,
+        } = prepared;
+        let repo = self.place.repo()?;
+        let base = repo.branch_head(&self.place.branch)?;
+        let log = self.log.clone();
+        log.headline(&format!(
+            "agent `{}` in sandbox `{}` on branch {} (up to {} iteration{})",
+            agent.name(),
+            self.provider.name(),
+            self.place.branch,
+            o.max_iterations,
+            if o.max_iterations == 1 { "" } else { "s" }
+        ));
+        let sandbox = self
+            .sandbox
+            .as_mut()
+            .ok_or_else(|| Error::Plugin("the sandbox is closed".into()))?;
+        let sessions = HostSessions::from_env(&self.place.root);
+        let mut sandbox_home = None;
+        if let Some((session, source)) = &resume {
+            let host = sessions
+                .as_ref()
+                .ok_or_else(|| Error::input("HOME is not set, so there is no session to resume"))?;
+            let home = capture::sandbox_home(sandbox).await?;
+            capture::transfer_in(&mut agent, sandbox, &home, host, source, session).await?;
+            sandbox_home = Some(home);
+        }
+        let worktree = self.place.worktree.clone();
+        let isolated = self.provider.info().kind == SandboxKind::Isolated;
+        let synced = self.synced.clone().unwrap_or_else(|| base.clone());
+        let outcome = {
+            let mut invoker = SandboxInvoker {
+                agent: &mut agent,
+                sandbox,
+                model: o.model.clone(),
+                options: o.agent_options.clone(),
+                env: env.into_iter().collect(),
+                sync: if isolated {
+                    worktree.as_ref().map(|wt| (wt, synced))
+                } else {
+                    None
+                },
+                on_event: Some(forward_events(&log, o.on_event.clone())),
+                abort: o.abort.clone(),
+                idle_timeout: o.idle_timeout,
+                template,
+                resume_session: resume.map(|(session, _)| session),
+                capture: if o.capture_sessions { sessions } else { None },
+                sandbox_home,
+                log: log.clone(),
+            };
+            let outcome = iteration::run_iterations(
+                &mut invoker,
+                &prompt,
+                o.max_iterations,
+                &o.completion_signals,
+            )
+            .await;
+            if let Some((_, synced)) = invoker.sync.take() {
+                self.synced = Some(synced);
+            }
+            outcome
+        };
+        let outcome = match outcome {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                log.line(&format!("error: {e}"));
+                return Err(e);
+            }
+        };
+        let commits: Vec<Commit> = repo
+            .commits_since(&base, &self.place.branch)?
+            .into_iter()
+            .map(|sha| Commit { sha })
+            .collect();
+        let n = outcome.iterations.len();
+        log.headline(&format!(
+            "{n} iteration{}, {} commit{} on {}{}",
+            if n == 1 { "" } else { "s" },
+            commits.len(),
+            if commits.len() == 1 { "" } else { "s" },
+            self.place.branch,
+            match &outcome.completion_signal {
+                Some(s) => format!(", completion signal {s}"),
+                None => String::new(),
+            }
+        ));
+        let output = match &o.output {
+            Some(spec) => match spec.extract(&outcome.stdout) {
+                Ok(value) => Some(value),
+                Err(message) => {
+                    log.line(&format!("error: {message}"));
+                    return Err(Error::Output(Box::new(OutputError {
+                        message,
+                        raw: outcome.stdout,
+                        commits,
+                    })));
+                }
+            },
+            None => None,
+        };
+        Ok(RunResult {
+            iterations: outcome.iterations,
+            completion_signal: outcome.completion_signal,
+            stdout: outcome.stdout,
+            commits,
+            branch: self.place.branch.clone(),
+            preserved_worktree_path: None,
+            log_file_path: log.path().map(|p| p.display().to_string()),
+            output,
+        })
+    }
+
+    /// Tear down the sandbox, and the worktree when this handle owns it
+    /// (kept when dirty; its branch is kept).
+    pub async fn close(mut self) -> Result<CloseResult> {
+        self.close_inner(false).await.map(|(close, _)| close)
+    }
+
+    /// `run`'s ending: close the sandbox, merge a merge-to-head branch
+    /// when the run succeeded, and remove the worktree unless it is dirty.
+    pub(super) async fn teardown(mut self, result: Result<RunResult>) -> Result<RunResult> {
+        let merge = result.is_ok() && self.place.strategy == BranchStrategy::MergeToHead;
+        let (close, merged) = match self.close_inner(merge).await {
+            Ok(closed) => closed,
+            Err(e) => return Err(result.err().unwrap_or(e)),
+        };
+        let mut result = result?;
+        if merged {
+            result.branch = self.place.target.clone();
+        }
+        result.preserved_worktree_path = close.preserved_worktree_path;
+        Ok(result)
+    }
+
+    /// Returns what was kept and whether a merge happened.
+    async fn close_inner(&mut self, merge: bool) -> Result<(CloseResult, bool)> {
+        let closed = match self.sandbox.take() {
+            Some(mut sandbox) => sandbox.close().await,
+            None => Ok(()),
+        };
+        self.log.finish();
+        if !self.owns_place {
+            return closed.map(|_| (CloseResult::default(), false));
+        }
+        let repo = self.place.repo()?;
+        let mut merged = false;
+        let mut failure = closed.err();
+        if merge && failure.is_none() {
+            match repo.merge_into_head(&self.place.branch) {
+                Ok(_) => merged = true,
+                Err(e) => failure = Some(e),
+            }
+        }
+        let mut close = CloseResult::default();
+        if let Some(wt) = &self.place.worktree {
+            close.preserved_worktree_path = setup::release_worktree(&repo, wt, merged)?;
+        }
+        self.owns_place = false;
+        match failure {
+            Some(e) => Err(e),
+            None => Ok((close, merged)),
+        }
+    }
+}
+
+impl Drop for SandboxHandle {
+    fn drop(&mut self) {
+        let Some(mut sandbox) = self.sandbox.take() else {
+            return;
+        };
+        tracing::warn!(
+            "a sandbox of `{}` was dropped without close(); tearing it down in the background",
+            self.provider.name()
+        );
+        let place = self.owns_place.then(|| self.place.clone());
+        let teardown = async move {
+            let _ = sandbox.close().await;
+            if let Some(wt) = place.as_ref().and_then(|p| p.worktree.as_ref())
+                && let Ok(repo) = Repo::discover(&place.as_ref().unwrap().root)
+            {
+                let _ = setup::release_worktree(&repo, wt, false);
+            }
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(rt) => {
+                rt.spawn(teardown);
+            }
+            // No runtime to close on: the sandbox's own drop still kills
+            // its processes and removes its scratch directory.
+            Err(_) => drop(teardown),
+        }
+    }
+}
+
+/// The run log sees every event; the caller's callback too, and its panics
+/// are caught where events are emitted.
+fn forward_events(log: &RunLog, user: Option<StreamEventCallback>) -> StreamEventCallback {
+    let log = log.clone();
+    Arc::new(move |event: &StreamEvent| {
+        log.event(event);
+        if let Some(cb) = &user {
+            cb(event);
+        }
+    })
+}
+
+/// A worktree as a lifecycle of its own: runs, sandboxes and interactive
+/// sessions on it share it. `close` merges a merge-to-head branch that is
+/// ahead of the target, then removes the worktree unless it is dirty.
+pub struct WorktreeHandle {
+    place: Option<Place>,
+    runtime: PluginRuntime,
+    log: RunLog,
+}
+
+impl WorktreeHandle {
+    pub(super) async fn create(
+        strategy: WorktreeStrategy,
+        options: SandboxOptions,
+    ) -> Result<Self> {
+        let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
+        let runtime = setup::runtime(&options.runtime)?;
+        let id = setup::run_id();
+        let log = setup::open_log(&repo, &options.log, options.name.as_deref())?;
+        let place = setup::prepare_place(&repo, strategy.into(), &id, &options, &log).await?;
+        Ok(Self {
+            place: Some(place),
+            runtime,
+            log,
+        })
+    }
+
+    fn place(&self) -> &Place {
+        self.place
+            .as_ref()
+            .expect("a worktree handle has its place until closed")
+    }
+
+    /// The worktree's path on the host.
+    pub fn path(&self) -> &std::path::Path {
+        self.place().path()
+    }
+
+    /// The branch checked out in the worktree.
+    pub fn branch(&self) -> &str {
+        &self.place().branch
+    }
+
+    pub(super) fn runtime(&self) -> &PluginRuntime {
+        &self.runtime
+    }
+
+    pub(super) fn place_for_interactive(&self) -> Place {
+        self.place().clone()
+    }
+
+    /// A sandbox on this worktree; its `close` tears down only the sandbox.
+    pub async fn create_sandbox(&self, options: SandboxOptions) -> Result<SandboxHandle> {
+        self.sandbox_on(options, false).await
+    }
+
+    /// The top-level create_sandbox: the sandbox handle takes the worktree.
+    pub(super) async fn into_sandbox(mut self, options: SandboxOptions) -> Result<SandboxHandle> {
+        match self.sandbox_on(options, true).await {
+            Ok(handle) => {
+                self.place = None;
+                Ok(handle)
+            }
+            Err(e) => {
+                let _ = self.close_place(false);
+                Err(e)
+            }
+        }
+    }
+
+    async fn sandbox_on(&self, options: SandboxOptions, owns: bool) -> Result<SandboxHandle> {
+        let runtime = match &options.runtime {
+            Some(rt) => rt.clone(),
+            None => self.runtime.clone(),
+        };
+        let provider = setup::load_sandbox_provider(&runtime, &options.sandbox).await?;
+        let place = self.place().clone();
+        let env = setup::resolve_env(
+            &place.root,
+            setup::declared_sandbox_keys(&provider),
+            &[],
+            &options.sandbox_env,
+            &options.env,
+        )?;
+        let sandbox = setup::start_sandbox(&provider, &place, env, &options, &self.log).await?;
+        Ok(SandboxHandle::new(
+            place,
+            owns,
+            provider,
+            sandbox,
+            options,
+            runtime,
+            self.log.clone(),
+        ))
+    }
+
+    /// One agent run in a fresh sandbox on this worktree; the sandbox is
+    /// torn down after it, the worktree stays.
+    pub async fn run(&self, sandbox: SandboxOptions, agent: AgentOptions) -> Result<RunResult> {
+        setup::check_agent_options(&agent)?;
+        let mut handle = self.create_sandbox(sandbox).await?;
+        let result = handle.run(agent).await;
+        let closed = handle.close().await;
+        let result = result?;
+        closed?;
+        Ok(result)
+    }
+
+    /// Merge (merge-to-head, when ahead of the target) and remove the
+    /// worktree; a dirty one is kept and its path returned.
+    pub async fn close(mut self) -> Result<CloseResult> {
+        self.log.finish();
+        self.close_place(true)
+    }
+
+    fn close_place(&mut self, merge: bool) -> Result<CloseResult> {
+        let Some(place) = self.place.take() else {
+            return Ok(CloseResult::default());
+        };
+        let repo = place.repo()?;
+        let Some(wt) = &place.worktree else {
+            return Ok(CloseResult::default());
+        };
+        let mut merged = false;
+        if merge && place.strategy == BranchStrategy::MergeToHead {
+            // Gated on the branch being ahead, not on what one run did.
+            if !repo
+                .commits_since(&repo.branch_head(&place.target)?, &wt.branch)?
+                .is_empty()
+            {
+                repo.merge_into_head(&wt.branch)?;
+            }
+            merged = true;
+        }
+        Ok(CloseResult {
+            preserved_worktree_path: setup::release_worktree(&repo, wt, merged)?,
+        })
+    }
+}
+
+impl Drop for WorktreeHandle {
+    fn drop(&mut self) {
+        if self.place.is_some() {
+            tracing::warn!("a worktree handle was dropped without close(); its worktree is kept");
+        }
+    }
+}

@@ -1,0 +1,435 @@
+//! Interactive sessions: the agent's terminal UI with the user's terminal
+//! attached, in a sandbox or (no-sandbox) on the host with the agent's
+//! permission prompts on. Control returns when the user leaves the UI.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use serde::Serialize;
+
+use super::handle::WorktreeHandle;
+use super::hooks::Hooks;
+use super::log::{LogMode, RunLog};
+use super::setup::{self, Place};
+use super::strategy::{self, BranchStrategy, ProviderType, Request};
+use super::{AbortHandle, Commit, Prompt, SandboxOptions, Timeouts, sync};
+use crate::error::{Error, Result};
+use crate::plugin::agent::{AgentProvider, CommandRequest};
+use crate::plugin::sandbox::{Command, ExecRequest, SandboxKind, env_vars};
+use crate::plugin::{PluginRef, PluginRuntime};
+use crate::prompt;
+use crate::worktree::Repo;
+
+/// Where an interactive session runs.
+#[derive(Clone, Debug)]
+pub enum InteractiveSandbox {
+    Provider(PluginRef),
+    /// On the host, no sandbox; the agent keeps its permission prompts.
+    NoSandbox,
+}
+
+#[derive(Clone)]
+pub struct InteractiveOptions {
+    pub sandbox: InteractiveSandbox,
+    pub sandbox_config: Vec<(String, String)>,
+    pub agent: PluginRef,
+    pub agent_options: Vec<(String, String)>,
+    pub model: Option<String>,
+    /// An optional first prompt.
+    pub prompt: Option<Prompt>,
+    /// A placeholder without a value is asked for at the terminal.
+    pub prompt_args: Vec<(String, String)>,
+    pub agent_env: Vec<(String, String)>,
+    pub sandbox_env: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
+    /// Any repository; relative to the process's cwd.
+    pub cwd: PathBuf,
+    pub name: Option<String>,
+    pub hooks: Hooks,
+    pub abort: AbortHandle,
+    pub runtime: Option<PluginRuntime>,
+}
+
+impl InteractiveOptions {
+    pub fn new(sandbox: InteractiveSandbox, agent: PluginRef) -> Self {
+        Self {
+            sandbox,
+            sandbox_config: vec![],
+            agent,
+            agent_options: vec![],
+            model: None,
+            prompt: None,
+            prompt_args: vec![],
+            agent_env: vec![],
+            sandbox_env: vec![],
+            env: vec![],
+            cwd: PathBuf::from("."),
+            name: None,
+            hooks: Hooks::default(),
+            abort: AbortHandle::new(),
+            runtime: None,
+        }
+    }
+
+    fn sandbox_options(&self, runtime: &PluginRuntime) -> SandboxOptions {
+        SandboxOptions {
+            sandbox: match &self.sandbox {
+                InteractiveSandbox::Provider(p) => p.clone(),
+                InteractiveSandbox::NoSandbox => PluginRef::Builtin(setup::NO_SANDBOX.into()),
+            },
+            sandbox_config: self.sandbox_config.clone(),
+            sandbox_env: self.sandbox_env.clone(),
+            env: self.env.clone(),
+            hooks: self.hooks.clone(),
+            copy_to_worktree: vec![],
+            timeouts: Timeouts::default(),
+            name: self.name.clone(),
+            cwd: self.cwd.clone(),
+            // The terminal belongs to the agent's UI: sanddune's own lines
+            // go to stderr before and after it.
+            log: LogMode::Terminal,
+            abort: self.abort.clone(),
+            runtime: Some(runtime.clone()),
+        }
+    }
+}
+
+/// How an interactive session ended.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InteractiveResult {
+    /// The agent's exit code.
+    pub exit_code: i32,
+    /// Commits made during the session, oldest first.
+    pub commits: Vec<Commit>,
+    /// Where they are now (the target branch after a merge-to-head).
+    pub branch: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub preserved_worktree_path: Option<String>,
+}
+
+/// An interactive session with the provider's default branch strategy
+/// (bind-mount and no-sandbox: head; isolated: merge-to-head). For another
+/// strategy use `create_worktree` and [`WorktreeHandle::interactive`].
+pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResult> {
+    let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
+    let runtime = setup::runtime(&options.runtime)?;
+    let so = options.sandbox_options(&runtime);
+    let provider_type = match &options.sandbox {
+        InteractiveSandbox::NoSandbox => ProviderType::NoSandbox,
+        InteractiveSandbox::Provider(p) => setup::load_sandbox_provider(&runtime, p)
+            .await?
+            .info()
+            .kind
+            .into(),
+    };
+    let name = match &options.sandbox {
+        InteractiveSandbox::NoSandbox => setup::NO_SANDBOX.to_string(),
+        InteractiveSandbox::Provider(p) => p.to_string(),
+    };
+    let strategy = strategy::resolve(
+        None,
+        provider_type,
+        &name,
+        Request {
+            interactive: true,
+            copies: false,
+        },
+    )?;
+    let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
+    let id = setup::run_id();
+    let place = setup::prepare_place(&repo, strategy, &id, &so, &log).await?;
+    let session = session_on(&place, &options, &so, &runtime, &log).await;
+    // The ending of the provider's default strategy.
+    let mut merged = false;
+    let mut failure = session.as_ref().err().map(|e| e.to_string());
+    if session.is_ok() && place.strategy == BranchStrategy::MergeToHead {
+        match repo.merge_into_head(&place.branch) {
+            Ok(_) => merged = true,
+            Err(e) => failure = Some(e.to_string()),
+        }
+    }
+    let mut preserved = None;
+    if let Some(wt) = &place.worktree {
+        preserved = setup::release_worktree(&repo, wt, merged)?;
+    }
+    log.finish();
+    let (exit_code, commits) = session?;
+    if let Some(why) = failure {
+        return Err(Error::Other(anyhow::anyhow!(why)));
+    }
+    Ok(InteractiveResult {
+        exit_code,
+        commits,
+        branch: if merged {
+            place.target.clone()
+        } else {
+            place.branch.clone()
+        },
+        preserved_worktree_path: preserved,
+    })
+}
+
+impl WorktreeHandle {
+    /// An interactive session on this worktree (any sandbox provider, or
+    /// no-sandbox). The worktree stays; `close` ends it.
+    pub async fn interactive(&self, mut options: InteractiveOptions) -> Result<InteractiveResult> {
+        if options.runtime.is_none() {
+            options.runtime = Some(self.runtime().clone());
+        }
+        let runtime = setup::runtime(&options.runtime)?;
+        let so = options.sandbox_options(&runtime);
+        let place = self.place_for_interactive();
+        let log = setup::open_log(&place.repo()?, &so.log, so.name.as_deref())?;
+        let (exit_code, commits) = session_on(&place, &options, &so, &runtime, &log).await?;
+        log.finish();
+        Ok(InteractiveResult {
+            exit_code,
+            commits,
+            branch: place.branch.clone(),
+            preserved_worktree_path: None,
+        })
+    }
+}
+
+/// The session itself on a place: returns the agent's exit code and the
+/// commits it made.
+async fn session_on(
+    place: &Place,
+    o: &InteractiveOptions,
+    so: &SandboxOptions,
+    runtime: &PluginRuntime,
+    log: &RunLog,
+) -> Result<(i32, Vec<Commit>)> {
+    let repo = place.repo()?;
+    let base = repo.branch_head(&place.branch)?;
+    let mut agent = AgentProvider::load(runtime, &o.agent).await?;
+    let template = match &o.prompt {
+        None => None,
+        Some(p) => {
+            let (text, is_template) = setup::resolve_prompt(p)?;
+            if !is_template {
+                if !o.prompt_args.is_empty() {
+                    return Err(Error::input(
+                        "prompt arguments need a prompt template: an inline prompt is passed literally",
+                    ));
+                }
+                Some(prompt::Template {
+                    segments: vec![prompt::Segment::Text(text)],
+                    unused: vec![],
+                })
+            } else {
+                let mut args = o.prompt_args.clone();
+                for key in prompt::missing_keys(&text, &args) {
+                    args.push((key.clone(), ask(&key)?));
+                }
+                Some(prompt::render(&text, &args, &place.branch, &place.target)?)
+            }
+        }
+    };
+    let mut declared = setup::agent_keys(&agent);
+    let exit_code = match &o.sandbox {
+        InteractiveSandbox::NoSandbox => {
+            let env =
+                setup::resolve_env(&place.root, declared, &o.agent_env, &o.sandbox_env, &o.env)?;
+            let prompt = match &template {
+                Some(t) => expand_on_host(t, place).await?,
+                None => String::new(),
+            };
+            let command = agent
+                .build_interactive_command(&request(o, prompt, false))
+                .await?;
+            log.line(&format!(
+                "starting `{}` on the host (no sandbox) in {}",
+                agent.name(),
+                place.path().display()
+            ));
+            run_on_host(
+                command.argv,
+                command.stdin,
+                env.into_iter()
+                    .chain(command.env.into_iter().map(|e| (e.key, e.value)))
+                    .collect(),
+                place,
+                &o.abort,
+            )
+            .await?
+        }
+        InteractiveSandbox::Provider(p) => {
+            let provider = setup::load_sandbox_provider(runtime, p).await?;
+            declared.extend(setup::declared_sandbox_keys(&provider));
+            let env =
+                setup::resolve_env(&place.root, declared, &o.agent_env, &o.sandbox_env, &o.env)?;
+            let mut sandbox = setup::start_sandbox(&provider, place, env.clone(), so, log).await?;
+            let session = async {
+                let prompt = match &template {
+                    Some(t) if t.has_shell_expressions() => {
+                        let mut outputs = Vec::new();
+                        for segment in &t.segments {
+                            if let prompt::Segment::Shell(cmd) = segment {
+                                let out = sandbox.exec(shell(cmd), |_| {}).await?;
+                                if out.exit_code != 0 || out.timed_out {
+                                    return Err(Error::Input(format!(
+                                        "shell expression !`{cmd}` in the prompt template exited with code {}: {}",
+                                        out.exit_code,
+                                        out.stderr.trim()
+                                    )));
+                                }
+                                outputs.push(out.stdout);
+                            }
+                        }
+                        prompt::assemble(t, &outputs)
+                    }
+                    Some(t) => prompt::assemble(t, &[]),
+                    None => String::new(),
+                };
+                let command = agent
+                    .build_interactive_command(&request(o, prompt, true))
+                    .await?;
+                log.line(&format!(
+                    "starting `{}` in sandbox `{}`",
+                    agent.name(),
+                    provider.name()
+                ));
+                let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
+                let code = sandbox
+                    .interactive_exec(ExecRequest {
+                        command: Command::Argv(command.argv),
+                        cwd: None,
+                        env: env_vars(&pairs).into_iter().chain(command.env).collect(),
+                        stdin: command.stdin,
+                        sudo: false,
+                        timeout_ms: None,
+                    })
+                    .await?;
+                if provider.info().kind == SandboxKind::Isolated
+                    && let Some(wt) = &place.worktree
+                {
+                    sync::sync_out(&mut sandbox, wt, &base).await?;
+                }
+                Ok(code)
+            };
+            let code = tokio::select! {
+                code = session => code,
+                () = o.abort.aborted() => {
+                    sandbox.canceller().kill_all();
+                    Err(Error::Aborted(o.abort.reason()))
+                }
+            };
+            let closed = sandbox.close().await;
+            let code = code?;
+            closed?;
+            code
+        }
+    };
+    let commits = repo
+        .commits_since(&base, &place.branch)?
+        .into_iter()
+        .map(|sha| Commit { sha })
+        .collect();
+    Ok((exit_code, commits))
+}
+
+fn request(o: &InteractiveOptions, prompt: String, skip_permissions: bool) -> CommandRequest {
+    CommandRequest {
+        prompt,
+        model: o.model.clone(),
+        options: o.agent_options.clone(),
+        resume_session: None,
+        skip_permissions,
+    }
+}
+
+fn shell(cmd: &str) -> ExecRequest {
+    ExecRequest {
+        command: Command::Shell(cmd.to_string()),
+        cwd: None,
+        env: vec![],
+        stdin: None,
+        sudo: false,
+        timeout_ms: Some(60_000),
+    }
+}
+
+/// Ask for a prompt argument's value at the terminal.
+fn ask(key: &str) -> Result<String> {
+    let mut stderr = std::io::stderr();
+    let _ = write!(stderr, "value for {{{{{key}}}}}: ");
+    let _ = stderr.flush();
+    let mut line = String::new();
+    let read = std::io::stdin().lock().read_line(&mut line);
+    match read {
+        Ok(n) if n > 0 => Ok(line.trim_end_matches(['\n', '\r']).to_string()),
+        _ => Err(Error::input(format!(
+            "the prompt template uses {{{{{key}}}}} and no value was given{}: pass --prompt-arg {key}=...",
+            if std::io::stdin().is_terminal() {
+                ""
+            } else {
+                " (stdin is not a terminal)"
+            }
+        ))),
+    }
+}
+
+/// No sandbox: shell expressions run on the host, in the place.
+async fn expand_on_host(template: &prompt::Template, place: &Place) -> Result<String> {
+    let mut outputs = Vec::new();
+    for segment in &template.segments {
+        if let prompt::Segment::Shell(cmd) = segment {
+            let out = tokio::process::Command::new("sh")
+                .arg("-c")
+                .arg(cmd)
+                .current_dir(place.path())
+                .stdin(Stdio::null())
+                .output()
+                .await
+                .map_err(|e| Error::Other(e.into()))?;
+            if !out.status.success() {
+                return Err(Error::Input(format!(
+                    "shell expression !`{cmd}` in the prompt template failed: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                )));
+            }
+            outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());
+        }
+    }
+    Ok(prompt::assemble(template, &outputs))
+}
+
+/// The agent on the host with the terminal attached.
+async fn run_on_host(
+    argv: Vec<String>,
+    stdin: Option<Vec<u8>>,
+    env: Vec<(String, String)>,
+    place: &Place,
+    abort: &AbortHandle,
+) -> Result<i32> {
+    let (program, args) = argv
+        .split_first()
+        .ok_or_else(|| Error::Plugin("the agent provider built an empty command".into()))?;
+    let mut cmd = tokio::process::Command::new(program);
+    cmd.args(args)
+        .current_dir(place.path())
+        .envs(env)
+        .kill_on_drop(true);
+    if stdin.is_some() {
+        cmd.stdin(Stdio::piped());
+    }
+    let mut child = cmd.spawn().map_err(|e| {
+        Error::input(format!(
+            "cannot start `{program}` on the host (is it installed and on PATH?): {e}"
+        ))
+    })?;
+    if let (Some(bytes), Some(mut pipe)) = (stdin, child.stdin.take()) {
+        use tokio::io::AsyncWriteExt;
+        let _ = pipe.write_all(&bytes).await;
+    }
+    tokio::select! {
+        status = child.wait() => Ok(status.map_err(|e| Error::Other(e.into()))?.code().unwrap_or(-1)),
+        () = abort.aborted() => {
+            let _ = child.kill().await;
+            Err(Error::Aborted(abort.reason()))
+        }
+    }
+}

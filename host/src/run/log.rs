@@ -1,0 +1,300 @@
+//! The run log: what a run tells its user, in one of two display modes.
+//! File mode (the default) writes `.sanddune/logs/<name>-<time>.log` and
+//! prints one `tail -f` line; terminal mode shows a spinner and styled
+//! iteration summaries on stderr. The run's name prefixes every line, so
+//! parallel runs in one log stream stay apart. The program's own
+//! diagnostics go through `tracing`, not here.
+
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use indicatif::{ProgressBar, ProgressStyle};
+
+use super::iteration::StreamEvent;
+use crate::error::{Error, Result};
+
+/// How a run shows its progress.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum LogMode {
+    /// Append to a log file under `.sanddune/logs/` (or this directory);
+    /// print only where it is.
+    #[default]
+    File,
+    /// Spinner and styled summaries on stderr.
+    Terminal,
+}
+
+/// Shared by everything one run reports. Cheap to clone.
+#[derive(Clone)]
+pub struct RunLog {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    prefix: String,
+    file: Option<(PathBuf, Mutex<std::fs::File>)>,
+    spinner: Option<ProgressBar>,
+    styled: bool,
+}
+
+impl RunLog {
+    /// Open the log of a run named `name` (the prefix of every line).
+    pub fn open(mode: &LogMode, logs_dir: &Path, name: Option<&str>) -> Result<Self> {
+        let prefix = name.map(|n| format!("[{n}] ")).unwrap_or_default();
+        match mode {
+            LogMode::File => {
+                std::fs::create_dir_all(logs_dir).map_err(|e| {
+                    Error::Other(anyhow::anyhow!("create {}: {e}", logs_dir.display()))
+                })?;
+                let stem = sanitize(name.unwrap_or("run"));
+                let path = unique_path(logs_dir, &stem, &file_time(SystemTime::now()));
+                let file = std::fs::OpenOptions::new()
+                    .create_new(true)
+                    .append(true)
+                    .open(&path)
+                    .map_err(|e| Error::Other(anyhow::anyhow!("create {}: {e}", path.display())))?;
+                eprintln!(
+                    "{prefix}sanddune: logging to {0}\n{prefix}  follow it with: tail -f {0}",
+                    path.display()
+                );
+                Ok(Self {
+                    inner: Arc::new(Inner {
+                        prefix,
+                        file: Some((path, Mutex::new(file))),
+                        spinner: None,
+                        styled: false,
+                    }),
+                })
+            }
+            LogMode::Terminal => {
+                let styled = std::io::stderr().is_terminal();
+                let spinner = styled.then(|| {
+                    let bar = ProgressBar::new_spinner();
+                    bar.set_style(
+                        ProgressStyle::with_template("{spinner} {prefix}{msg} ({elapsed})")
+                            .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+                    );
+                    bar.set_prefix(prefix.clone());
+                    bar.enable_steady_tick(Duration::from_millis(100));
+                    bar
+                });
+                Ok(Self {
+                    inner: Arc::new(Inner {
+                        prefix,
+                        file: None,
+                        spinner,
+                        styled,
+                    }),
+                })
+            }
+        }
+    }
+
+    /// The log file, in file mode.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.file.as_ref().map(|(p, _)| p.as_path())
+    }
+
+    /// One plain line.
+    pub fn line(&self, text: &str) {
+        for line in text.lines() {
+            self.write(line, false);
+        }
+    }
+
+    /// A headline: bold in terminal mode.
+    pub fn headline(&self, text: &str) {
+        self.write(text, true);
+    }
+
+    /// What the run is doing now: the spinner's message in terminal mode, a
+    /// line in the file.
+    pub fn status(&self, text: &str) {
+        match &self.inner.spinner {
+            Some(bar) => bar.set_message(text.to_string()),
+            None => self.write(text, false),
+        }
+    }
+
+    /// An agent stream event.
+    pub fn event(&self, event: &StreamEvent) {
+        match event {
+            StreamEvent::Text {
+                iteration, text, ..
+            } => {
+                for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                    self.write(&format!("[{iteration}] {line}"), false);
+                }
+            }
+            StreamEvent::ToolCall {
+                iteration,
+                name,
+                input,
+                ..
+            } => {
+                let input: String = input.chars().take(160).collect();
+                self.write(&format!("[{iteration}] > {name} {input}"), false);
+            }
+        }
+    }
+
+    /// Stop the spinner (terminal mode).
+    pub fn finish(&self) {
+        if let Some(bar) = &self.inner.spinner {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn write(&self, text: &str, bold: bool) {
+        let prefix = &self.inner.prefix;
+        if let Some((_, file)) = &self.inner.file {
+            let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+            // A full disk must not stop the run; the file just misses lines.
+            let _ = writeln!(file, "{} {prefix}{text}", clock(SystemTime::now()));
+            return;
+        }
+        let line = if bold && self.inner.styled {
+            format!("{prefix}\x1b[1m{text}\x1b[0m")
+        } else {
+            format!("{prefix}{text}")
+        };
+        match &self.inner.spinner {
+            Some(bar) => bar.println(line),
+            None => eprintln!("{line}"),
+        }
+    }
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.spinner {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// A name as a file-name stem.
+fn sanitize(name: &str) -> String {
+    let s: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' || c == '.' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    s.trim_matches(['-', '.'])
+        .chars()
+        .take(80)
+        .collect::<String>()
+}
+
+/// `<stem>-<time>.log`, with a counter when two runs start in one second.
+fn unique_path(dir: &Path, stem: &str, time: &str) -> PathBuf {
+    let stem = if stem.is_empty() { "run" } else { stem };
+    let first = dir.join(format!("{stem}-{time}.log"));
+    if !first.exists() {
+        return first;
+    }
+    (2..)
+        .map(|n| dir.join(format!("{stem}-{time}-{n}.log")))
+        .find(|p| !p.exists())
+        .expect("an unused log file name")
+}
+
+/// UTC civil date from days since the Unix epoch (Howard Hinnant's algorithm).
+fn civil(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+fn split(t: SystemTime) -> (i64, u32, u32, u64) {
+    let secs = t
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (y, m, d) = civil((secs / 86_400) as i64);
+    (y, m, d, secs % 86_400)
+}
+
+/// `20261122T140501Z`, for file names.
+fn file_time(t: SystemTime) -> String {
+    let (y, m, d, s) = split(t);
+    format!(
+        "{y:04}{m:02}{d:02}T{:02}{:02}{:02}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+/// `2026-11-22T14:05:01Z`, for log lines.
+fn clock(t: SystemTime) -> String {
+    let (y, m, d, s) = split(t);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        s / 3600,
+        s / 60 % 60,
+        s % 60
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_are_utc_civil() {
+        // 2026-11-22T14:05:01Z
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_356_301);
+        assert_eq!(file_time(t), "20261122T140501Z");
+        assert_eq!(clock(t), "2026-11-22T14:05:01Z");
+        assert_eq!(
+            clock(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
+    }
+
+    #[test]
+    fn names_become_safe_file_stems() {
+        assert_eq!(sanitize("fix/issue 12"), "fix-issue-12");
+        assert_eq!(sanitize("../../etc"), "etc");
+    }
+
+    #[test]
+    fn file_mode_prefixes_every_line_with_the_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RunLog::open(&LogMode::File, dir.path(), Some("issue-7")).unwrap();
+        log.line("one\ntwo");
+        log.event(&StreamEvent::Text {
+            iteration: 2,
+            timestamp: 0,
+            text: "hello".into(),
+        });
+        let path = log.path().unwrap().to_path_buf();
+        assert!(
+            path.file_name()
+                .unwrap()
+                .to_str()
+                .unwrap()
+                .starts_with("issue-7-")
+        );
+        let text = std::fs::read_to_string(path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines.iter().all(|l| l.contains(" [issue-7] ")), "{text}");
+        assert!(lines[2].ends_with("[issue-7] [2] hello"), "{text}");
+    }
+}

@@ -1,0 +1,434 @@
+//! The layered setup shared by the entry points: checks that come before
+//! any side effect, the place the agent works (worktree or head), and the
+//! sandbox on it.
+
+use std::path::{Path, PathBuf};
+
+use super::capture::{self, HostSessions};
+use super::env::{self, EnvMap};
+use super::handle::SandboxHandle;
+use super::hooks::{self, HookLog};
+use super::log::{LogMode, RunLog};
+use super::strategy::{self, BranchStrategy, ProviderType, Request};
+use super::{AgentOptions, Prompt, RunResult, SandboxOptions, sync};
+use crate::error::{Error, Result};
+use crate::plugin::agent::{AgentProvider, CommandRequest};
+use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider, SandboxSpec};
+use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
+use crate::prompt::{self, Template};
+use crate::worktree::{Repo, Worktree};
+
+/// The name that selects the no-sandbox provider (interactive only).
+pub const NO_SANDBOX: &str = "no-sandbox";
+
+/// The prompt's text, and whether it is a template (from a file).
+pub(super) fn resolve_prompt(prompt: &Prompt) -> Result<(String, bool)> {
+    let (text, template) = match prompt {
+        Prompt::Inline(text) => (text.clone(), false),
+        Prompt::File(path) => (
+            std::fs::read_to_string(path).map_err(|e| {
+                Error::input(format!("cannot read prompt file {}: {e}", path.display()))
+            })?,
+            true,
+        ),
+    };
+    Ok((text, template))
+}
+
+/// Checks on an agent run that need nothing loaded. Returns the prompt
+/// text and whether it is a template.
+pub(super) fn check_agent_options(o: &AgentOptions) -> Result<(String, bool)> {
+    let (text, is_template) = resolve_prompt(&o.prompt)?;
+    if text.trim().is_empty() {
+        return Err(Error::input(
+            "the prompt is empty: give the agent something to do",
+        ));
+    }
+    if !is_template && !o.prompt_args.is_empty() {
+        return Err(Error::input(
+            "prompt arguments need a prompt template: an inline --prompt is passed literally (use --prompt-file)",
+        ));
+    }
+    if o.idle_timeout.is_zero() {
+        return Err(Error::input("--idle-timeout must be at least 1 second"));
+    }
+    if o.max_iterations == 0 {
+        return Err(Error::input("--max-iterations must be at least 1"));
+    }
+    if o.completion_signals.iter().any(|s| s.is_empty()) {
+        return Err(Error::input("a completion signal cannot be empty"));
+    }
+    if let Some(output) = &o.output {
+        output.check()?;
+    }
+    Ok((text, is_template))
+}
+
+pub(super) fn absolute(path: &Path) -> Result<PathBuf> {
+    std::path::absolute(path)
+        .map_err(|e| Error::input(format!("bad --cwd {}: {e}", path.display())))
+}
+
+pub(super) fn run_id() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!(
+        "{}-{:04x}",
+        nanos / 1_000_000_000,
+        (nanos as u32 ^ std::process::id()) & 0xffff
+    )
+}
+
+pub(super) fn runtime(given: &Option<PluginRuntime>) -> Result<PluginRuntime> {
+    match given {
+        Some(rt) => Ok(rt.clone()),
+        None => PluginRuntime::new(RuntimeConfig::default()),
+    }
+}
+
+/// A sandbox provider by name; refuses the no-sandbox provider, which is
+/// for interactive sessions only.
+pub(super) async fn load_sandbox_provider(
+    runtime: &PluginRuntime,
+    sandbox: &PluginRef,
+) -> Result<SandboxProvider> {
+    if matches!(sandbox, PluginRef::Builtin(n) if n == NO_SANDBOX) {
+        strategy::resolve(
+            None,
+            ProviderType::NoSandbox,
+            NO_SANDBOX,
+            Request::default(),
+        )?;
+    }
+    SandboxProvider::load(runtime, sandbox).await
+}
+
+/// The run log; in file mode under `.sanddune/logs/`, kept out of the
+/// user's `git status`.
+pub(super) fn open_log(repo: &Repo, mode: &LogMode, name: Option<&str>) -> Result<RunLog> {
+    if *mode == LogMode::File {
+        repo.exclude_sanddune_dirs()?;
+    }
+    RunLog::open(mode, &repo.root().join(".sanddune/logs"), name)
+}
+
+fn read_dotenv(root: &Path) -> Result<EnvMap> {
+    let path = root.join(".sanddune/.env");
+    match std::fs::read_to_string(&path) {
+        Ok(text) => env::parse_dotenv(&text, &path.display().to_string()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(EnvMap::new()),
+        Err(e) => Err(Error::input(format!("cannot read {}: {e}", path.display()))),
+    }
+}
+
+/// The env of the sandbox's commands from the four layers (see `env`).
+/// `declared` are the keys read from the process env.
+pub(super) fn resolve_env(
+    root: &Path,
+    declared: Vec<String>,
+    agent_env: &[(String, String)],
+    sandbox_env: &[(String, String)],
+    call_site: &[(String, String)],
+) -> Result<EnvMap> {
+    let map = |pairs: &[(String, String)]| pairs.iter().cloned().collect::<EnvMap>();
+    env::resolve(&env::EnvLayers {
+        declared,
+        process: std::env::vars().collect(),
+        dotenv: read_dotenv(root)?,
+        agent: map(agent_env),
+        sandbox: map(sandbox_env),
+        call_site: map(call_site),
+    })
+}
+
+pub(super) fn agent_keys(agent: &AgentProvider) -> Vec<String> {
+    agent
+        .info()
+        .env
+        .iter()
+        .flat_map(|r| r.any_of.clone())
+        .collect()
+}
+
+/// An agent provider, loaded and checked against the run's prompt.
+pub(super) struct PreparedAgent {
+    pub agent: AgentProvider,
+    /// What the agent gets when there is nothing to expand.
+    pub prompt: String,
+    /// A template with shell expressions, expanded before each iteration.
+    pub template: Option<Template>,
+}
+
+/// Load the agent, substitute prompt arguments, and let the agent provider
+/// refuse bad options and prompts now, not after a worktree and a sandbox
+/// exist.
+pub(super) async fn prepare_agent(
+    runtime: &PluginRuntime,
+    o: &AgentOptions,
+    (text, is_template): (String, bool),
+    source: &str,
+    target: &str,
+    log: Option<&RunLog>,
+) -> Result<PreparedAgent> {
+    let mut agent = AgentProvider::load(runtime, &o.agent).await?;
+    let template = if is_template {
+        let t = prompt::render(&text, &o.prompt_args, source, target)?;
+        for key in &t.unused {
+            let msg = format!("prompt argument `{key}` is not used by the prompt template");
+            tracing::warn!("{msg}");
+            if let Some(log) = log {
+                log.line(&format!("warning: {msg}"));
+            }
+        }
+        Some(t)
+    } else {
+        None
+    };
+    // With shell expressions, a readable stand-in until they run.
+    let prompt = match &template {
+        Some(t) => prompt::assemble(t, &prompt::stand_ins(t)),
+        None => text,
+    };
+    agent
+        .build_print_command(&CommandRequest {
+            prompt: prompt.clone(),
+            model: o.model.clone(),
+            options: o.agent_options.clone(),
+            resume_session: None,
+            skip_permissions: true,
+        })
+        .await?;
+    Ok(PreparedAgent {
+        agent,
+        prompt,
+        template: template.filter(Template::has_shell_expressions),
+    })
+}
+
+/// Where the agent's branch is checked out on the host, and what the run
+/// does with it at the end.
+#[derive(Clone, Debug)]
+pub(super) struct Place {
+    pub root: PathBuf,
+    /// None under head: the agent works in the repository itself.
+    pub worktree: Option<Worktree>,
+    /// The source branch.
+    pub branch: String,
+    /// The target branch: the host's branch when the place was made.
+    pub target: String,
+    pub strategy: BranchStrategy,
+    pub run_id: String,
+}
+
+impl Place {
+    pub fn path(&self) -> &Path {
+        match &self.worktree {
+            Some(wt) => &wt.path,
+            None => &self.root,
+        }
+    }
+
+    pub fn repo(&self) -> Result<Repo> {
+        Repo::discover(&self.root)
+    }
+}
+
+/// The source branch a strategy works on.
+pub(super) fn source_branch(strategy: &BranchStrategy, target: &str, id: &str) -> String {
+    match strategy {
+        BranchStrategy::Head => target.to_string(),
+        BranchStrategy::MergeToHead => format!("sanddune/run-{id}"),
+        BranchStrategy::Branch(branch) => branch.clone(),
+    }
+}
+
+pub(super) fn hook_log(log: &RunLog) -> HookLog {
+    let log = log.clone();
+    std::sync::Arc::new(move |label: &str, line: &str| log.line(&format!("{label}: {line}")))
+}
+
+/// Make the place: the worktree (if the strategy has one), copyToWorktree,
+/// then host.onWorktreeReady. A failure removes what it made.
+pub(super) async fn prepare_place(
+    repo: &Repo,
+    strategy: BranchStrategy,
+    id: &str,
+    o: &SandboxOptions,
+    log: &RunLog,
+) -> Result<Place> {
+    let target = repo.current_branch()?;
+    let branch = source_branch(&strategy, &target, id);
+    let worktree = match &strategy {
+        BranchStrategy::Head => None,
+        BranchStrategy::MergeToHead => {
+            Some(repo.add_worktree(&format!("run-{id}"), &branch, true)?)
+        }
+        BranchStrategy::Branch(b) => Some(repo.add_worktree(&b.replace('/', "-"), b, false)?),
+    };
+    let place = Place {
+        root: repo.root().to_path_buf(),
+        worktree,
+        branch,
+        target,
+        strategy,
+        run_id: id.to_string(),
+    };
+    if let Some(wt) = &place.worktree {
+        log.status(&format!("worktree ready: {}", wt.path.display()));
+    }
+    let ready = async {
+        if !o.hooks.host_on_worktree_ready.is_empty() {
+            log.status("running host.onWorktreeReady hooks");
+        }
+        hooks::run_on_worktree_ready(
+            &o.hooks.host_on_worktree_ready,
+            place.path(),
+            &o.abort,
+            &hook_log(log),
+        )
+        .await
+    };
+    if let Err(e) = ready.await {
+        if let Some(wt) = &place.worktree {
+            let _ = release_worktree(repo, wt, false);
+        }
+        return Err(e);
+    }
+    Ok(place)
+}
+
+/// Remove a worktree unless it is dirty (then its path is returned). A
+/// temporary branch goes after a merge or when nothing was committed on
+/// it; otherwise it is the user's work and stays.
+pub(super) fn release_worktree(repo: &Repo, wt: &Worktree, merged: bool) -> Result<Option<String>> {
+    let committed = repo
+        .commits_since(&wt.base, &wt.branch)
+        .map(|c| !c.is_empty())
+        .unwrap_or(true);
+    let keep_branch = !wt.temporary || (!merged && committed);
+    Ok(repo
+        .close_worktree(wt, keep_branch)?
+        .map(|p| p.display().to_string()))
+}
+
+/// Create the sandbox on `place`, sync the repository in (isolated), then
+/// run the onSandboxReady hooks. A failure closes the sandbox.
+pub(super) async fn start_sandbox(
+    provider: &SandboxProvider,
+    place: &Place,
+    env: EnvMap,
+    o: &SandboxOptions,
+    log: &RunLog,
+) -> Result<Sandbox> {
+    let spec = SandboxSpec {
+        run_id: place.run_id.clone(),
+        name: o.name.clone().unwrap_or_else(|| place.branch.clone()),
+        worktree: place.path().to_path_buf(),
+        git_dir: place.repo()?.git_dir(),
+        branch: place.branch.clone(),
+        env: env.into_iter().collect(),
+        config: o.sandbox_config.clone(),
+    };
+    log.status(&format!("starting sandbox `{}`", provider.name()));
+    let mut sandbox = provider.create(&spec).await?;
+    let ready = async {
+        if provider.info().kind == SandboxKind::Isolated {
+            let wt = place
+                .worktree
+                .as_ref()
+                .expect("isolated providers always have a worktree");
+            sync::sync_in(&mut sandbox, wt).await?;
+        }
+        if !o.hooks.host_on_sandbox_ready.is_empty() || !o.hooks.sandbox_on_sandbox_ready.is_empty()
+        {
+            log.status("running onSandboxReady hooks");
+        }
+        hooks::run_on_sandbox_ready(
+            &o.hooks,
+            place.path(),
+            &mut sandbox,
+            &o.abort,
+            &hook_log(log),
+        )
+        .await
+    };
+    if let Err(e) = ready.await {
+        let _ = sandbox.close().await;
+        return Err(e);
+    }
+    Ok(sandbox)
+}
+
+/// `run`: everything, then teardown with the branch strategy's ending.
+pub(super) async fn one_shot(
+    so: SandboxOptions,
+    ao: AgentOptions,
+    requested: Option<BranchStrategy>,
+    resume: Option<String>,
+) -> Result<RunResult> {
+    let checked = check_agent_options(&ao)?;
+    if resume.is_some() && ao.max_iterations > 1 {
+        return Err(Error::input(
+            "resuming a session applies to iteration 1 only: use --max-iterations 1 with --resume",
+        ));
+    }
+    let repo = Repo::discover(&absolute(&so.cwd)?)?;
+    let runtime = runtime(&so.runtime)?;
+    let provider = load_sandbox_provider(&runtime, &so.sandbox).await?;
+    let strategy = strategy::resolve(
+        requested,
+        provider.info().kind.into(),
+        provider.name(),
+        Request {
+            interactive: false,
+            copies: !so.copy_to_worktree.is_empty(),
+        },
+    )?;
+    let target = repo.current_branch()?;
+    let id = run_id();
+    let source = source_branch(&strategy, &target, &id);
+    let mut prepared = prepare_agent(&runtime, &ao, checked, &source, &target, None).await?;
+    let mut declared = agent_keys(&prepared.agent);
+    declared.extend(provider.info().capabilities.env_keys.iter().cloned());
+    let env = resolve_env(
+        repo.root(),
+        declared,
+        &ao.agent_env,
+        &so.sandbox_env,
+        &ao.env,
+    )?;
+    let resume = match resume {
+        Some(session) => {
+            let host = HostSessions::from_env(repo.root())
+                .ok_or_else(|| Error::input("HOME is not set, so there is no session to resume"))?;
+            let source = capture::resume_source(&mut prepared.agent, &host, &session).await?;
+            Some((session, source))
+        }
+        None => None,
+    };
+
+    // Side effects from here on.
+    let log = open_log(&repo, &so.log, so.name.as_deref())?;
+    let place = prepare_place(&repo, strategy, &id, &so, &log).await?;
+    let sandbox = match start_sandbox(&provider, &place, env.clone(), &so, &log).await {
+        Ok(sandbox) => sandbox,
+        Err(e) => {
+            log.line(&format!("error: {e}"));
+            log.finish();
+            if let Some(wt) = &place.worktree {
+                let _ = release_worktree(&repo, wt, false);
+            }
+            return Err(e);
+        }
+    };
+    let mut handle = SandboxHandle::new(place, true, provider, sandbox, so, runtime, log);
+    let result = handle.run_prepared(prepared, &ao, env, resume).await;
+    handle.teardown(result).await
+}
+
+/// The env keys a sandbox provider declares (read from the process env).
+pub(super) fn declared_sandbox_keys(provider: &SandboxProvider) -> Vec<String> {
+    provider.info().capabilities.env_keys.clone()
+}

@@ -1,0 +1,222 @@
+//! The library's layered entry points on real git and real components:
+//! `create_sandbox` (a reusable sandbox on one branch), `create_worktree`
+//! (a worktree with its own lifecycle), abort of hooks and of a run on a
+//! reusable sandbox, and the drop safety net. The fake `claude` is reached
+//! through PATH in the call-site env.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::TestRepo;
+use sanddune::Error;
+use sanddune::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
+use sanddune::run::{
+    AgentOptions, LogMode, Prompt, SandboxHook, SandboxOptions, WorktreeStrategy, create_sandbox,
+    create_worktree,
+};
+
+fn runtime() -> PluginRuntime {
+    PluginRuntime::new(RuntimeConfig {
+        cache_dir: Some(common::cache_dir()),
+        ..RuntimeConfig::default()
+    })
+    .unwrap()
+}
+
+fn sandbox_options(repo: &TestRepo) -> SandboxOptions {
+    let mut o = SandboxOptions::new(PluginRef::Builtin("test-isolated".into()));
+    o.cwd = repo.path().to_path_buf();
+    o.runtime = Some(runtime());
+    o.log = LogMode::Terminal;
+    let path = format!(
+        "{}:{}",
+        repo.bin().display(),
+        std::env::var("PATH").unwrap()
+    );
+    o.env = vec![("PATH".into(), path)];
+    o
+}
+
+fn agent(prompt: Prompt) -> AgentOptions {
+    let mut o = AgentOptions::new(PluginRef::Builtin("claude-code".into()), prompt);
+    // Capture writes to the user's HOME; these tests share the process's.
+    o.capture_sessions = false;
+    o
+}
+
+fn hook(command: &str) -> SandboxHook {
+    SandboxHook {
+        command: command.into(),
+        sudo: false,
+        timeout_ms: None,
+    }
+}
+
+/// Wait (bounded) until `check` holds; the tests never assert on time.
+async fn eventually(what: &str, check: impl Fn() -> bool) {
+    for _ in 0..400 {
+        if check() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("never happened: {what}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reusable_sandbox_runs_its_hooks_once_and_keeps_what_they_installed() {
+    let repo = TestRepo::new();
+    let mut so = sandbox_options(&repo);
+    so.hooks.sandbox_on_sandbox_ready = vec![hook("echo installed >> \"$HOME/deps\"")];
+    let mut sandbox = create_sandbox("feature", so).await.unwrap();
+    let template = repo.home.path().join("task.md");
+    std::fs::write(&template, "deps: !`wc -l < \"$HOME/deps\"`\nadd a note\n").unwrap();
+    for _ in 0..2 {
+        let result = sandbox
+            .run(agent(Prompt::File(template.clone())))
+            .await
+            .unwrap();
+        assert_eq!(result.branch, "feature");
+        assert_eq!(result.commits.len(), 1);
+    }
+    let prompts: Vec<String> = repo
+        .calls("claude")
+        .iter()
+        .map(|c| c["prompt"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(
+        prompts,
+        ["deps: 1\nadd a note\n", "deps: 1\nadd a note\n"],
+        "the hook ran once"
+    );
+    let worktree = sandbox.worktree_path().to_path_buf();
+    let closed = sandbox.close().await.unwrap();
+    assert_eq!(closed.preserved_worktree_path, None);
+    assert!(!worktree.exists(), "a clean worktree is removed");
+    // The branch keeps both commits; the host's branch is untouched.
+    assert_eq!(repo.git(&["rev-list", "--count", "main..feature"]), "2");
+    assert_eq!(repo.git(&["log", "-1", "--format=%s", "main"]), "initial");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_worktree_outlives_its_sandboxes_and_merges_on_close() {
+    let repo = TestRepo::new();
+    let mut wo = sandbox_options(&repo);
+    wo.name = Some("wt".into());
+    let wt = create_worktree(WorktreeStrategy::MergeToHead, wo)
+        .await
+        .unwrap();
+    let path = wt.path().to_path_buf();
+    assert!(path.starts_with(repo.path().join(".sanddune/worktrees")));
+    let result = wt
+        .run(
+            sandbox_options(&repo),
+            agent(Prompt::Inline("fix the typo".into())),
+        )
+        .await
+        .unwrap();
+    assert_eq!(result.commits.len(), 1);
+    assert!(path.exists(), "the sandbox went, the worktree stays");
+    // A second sandbox on the same worktree sees the first one's commit.
+    let mut sandbox = wt.create_sandbox(sandbox_options(&repo)).await.unwrap();
+    let second = sandbox
+        .run(agent(Prompt::Inline("add a note".into())))
+        .await
+        .unwrap();
+    assert_eq!(second.commits.len(), 1);
+    sandbox.close().await.unwrap();
+    assert!(path.exists());
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "main"]),
+        "initial",
+        "nothing merged yet"
+    );
+    let closed = wt.close().await.unwrap();
+    assert_eq!(closed.preserved_worktree_path, None);
+    assert!(!path.exists());
+    assert_eq!(
+        repo.git(&["rev-list", "--count", "HEAD"]),
+        "3",
+        "both commits merged into main"
+    );
+    assert_eq!(repo.git(&["branch", "--list", "sanddune/*"]), "");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn abort_kills_a_hook_in_flight_and_rejects_with_the_reason() {
+    let repo = TestRepo::new();
+    let pidfile = repo.home.path().join("hook.pid");
+    let mut so = sandbox_options(&repo);
+    so.hooks.sandbox_on_sandbox_ready =
+        vec![hook(&format!("echo $$ > {}; sleep 60", pidfile.display()))];
+    let abort = so.abort.clone();
+    let watch = pidfile.clone();
+    tokio::spawn(async move {
+        eventually("the hook started", || watch.exists()).await;
+        abort.abort("stop the install");
+    });
+    let err = create_sandbox("feature", so).await.err().expect("aborted");
+    assert!(
+        matches!(&err, Error::Aborted(reason) if reason == "stop the install"),
+        "{err}"
+    );
+    let pid: i32 = std::fs::read_to_string(&pidfile)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    // SAFETY: signal 0 only checks that the process exists.
+    eventually(
+        "the hook's shell is gone",
+        || unsafe { libc::kill(pid, 0) } != 0,
+    )
+    .await;
+    assert!(repo.calls("claude").is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_aborted_run_leaves_the_reusable_sandbox_usable() {
+    let repo = TestRepo::new();
+    let mut sandbox = create_sandbox("feature", sandbox_options(&repo))
+        .await
+        .unwrap();
+    let hang = agent(Prompt::Inline("FAKE:hang".into()));
+    let abort = hang.abort.clone();
+    let home = repo.home.path().to_path_buf();
+    tokio::spawn(async move {
+        eventually("the agent started", || {
+            home.join("fake-claude-calls.jsonl").exists()
+        })
+        .await;
+        abort.abort("reviewer changed its mind");
+    });
+    let err = sandbox.run(hang).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::Aborted(r) if r == "reviewer changed its mind"),
+        "{err}"
+    );
+    let result = sandbox
+        .run(agent(Prompt::Inline("add a note".into())))
+        .await
+        .unwrap();
+    assert_eq!(result.commits.len(), 1, "the same sandbox runs again");
+    sandbox.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dropped_sandbox_is_still_torn_down() {
+    let repo = TestRepo::new();
+    let sandbox = create_sandbox("feature", sandbox_options(&repo))
+        .await
+        .unwrap();
+    let worktree = sandbox.worktree_path().to_path_buf();
+    assert!(worktree.exists());
+    drop(sandbox);
+    eventually("the clean worktree is removed", || {
+        !Path::new(&worktree).exists()
+    })
+    .await;
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+}

@@ -1,0 +1,648 @@
+//! The orchestration core through the real binary: hooks, parallel prompt
+//! expansion, run logs, session capture and resume, structured output,
+//! `.sanddune/config.toml`, interactive sessions and the no-sandbox
+//! provider. The sandbox is test-isolated; the agent the fake `claude`.
+
+mod common;
+
+use common::{TestRepo, stderr, stdout};
+use serde_json::Value;
+
+fn json(out: &std::process::Output) -> Value {
+    assert!(out.status.success(), "sanddune failed: {}", stderr(out));
+    serde_json::from_str(&stdout(out)).unwrap_or_else(|e| panic!("bad JSON ({e}): {}", stdout(out)))
+}
+
+/// `sanddune run --sandbox test-isolated --agent claude-code` plus `args`.
+fn run(repo: &TestRepo, args: &[&str]) -> std::process::Output {
+    let mut all = vec![
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+    ];
+    all.extend_from_slice(args);
+    repo.sanddune(&all)
+}
+
+fn no_worktree_left(repo: &TestRepo) {
+    assert_eq!(
+        repo.git(&["worktree", "list"]).lines().count(),
+        1,
+        "no worktree may be left"
+    );
+}
+
+// --- hooks -----------------------------------------------------------------
+
+#[test]
+fn hooks_run_in_order_and_shell_expressions_see_the_sandbox_hooks_work() {
+    let repo = TestRepo::new();
+    let trace = repo.home.path().join("trace");
+    let t = trace.display();
+    let prompt = repo.home.path().join("task.md");
+    std::fs::write(&prompt, "Ready: !`cat .ready`\nfix the typo\n").unwrap();
+    let out = run(
+        &repo,
+        &[
+            "--prompt-file",
+            prompt.to_str().unwrap(),
+            "--hook-worktree-ready",
+            &format!("echo worktree-1 >> {t}; test -f README.md"),
+            "--hook-worktree-ready",
+            &format!("echo worktree-2 >> {t}"),
+            "--hook-host-sandbox-ready",
+            &format!("echo host-ready >> {t}"),
+            "--hook-sandbox-ready",
+            &format!("echo sandbox-ready >> {t}; echo yes > .ready"),
+            "--json",
+        ],
+    );
+    let result = json(&out);
+    assert_eq!(result["commits"].as_array().unwrap().len(), 1, "{result}");
+    let trace = std::fs::read_to_string(&trace).unwrap();
+    let lines: Vec<&str> = trace.lines().collect();
+    assert_eq!(&lines[..2], ["worktree-1", "worktree-2"], "{trace}");
+    let mut ready = lines[2..].to_vec();
+    ready.sort();
+    assert_eq!(ready, ["host-ready", "sandbox-ready"], "{trace}");
+    let call = &repo.calls("claude")[0];
+    assert!(
+        call["prompt"].as_str().unwrap().starts_with("Ready: yes\n"),
+        "{call}"
+    );
+}
+
+#[test]
+fn a_failing_hook_stops_the_setup_and_the_agent_never_starts() {
+    let repo = TestRepo::new();
+    for (flag, label) in [
+        ("--hook-worktree-ready", "host.onWorktreeReady"),
+        ("--hook-host-sandbox-ready", "host.onSandboxReady"),
+        ("--hook-sandbox-ready", "sandbox.onSandboxReady"),
+    ] {
+        let out = run(
+            &repo,
+            &["--prompt", "fix the typo", flag, "echo no-npm >&2; exit 7"],
+        );
+        assert_eq!(out.status.code(), Some(1), "{flag}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(label) && err.contains("exited with code 7") && err.contains("no-npm"),
+            "{flag}: {err}"
+        );
+        assert!(
+            repo.calls("claude").is_empty(),
+            "{flag}: the agent must not start"
+        );
+        no_worktree_left(&repo);
+        assert_eq!(repo.git(&["branch", "--list", "sanddune/*"]), "");
+    }
+}
+
+#[test]
+fn hooks_of_a_kind_run_at_once() {
+    // Each hook waits for the other's file: one after another, they would
+    // time out.
+    let repo = TestRepo::new();
+    let dir = repo.home.path().display().to_string();
+    let wait = |me: &str, other: &str| {
+        format!(
+            "touch {dir}/{me}; i=0; while [ ! -f {dir}/{other} ]; do i=$((i+1)); [ $i -gt 200 ] && exit 9; sleep 0.05; done"
+        )
+    };
+    let out = run(
+        &repo,
+        &[
+            "--prompt",
+            "fix the typo",
+            "--hook-sandbox-ready",
+            &wait("a", "b"),
+            "--hook-sandbox-ready",
+            &wait("b", "c"),
+            "--hook-host-sandbox-ready",
+            &wait("c", "a"),
+            "--json",
+        ],
+    );
+    json(&out);
+}
+
+#[test]
+fn shell_expressions_run_at_once() {
+    let repo = TestRepo::new();
+    let dir = repo.home.path().display().to_string();
+    let prompt = repo.home.path().join("task.md");
+    std::fs::write(
+        &prompt,
+        format!(
+            "A: !`touch {dir}/x; i=0; while [ ! -f {dir}/y ]; do i=$((i+1)); [ $i -gt 200 ] && exit 9; sleep 0.05; done; echo one`\nB: !`touch {dir}/y; i=0; while [ ! -f {dir}/x ]; do i=$((i+1)); [ $i -gt 200 ] && exit 9; sleep 0.05; done; echo two`\nfix the typo\n"
+        ),
+    )
+    .unwrap();
+    let out = run(
+        &repo,
+        &["--prompt-file", prompt.to_str().unwrap(), "--json"],
+    );
+    json(&out);
+    let prompt = repo.calls("claude")[0]["prompt"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        prompt.starts_with("A: one\nB: two\n"),
+        "outputs in template order: {prompt}"
+    );
+}
+
+#[test]
+fn a_hook_timeout_from_the_config_file_fails_the_setup() {
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        "[[hooks.sandbox.onSandboxReady]]\ncommand = \"sleep 30\"\ntimeoutMs = 300\n",
+    )
+    .unwrap();
+    let out = run(&repo, &["--prompt", "fix the typo"]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("`sleep 30` timed out after 300 ms"), "{err}");
+    assert!(repo.calls("claude").is_empty());
+    no_worktree_left(&repo);
+}
+
+#[test]
+fn a_bad_config_file_is_named_and_nothing_runs() {
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        "[hooks.host]\nonWorktreeRedy = []\n",
+    )
+    .unwrap();
+    let out = run(&repo, &["--prompt", "fix the typo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("config.toml") && err.contains("onWorktreeRedy"),
+        "{err}"
+    );
+    assert!(repo.calls("claude").is_empty());
+}
+
+#[test]
+fn config_env_reaches_the_agent_and_the_env_flag_wins() {
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        "[env]\nSANDDUNE_TEST_A = \"config\"\nSANDDUNE_TEST_B = \"config\"\n",
+    )
+    .unwrap();
+    let out = run(
+        &repo,
+        &[
+            "--prompt",
+            "fix the typo",
+            "--env",
+            "SANDDUNE_TEST_B=flag",
+            "--json",
+        ],
+    );
+    json(&out);
+    let env = &repo.calls("claude")[0]["env"];
+    assert_eq!(env["SANDDUNE_TEST_A"], "config");
+    assert_eq!(env["SANDDUNE_TEST_B"], "flag");
+}
+
+// --- logging ---------------------------------------------------------------
+
+#[test]
+fn file_mode_is_the_default_and_prints_a_tail_line() {
+    let repo = TestRepo::new();
+    let out = run(
+        &repo,
+        &["--prompt", "fix the typo", "--name", "issue-9", "--json"],
+    );
+    let result = json(&out);
+    let path = result["logFilePath"]
+        .as_str()
+        .expect("logFilePath in file mode");
+    assert!(
+        path.contains("/.sanddune/logs/issue-9-") && path.ends_with(".log"),
+        "{path}"
+    );
+    assert!(
+        stderr(&out).contains(&format!("tail -f {path}")),
+        "{}",
+        stderr(&out)
+    );
+    let log = std::fs::read_to_string(path).unwrap();
+    assert!(
+        log.contains("[issue-9] [1] Let me look at the repository."),
+        "{log}"
+    );
+    assert!(log.contains("[issue-9] [1] > Bash"), "{log}");
+    assert!(
+        log.lines().all(|l| l.contains(" [issue-9] ")),
+        "every line is prefixed: {log}"
+    );
+    // Logs never show up as the user's untracked files.
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn terminal_mode_streams_to_stderr_and_has_no_log_file() {
+    let repo = TestRepo::new();
+    let out = run(
+        &repo,
+        &[
+            "--prompt",
+            "fix the typo",
+            "--log",
+            "terminal",
+            "--name",
+            "t1",
+            "--json",
+        ],
+    );
+    let result = json(&out);
+    assert!(result.get("logFilePath").is_none(), "{result}");
+    let err = stderr(&out);
+    assert!(
+        err.contains("[t1] [1] Let me look at the repository."),
+        "{err}"
+    );
+    assert!(!repo.path().join(".sanddune/logs").exists());
+}
+
+// --- sessions --------------------------------------------------------------
+
+fn claude_project_dir(repo: &TestRepo) -> std::path::PathBuf {
+    let root = repo.path().canonicalize().unwrap();
+    let enc: String = root
+        .to_str()
+        .unwrap()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    repo.home.path().join(".claude/projects").join(enc)
+}
+
+#[test]
+fn the_session_is_captured_to_the_host_with_its_cwd_rewritten() {
+    let repo = TestRepo::new();
+    let result = json(&run(&repo, &["--prompt", "fix the typo", "--json"]));
+    let it = &result["iterations"][0];
+    let id = it["sessionId"].as_str().unwrap();
+    let path = it["sessionFilePath"].as_str().expect("sessionFilePath");
+    let expected = claude_project_dir(&repo).join(format!("{id}.jsonl"));
+    assert_eq!(std::path::Path::new(path), expected);
+    let root = repo.path().canonicalize().unwrap();
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let v: Value = serde_json::from_str(line).unwrap();
+        assert_eq!(
+            v["cwd"],
+            root.to_str().unwrap(),
+            "cwd rewritten to the repo root"
+        );
+    }
+    // The stream's total stays the iteration's usage.
+    assert_eq!(it["usage"]["inputTokens"], 18);
+}
+
+#[test]
+fn capture_can_be_turned_off() {
+    let repo = TestRepo::new();
+    let result = json(&run(
+        &repo,
+        &[
+            "--prompt",
+            "fix the typo",
+            "--no-capture-sessions",
+            "--json",
+        ],
+    ));
+    assert!(result["iterations"][0].get("sessionFilePath").is_none());
+    assert!(!repo.home.path().join(".claude").exists());
+}
+
+#[test]
+fn a_failed_capture_warns_and_the_run_still_succeeds() {
+    let repo = TestRepo::new();
+    // Nowhere to write: ~/.claude is a file.
+    std::fs::write(repo.home.path().join(".claude"), "not a dir").unwrap();
+    let out = run(
+        &repo,
+        &["--prompt", "fix the typo", "--log", "terminal", "--json"],
+    );
+    let result = json(&out);
+    assert!(
+        result["iterations"][0].get("sessionFilePath").is_none(),
+        "{result}"
+    );
+    assert_eq!(result["commits"].as_array().unwrap().len(), 1);
+    assert!(
+        stderr(&out).contains("could not capture the session"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn a_captured_session_resumes_in_a_fresh_sandbox() {
+    let repo = TestRepo::new();
+    let first = json(&run(&repo, &["--prompt", "fix the typo", "--json"]));
+    let id = first["iterations"][0]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = run(
+        &repo,
+        &["--prompt", "add a note", "--resume", &id, "--json"],
+    );
+    json(&out);
+    let calls = repo.calls("claude");
+    let argv: Vec<&str> = calls[1]["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let at = argv
+        .iter()
+        .position(|a| *a == "--resume")
+        .expect("--resume passed");
+    assert_eq!(argv[at + 1], id);
+    assert!(
+        calls[0]["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|a| a != "--resume")
+    );
+}
+
+#[test]
+fn resume_is_refused_before_anything_when_it_cannot_work() {
+    let repo = TestRepo::new();
+    let out = run(
+        &repo,
+        &["--prompt", "x", "--resume", "abc", "--max-iterations", "2"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("iteration 1 only"),
+        "{}",
+        stderr(&out)
+    );
+    let out = run(&repo, &["--prompt", "x", "--resume", "0000-missing"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no session `0000-missing` to resume") && err.contains(".claude/projects"),
+        "{err}"
+    );
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "opencode",
+        "--prompt",
+        "x",
+        "--resume",
+        "s1",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("keeps no session files"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(repo.calls("claude").is_empty() && repo.calls("opencode").is_empty());
+    no_worktree_left(&repo);
+}
+
+// --- structured output -----------------------------------------------------
+
+fn schema(repo: &TestRepo) -> String {
+    let path = repo.home.path().join("schema.json");
+    std::fs::write(
+        &path,
+        r#"{"type":"object","required":["verdict"],"properties":{"verdict":{"enum":["approve","reject"]}}}"#,
+    )
+    .unwrap();
+    path.display().to_string()
+}
+
+#[test]
+fn a_structured_result_is_parsed_and_validated() {
+    let repo = TestRepo::new();
+    let schema = schema(&repo);
+    // The fake turns a literal \n into a newline: a fenced block.
+    let prompt = "review\nFAKE:say:<verdict>```json\\n{\"verdict\":\"approve\"}\\n```</verdict>";
+    let out = run(
+        &repo,
+        &[
+            "--prompt",
+            prompt,
+            "--output-tag",
+            "verdict",
+            "--output-schema",
+            &schema,
+            "--json",
+        ],
+    );
+    let result = json(&out);
+    assert_eq!(result["output"], serde_json::json!({"verdict": "approve"}));
+}
+
+#[test]
+fn a_result_that_misses_the_schema_fails_with_the_raw_text_and_the_commits() {
+    let repo = TestRepo::new();
+    let schema = schema(&repo);
+    let prompt = "review\nFAKE:say:<verdict>{\"verdict\":\"maybe\"}</verdict>";
+    let out = run(
+        &repo,
+        &[
+            "--prompt",
+            prompt,
+            "--output-tag",
+            "verdict",
+            "--output-schema",
+            &schema,
+            "--json",
+        ],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
+    assert!(err["error"].as_str().unwrap().contains("/verdict"), "{err}");
+    assert!(err["raw"].as_str().unwrap().contains("\"maybe\""), "{err}");
+    assert_eq!(err["commits"].as_array().unwrap().len(), 1, "{err}");
+    // A failed run merges nothing: its commits stay on the kept branch.
+    assert!(!repo.path().join("NOTES.md").exists());
+    let sha = err["commits"][0]["sha"].as_str().unwrap();
+    let kept = repo.git(&[
+        "branch",
+        "--list",
+        "sanddune/*",
+        "--format=%(refname:short)",
+    ]);
+    assert_eq!(repo.git(&["rev-parse", &kept]), sha);
+}
+
+// --- strategies and entry points ------------------------------------------
+
+#[test]
+fn strategy_flags_are_checked_before_anything_happens() {
+    let repo = TestRepo::new();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--strategy", "branch"],
+            "--strategy branch needs --branch",
+        ),
+        (
+            &["--strategy", "head", "--branch", "b"],
+            "cannot be combined",
+        ),
+        (
+            &["--strategy", "head"],
+            "needs a bind-mount sandbox provider",
+        ),
+        (&["--output-tag", "x"], "--output-schema"),
+    ];
+    for (flags, expected) in cases {
+        let mut args = vec!["--prompt", "fix the typo"];
+        args.extend_from_slice(flags);
+        let out = run(&repo, &args);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(expected),
+            "{flags:?}: {}",
+            stderr(&out)
+        );
+    }
+    assert!(repo.calls("claude").is_empty());
+    no_worktree_left(&repo);
+}
+
+#[test]
+fn the_no_sandbox_provider_is_refused_for_unattended_runs() {
+    let repo = TestRepo::new();
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "no-sandbox",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "x",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("interactive sessions only"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(repo.calls("claude").is_empty());
+}
+
+#[test]
+fn interactive_without_a_sandbox_keeps_permission_prompts_and_works_on_head() {
+    let repo = TestRepo::new();
+    let out = repo.sanddune(&[
+        "interactive",
+        "--sandbox",
+        "no-sandbox",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "hello there",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let call = &repo.calls("claude")[0];
+    let argv: Vec<&str> = call["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert!(
+        !argv.contains(&"--print"),
+        "the TUI, not print mode: {argv:?}"
+    );
+    assert!(
+        !argv.contains(&"--dangerously-skip-permissions"),
+        "{argv:?}"
+    );
+    assert_eq!(argv.last(), Some(&"hello there"));
+    assert_eq!(
+        call["cwd"],
+        repo.path().canonicalize().unwrap().to_str().unwrap()
+    );
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s"]),
+        "Add a note",
+        "head: the commit is on main"
+    );
+    assert!(
+        stdout(&out).contains("1 commit on main"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+#[test]
+fn interactive_in_an_isolated_sandbox_merges_to_head() {
+    let repo = TestRepo::new();
+    let prompt = repo.home.path().join("task.md");
+    std::fs::write(&prompt, "work on {{ISSUE}}\n").unwrap();
+    let out = repo.sanddune(&[
+        "interactive",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt-file",
+        prompt.to_str().unwrap(),
+        "--prompt-arg",
+        "ISSUE=12",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let call = &repo.calls("claude")[0];
+    assert_eq!(call["prompt"], "work on 12\n");
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("NOTES.md")).unwrap(),
+        "work on 12\n"
+    );
+    no_worktree_left(&repo);
+    assert_eq!(repo.git(&["branch", "--list", "sanddune/*"]), "");
+}
+
+#[test]
+fn interactive_asks_for_a_missing_prompt_argument_and_fails_without_one() {
+    let repo = TestRepo::new();
+    let prompt = repo.home.path().join("task.md");
+    std::fs::write(&prompt, "work on {{ISSUE}}\n").unwrap();
+    // stdin is empty: nobody answers.
+    let out = repo.sanddune(&[
+        "interactive",
+        "--sandbox",
+        "no-sandbox",
+        "--agent",
+        "claude-code",
+        "--prompt-file",
+        prompt.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("value for {{ISSUE}}:") && err.contains("--prompt-arg ISSUE="),
+        "{err}"
+    );
+    assert!(repo.calls("claude").is_empty());
+}
