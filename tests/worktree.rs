@@ -1,11 +1,15 @@
 //! The worktree manager on real git repositories: worktrees under
 //! `.sanddune/worktrees/`, merge-to-head (fast-forward, merge commit,
-//! conflicts, local changes), and preserve-dirty / remove-clean on close.
+//! conflicts, local changes), preserve-dirty / remove-clean on close, and
+//! copyToWorktree.
 
 mod common;
 
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
 use common::{TestRepo, git};
-use sanddune::worktree::{MergeOutcome, Repo};
+use sanddune::worktree::{DEFAULT_COPY_TIMEOUT, MergeOutcome, Repo};
 
 fn commit_file(dir: &std::path::Path, file: &str, text: &str, msg: &str) -> String {
     std::fs::write(dir.join(file), text).unwrap();
@@ -197,4 +201,141 @@ fn a_directory_that_is_not_a_repository_or_has_no_commits_is_refused() {
     git(dir.path(), &["init", "-q"]);
     let err = Repo::discover(dir.path()).err().unwrap();
     assert!(err.to_string().contains("no commits yet"), "{err}");
+}
+
+/// A repository with what copyToWorktree is for: an untracked `.env`, a
+/// `node_modules` with an executable and a symlink, a nested config file.
+fn repo_with_untracked_files() -> TestRepo {
+    let t = TestRepo::new();
+    let root = t.path();
+    std::fs::write(root.join(".env"), "KEY=value\n").unwrap();
+    let pkg = root.join("node_modules/pkg");
+    std::fs::create_dir_all(&pkg).unwrap();
+    std::fs::write(pkg.join("cli.js"), "#!/usr/bin/env node\n").unwrap();
+    std::fs::set_permissions(
+        pkg.join("cli.js"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("node_modules/.bin")).unwrap();
+    std::os::unix::fs::symlink("../pkg/cli.js", root.join("node_modules/.bin/pkg")).unwrap();
+    std::fs::create_dir_all(root.join("config")).unwrap();
+    std::fs::write(root.join("config/local.json"), "{}\n").unwrap();
+    std::fs::write(
+        root.join(".gitignore"),
+        ".env\nnode_modules/\nconfig/local.json\n",
+    )
+    .unwrap();
+    t
+}
+
+#[test]
+fn copy_to_worktree_copies_files_directories_and_symlinks_from_the_repository_root() {
+    let t = repo_with_untracked_files();
+    std::fs::create_dir_all(t.path().join("sub")).unwrap();
+    // Discovered from a subdirectory: paths still resolve against the root.
+    let repo = Repo::discover(&t.path().join("sub")).unwrap();
+    let wt = repo.add_worktree("feature", "feature", false).unwrap();
+    let absolute = t.path().join("config/local.json");
+    repo.copy_to_worktree(
+        &wt,
+        &[
+            PathBuf::from(".env"),
+            PathBuf::from("node_modules"),
+            absolute,
+        ],
+        DEFAULT_COPY_TIMEOUT,
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(wt.path.join(".env")).unwrap(),
+        "KEY=value\n"
+    );
+    let cli = wt.path.join("node_modules/pkg/cli.js");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&cli).unwrap().permissions());
+    assert_eq!(mode & 0o777, 0o755, "the executable bit is kept");
+    let link = wt.path.join("node_modules/.bin/pkg");
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert_eq!(
+        std::fs::read_link(&link).unwrap(),
+        Path::new("../pkg/cli.js")
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.path.join("config/local.json")).unwrap(),
+        "{}\n"
+    );
+    // A copy, not a link: the agent's edits stay in the worktree.
+    std::fs::write(wt.path.join(".env"), "KEY=changed\n").unwrap();
+    assert_eq!(
+        std::fs::read_to_string(t.path().join(".env")).unwrap(),
+        "KEY=value\n"
+    );
+}
+
+#[test]
+fn copy_to_worktree_replaces_a_tracked_file_with_the_users_version() {
+    let t = TestRepo::new();
+    let repo = Repo::discover(t.path()).unwrap();
+    let wt = repo.add_worktree("feature", "feature", false).unwrap();
+    std::fs::write(t.path().join("README.md"), "my local edit\n").unwrap();
+    repo.copy_to_worktree(&wt, &[PathBuf::from("README.md")], DEFAULT_COPY_TIMEOUT)
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(wt.path.join("README.md")).unwrap(),
+        "my local edit\n"
+    );
+    assert_eq!(git(&wt.path, &["status", "--porcelain"]), "M README.md");
+}
+
+#[test]
+fn copy_to_worktree_checks_every_path_before_copying_any() {
+    let t = repo_with_untracked_files();
+    let repo = Repo::discover(t.path()).unwrap();
+    let wt = repo.add_worktree("feature", "feature", false).unwrap();
+    let err = repo
+        .copy_to_worktree(
+            &wt,
+            &[PathBuf::from(".env"), PathBuf::from("no-such-dir")],
+            DEFAULT_COPY_TIMEOUT,
+        )
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("`no-such-dir` does not exist"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("nothing was copied"), "{err}");
+    assert!(!wt.path.join(".env").exists());
+    let err = repo
+        .copy_to_worktree(&wt, &[PathBuf::from("../elsewhere")], DEFAULT_COPY_TIMEOUT)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("is outside the repository"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_copy_cut_off_by_its_timeout_leaves_no_partial_item() {
+    let t = repo_with_untracked_files();
+    let repo = Repo::discover(t.path()).unwrap();
+    let wt = repo.add_worktree("feature", "feature", false).unwrap();
+    // A zero timeout expires after the first file of the directory.
+    let err = repo
+        .copy_to_worktree(&wt, &[PathBuf::from("node_modules")], Duration::ZERO)
+        .unwrap_err()
+        .to_string();
+    for needle in [
+        "copying `node_modules` did not finish within the 0 ms timeout",
+        "its partial copy was removed from the worktree",
+        "raise timeouts.copyToWorktreeMs",
+    ] {
+        assert!(err.contains(needle), "{needle:?} not in: {err}");
+    }
+    assert!(!wt.path.join("node_modules").exists());
 }

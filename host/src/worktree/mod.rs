@@ -2,14 +2,17 @@
 //! out on the host, and how its commits come back to the target branch.
 //! The only module that changes the user's git repository.
 
+mod copy;
 mod merge;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use git2::{BranchType, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions};
 
 use crate::error::{Error, Result};
 
+pub use copy::DEFAULT_COPY_TIMEOUT;
 pub use merge::MergeOutcome;
 
 /// The git repository a run works on.
@@ -167,6 +170,23 @@ impl Repo {
             base,
             temporary,
         })
+    }
+
+    /// Copy `paths` from the repository into the same relative place in
+    /// `worktree` (copyToWorktree), replacing what is there, within
+    /// `timeout` ([`DEFAULT_COPY_TIMEOUT`] unless the caller sets one).
+    /// Relative paths resolve against the repository root; absolute ones
+    /// must be inside it. Every path is checked before anything is copied;
+    /// an item cut off by the timeout or an error is removed, not left half
+    /// copied. It blocks: in async code call it inside
+    /// `tokio::task::block_in_place`.
+    pub fn copy_to_worktree(
+        &self,
+        worktree: &Worktree,
+        paths: &[PathBuf],
+        timeout: Duration,
+    ) -> Result<()> {
+        copy::copy_to_worktree(&self.root, &worktree.path, paths, timeout)
     }
 
     /// Keep worktrees and logs out of the user's `git status`, without
