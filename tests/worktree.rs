@@ -1,11 +1,12 @@
 //! The worktree manager on real git repositories: worktrees under
 //! `.sanddune/worktrees/`, merge-to-head (fast-forward, merge commit,
-//! conflicts, local changes), preserve-dirty / remove-clean on close, and
-//! copyToWorktree.
+//! conflicts, local changes), preserve-dirty / remove-clean on close,
+//! concurrent creation from threads and processes, and copyToWorktree.
 
 mod common;
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
 use common::{TestRepo, git};
@@ -201,6 +202,103 @@ fn a_directory_that_is_not_a_repository_or_has_no_commits_is_refused() {
     git(dir.path(), &["init", "-q"]);
     let err = Repo::discover(dir.path()).err().unwrap();
     assert!(err.to_string().contains("no commits yet"), "{err}");
+}
+
+/// One task's whole worktree life on a shared repository: create, commit,
+/// merge into the host's branch, close (which deletes the temporary branch).
+fn worktree_life(root: &Path, name: &str) {
+    let repo = Repo::discover(root).unwrap();
+    let wt = repo
+        .add_worktree(name, &format!("sanddune/{name}"), true)
+        .unwrap();
+    commit_file(&wt.path, &format!("{name}.txt"), "x\n", name);
+    repo.merge_into_head(&wt.branch).unwrap();
+    assert_eq!(repo.close_worktree(&wt, false).unwrap(), None);
+}
+
+fn assert_all_merged_and_cleaned(t: &TestRepo, names: &[String]) {
+    for name in names {
+        assert!(t.path().join(format!("{name}.txt")).exists(), "{name}");
+    }
+    assert_eq!(t.git(&["status", "--porcelain"]), "");
+    assert_eq!(t.git(&["branch", "--list", "sanddune/*"]), "");
+    assert_eq!(t.git(&["worktree", "list"]).lines().count(), 1);
+}
+
+#[test]
+fn eight_threads_create_merge_and_close_worktrees_on_one_repo() {
+    let t = TestRepo::new();
+    // Packed refs make every branch deletion rewrite one shared file.
+    t.git(&["pack-refs", "--all"]);
+    let start = Arc::new(Barrier::new(8));
+    let names: Vec<String> = (0..8).map(|i| format!("task-{i}")).collect();
+    let tasks: Vec<_> = names
+        .iter()
+        .map(|name| {
+            let (root, name, start) = (t.path().to_path_buf(), name.clone(), start.clone());
+            std::thread::spawn(move || {
+                start.wait();
+                worktree_life(&root, &name);
+            })
+        })
+        .collect();
+    for task in tasks {
+        task.join().unwrap();
+    }
+    assert_all_merged_and_cleaned(&t, &names);
+}
+
+const CHILD_REPO: &str = "SANDDUNE_TEST_WORKTREE_REPO";
+const CHILD_NAME: &str = "SANDDUNE_TEST_WORKTREE_NAME";
+
+/// The body of the child processes of the next test; does nothing alone.
+#[test]
+#[ignore = "run as a child process by two_processes_create_worktrees_on_one_repo_at_once"]
+fn child_process_worktree_lives() {
+    let (Ok(root), Ok(name)) = (std::env::var(CHILD_REPO), std::env::var(CHILD_NAME)) else {
+        return;
+    };
+    for i in 0..4 {
+        worktree_life(Path::new(&root), &format!("{name}-{i}"));
+    }
+}
+
+#[test]
+fn two_processes_create_worktrees_on_one_repo_at_once() {
+    let t = TestRepo::new();
+    t.git(&["pack-refs", "--all"]);
+    let children: Vec<_> = ["one", "two"]
+        .iter()
+        .map(|name| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "child_process_worktree_lives",
+                    "--ignored",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_REPO, t.path())
+                .env(CHILD_NAME, name)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for child in children {
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let names: Vec<String> = ["one", "two"]
+        .iter()
+        .flat_map(|n| (0..4).map(move |i| format!("{n}-{i}")))
+        .collect();
+    assert_all_merged_and_cleaned(&t, &names);
 }
 
 /// A repository with what copyToWorktree is for: an untracked `.env`, a

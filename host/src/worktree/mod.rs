@@ -3,6 +3,7 @@
 //! The only module that changes the user's git repository.
 
 mod copy;
+mod lock;
 mod merge;
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,7 @@ use std::time::Duration;
 use git2::{BranchType, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions};
 
 use crate::error::{Error, Result};
+use lock::GitLock;
 
 pub use copy::DEFAULT_COPY_TIMEOUT;
 pub use merge::MergeOutcome;
@@ -122,6 +124,7 @@ impl Repo {
         }
         let dir = self.root.join(".sanddune/worktrees");
         let path = dir.join(name);
+        let _git = GitLock::acquire(&self.git_dir())?;
         if path.exists() {
             return Err(Error::input(format!(
                 "a worktree already exists at {} (kept from an earlier run?): inspect it, then `git worktree remove {}`, or choose another branch",
@@ -209,8 +212,15 @@ impl Repo {
             text.push('\n');
         }
         text.push_str(&add);
-        std::fs::create_dir_all(exclude.parent().unwrap())
-            .and_then(|_| std::fs::write(&exclude, text))
+        // Replaced in one rename: a reader (git) never sees half a file.
+        let dir = exclude.parent().unwrap();
+        std::fs::create_dir_all(dir)
+            .and_then(|_| tempfile::NamedTempFile::new_in(dir))
+            .and_then(|mut tmp| {
+                std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+                tmp.persist(&exclude).map_err(|e| e.error)
+            })
+            .map(drop)
             .map_err(|e| Error::Other(anyhow::anyhow!("update {}: {e}", exclude.display())))
     }
 
@@ -259,7 +269,10 @@ impl Repo {
     }
 
     /// Merge `branch` into the host's checked-out branch (merge-to-head).
+    /// Serialized with every other git-metadata change on this repository:
+    /// parallel runs merging into one target take turns.
     pub fn merge_into_head(&self, branch: &str) -> Result<MergeOutcome> {
+        let _git = GitLock::acquire(&self.git_dir())?;
         merge::merge_into_head(&self.repo, branch)
     }
 
@@ -273,6 +286,7 @@ impl Repo {
         if worktree.path.exists() && self.is_dirty(worktree)? {
             return Ok(Some(worktree.path.clone()));
         }
+        let _git = GitLock::acquire(&self.git_dir())?;
         let wt = self
             .repo
             .find_worktree(&worktree.name)
