@@ -646,3 +646,71 @@ fn interactive_asks_for_a_missing_prompt_argument_and_fails_without_one() {
     );
     assert!(repo.calls("claude").is_empty());
 }
+
+// --- copyToWorktree -------------------------------------------------------
+
+#[test]
+fn copies_reach_the_worktree_before_its_hooks() {
+    let repo = TestRepo::new();
+    std::fs::write(repo.path().join("local.env"), "TOKEN=untracked\n").unwrap();
+    let trace = repo.home.path().join("trace");
+    let out = run(
+        &repo,
+        &[
+            "--prompt",
+            "fix the typo",
+            "--copy",
+            "local.env",
+            "--hook-worktree-ready",
+            &format!("cat local.env > {}", trace.display()),
+            "--json",
+        ],
+    );
+    json(&out);
+    assert_eq!(
+        std::fs::read_to_string(&trace).unwrap(),
+        "TOKEN=untracked\n"
+    );
+    // The user's file is still theirs.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("local.env")).unwrap(),
+        "TOKEN=untracked\n"
+    );
+}
+
+#[test]
+fn a_copy_that_cannot_work_is_refused_before_the_agent() {
+    let repo = TestRepo::new();
+    let out = run(
+        &repo,
+        &["--prompt", "fix the typo", "--copy", "node_modules"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("node_modules") && err.contains("does not exist"),
+        "{err}"
+    );
+    assert!(repo.calls("claude").is_empty());
+    no_worktree_left(&repo);
+    // A bind-mount provider defaults to head, which has no worktree to copy into.
+    std::fs::write(repo.path().join("local.env"), "x").unwrap();
+    let hostile = common::plugin_file("sanddune-test-plugin-hostile");
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        hostile.to_str().unwrap(),
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--copy",
+        "local.env",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("copyToWorktree needs a worktree"),
+        "{}",
+        stderr(&out)
+    );
+}

@@ -157,7 +157,7 @@ impl SandboxHandle {
                 options: o.agent_options.clone(),
                 env: env.into_iter().collect(),
                 sync: if isolated {
-                    worktree.as_ref().map(|wt| (wt, synced))
+                    worktree.as_deref().map(|wt| (wt, synced))
                 } else {
                     None
                 },

@@ -72,7 +72,7 @@ pub struct Timeouts {
 impl Default for Timeouts {
     fn default() -> Self {
         Self {
-            copy_to_worktree: Duration::from_secs(60),
+            copy_to_worktree: crate::worktree::DEFAULT_COPY_TIMEOUT,
         }
     }
 }

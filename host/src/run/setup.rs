@@ -3,6 +3,7 @@
 //! sandbox on it.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::capture::{self, HostSessions};
 use super::env::{self, EnvMap};
@@ -16,7 +17,7 @@ use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider, SandboxSpec};
 use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
 use crate::prompt::{self, Template};
-use crate::worktree::{Repo, Worktree};
+use crate::worktree::{Repo, Worktree, WorktreeOrigin, worktree_name};
 
 /// The name that selects the no-sandbox provider (interactive only).
 pub const NO_SANDBOX: &str = "no-sandbox";
@@ -212,8 +213,10 @@ pub(super) async fn prepare_agent(
 #[derive(Clone, Debug)]
 pub(super) struct Place {
     pub root: PathBuf,
-    /// None under head: the agent works in the repository itself.
-    pub worktree: Option<Worktree>,
+    /// None under head: the agent works in the repository itself. Shared
+    /// by a worktree handle and the sandboxes on it; the worktree lock goes
+    /// with the last of them.
+    pub worktree: Option<Arc<Worktree>>,
     /// The source branch.
     pub branch: String,
     /// The target branch: the host's branch when the place was made.
@@ -246,7 +249,7 @@ pub(super) fn source_branch(strategy: &BranchStrategy, target: &str, id: &str) -
 
 pub(super) fn hook_log(log: &RunLog) -> HookLog {
     let log = log.clone();
-    std::sync::Arc::new(move |label: &str, line: &str| log.line(&format!("{label}: {line}")))
+    Arc::new(move |label: &str, line: &str| log.line(&format!("{label}: {line}")))
 }
 
 /// Make the place: the worktree (if the strategy has one), copyToWorktree,
@@ -265,20 +268,48 @@ pub(super) async fn prepare_place(
         BranchStrategy::MergeToHead => {
             Some(repo.add_worktree(&format!("run-{id}"), &branch, true)?)
         }
-        BranchStrategy::Branch(b) => Some(repo.add_worktree(&b.replace('/', "-"), b, false)?),
+        BranchStrategy::Branch(b) => Some(repo.add_worktree(&worktree_name(b), b, false)?),
     };
     let place = Place {
         root: repo.root().to_path_buf(),
-        worktree,
+        worktree: worktree.map(Arc::new),
         branch,
         target,
         strategy,
         run_id: id.to_string(),
     };
     if let Some(wt) = &place.worktree {
-        log.status(&format!("worktree ready: {}", wt.path.display()));
+        log.status(&match &wt.origin {
+            WorktreeOrigin::Created => format!("worktree created: {}", wt.path.display()),
+            WorktreeOrigin::Reused => format!(
+                "worktree reused with its work: {} (it was kept by an earlier run)",
+                wt.path.display()
+            ),
+            WorktreeOrigin::FastForwarded { from } => format!(
+                "worktree reused: {}, fast-forwarded from {} to {}",
+                wt.path.display(),
+                &from[..from.len().min(10)],
+                place.target
+            ),
+        });
     }
     let ready = async {
+        if let Some(wt) = place.worktree.clone()
+            && !o.copy_to_worktree.is_empty()
+        {
+            log.status("copying into the worktree");
+            let (root, paths, timeout) = (
+                place.root.clone(),
+                o.copy_to_worktree.clone(),
+                o.timeouts.copy_to_worktree,
+            );
+            // Copies block; keep them off the async workers.
+            tokio::task::spawn_blocking(move || {
+                Repo::discover(&root)?.copy_to_worktree(&wt, &paths, timeout)
+            })
+            .await
+            .map_err(|e| Error::Other(anyhow::anyhow!("the copy task failed: {e}")))??;
+        }
         if !o.hooks.host_on_worktree_ready.is_empty() {
             log.status("running host.onWorktreeReady hooks");
         }
@@ -339,6 +370,12 @@ pub(super) async fn start_sandbox(
                 .worktree
                 .as_ref()
                 .expect("isolated providers always have a worktree");
+            if place.repo()?.is_dirty(wt)? {
+                log.line(&format!(
+                    "warning: {} has uncommitted changes; an isolated sandbox gets committed work only, so they stay on the host",
+                    wt.path.display()
+                ));
+            }
             sync::sync_in(&mut sandbox, wt).await?;
         }
         if !o.hooks.host_on_sandbox_ready.is_empty() || !o.hooks.sandbox_on_sandbox_ready.is_empty()

@@ -1,16 +1,42 @@
 //! Worktrees under `.sanddune/worktrees/`: where an agent's branch is checked
 //! out on the host, and how its commits come back to the target branch.
 //! The only module that changes the user's git repository.
+//!
+//! A managed worktree is `.sanddune/worktrees/<name>`: `run-<run id>` for
+//! merge-to-head, [`worktree_name`] of the branch for the branch strategy.
+//! Opening one takes its [`WorktreeLock`] first, then reuses the worktree if
+//! it already exists for the same branch. Every change to git metadata
+//! (branches, worktrees, merges into the target branch) happens under one
+//! lock per repository, so parallel runs never race on git's lock files.
+//! Decisions: ADR 0005.
 
+mod copy;
+mod lock;
 mod merge;
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
+use git2::build::CheckoutBuilder;
 use git2::{BranchType, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions};
 
 use crate::error::{Error, Result};
+use lock::GitLock;
 
+pub use copy::DEFAULT_COPY_TIMEOUT;
+pub use lock::{LockHolder, WorktreeLock};
 pub use merge::MergeOutcome;
+
+/// Where managed worktrees and their lock files live, under the repository
+/// root.
+pub const WORKTREES_DIR: &str = ".sanddune/worktrees";
+
+/// The managed worktree name of a branch-strategy branch: `feature/x` is
+/// `feature-x`. Two branches with one name (`a/b`, `a-b`) cannot both have a
+/// worktree: the second is refused, naming the first.
+pub fn worktree_name(branch: &str) -> String {
+    branch.replace('/', "-")
+}
 
 /// The git repository a run works on.
 pub struct Repo {
@@ -18,16 +44,51 @@ pub struct Repo {
     root: PathBuf,
 }
 
-/// A worktree sanddune created, and the branch checked out in it.
-#[derive(Clone, Debug)]
+/// A managed worktree, the branch checked out in it, and its lock: until
+/// [`Repo::close_worktree`] or drop, no other run can open the worktree.
+/// Dropping it without closing releases the lock and leaves the worktree.
+#[derive(Debug)]
 pub struct Worktree {
     pub name: String,
     pub path: PathBuf,
     pub branch: String,
-    /// The branch's commit when the worktree was created.
+    /// The branch's commit when the worktree was opened (after a
+    /// fast-forward, if any).
     pub base: String,
     /// The branch exists only for this run (merge-to-head).
     pub temporary: bool,
+    pub origin: WorktreeOrigin,
+    lock: WorktreeLock,
+}
+
+impl Worktree {
+    pub fn lock(&self) -> &WorktreeLock {
+        &self.lock
+    }
+}
+
+/// How [`Repo::add_worktree`] came by the worktree.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorktreeOrigin {
+    /// Created now (and its branch, if the branch did not exist).
+    Created,
+    /// It existed for this branch and is used as it was: with uncommitted
+    /// work, level with or ahead of the target branch, diverged from it, or
+    /// the host's HEAD is detached.
+    Reused,
+    /// It existed, was clean, and its branch was behind the target branch:
+    /// fast-forwarded from commit `from` to the target.
+    FastForwarded { from: String },
+}
+
+/// A worktree git knows of (`git worktree list`).
+struct Registered {
+    name: String,
+    path: PathBuf,
+    /// Its directory and admin files exist.
+    valid: bool,
+    /// The branch its HEAD names; none when detached or unreadable.
+    branch: Option<String>,
 }
 
 /// Run the git CLI in `dir`, for what libgit2 cannot do (bundles). Returns
@@ -109,26 +170,139 @@ impl Repo {
         Ok(head.shorthand().unwrap_or("HEAD").to_string())
     }
 
-    /// Create a worktree at `.sanddune/worktrees/<name>` on `branch`, creating
-    /// the branch from HEAD when it does not exist.
+    /// Open the managed worktree `.sanddune/worktrees/<name>` on `branch`,
+    /// locked for the caller. If it already exists for `branch` it is reused
+    /// with whatever work it holds (a clean one whose branch is behind the
+    /// target branch is fast-forwarded first); otherwise it is created, and
+    /// `branch` with it from HEAD when absent. Refused: an invalid branch,
+    /// the host's checked-out branch, a worktree in use by another run, a
+    /// directory there that is not a worktree of this repository or holds
+    /// another branch, and a branch checked out in another worktree.
     pub fn add_worktree(&self, name: &str, branch: &str, temporary: bool) -> Result<Worktree> {
         if git2::Branch::name_is_valid(branch).ok() != Some(true) {
             return Err(Error::input(format!(
                 "`{branch}` is not a valid branch name"
             )));
         }
-        let dir = self.root.join(".sanddune/worktrees");
-        let path = dir.join(name);
-        if path.exists() {
+        // Lock files sit next to worktrees as `<name>.lock`; git refuses
+        // branch names ending in `.lock`, so no worktree is named like one.
+        if name.is_empty() || name.starts_with('.') || name.contains('/') || name.ends_with(".lock")
+        {
             return Err(Error::input(format!(
-                "a worktree already exists at {} (kept from an earlier run?): inspect it, then `git worktree remove {}`, or choose another branch",
-                path.display(),
-                path.display()
+                "`{name}` cannot name a worktree: use a plain directory name"
             )));
         }
-        self.exclude_sanddune_dirs()?;
+        let dir = self.root.join(WORKTREES_DIR);
+        {
+            let _git = GitLock::acquire(&self.git_dir())?;
+            self.exclude_sanddune_dirs()?;
+        }
         std::fs::create_dir_all(&dir)
             .map_err(|e| Error::Other(anyhow::anyhow!("create {}: {e}", dir.display())))?;
+        let lock = WorktreeLock::acquire(&dir, name, branch, &self.git_dir())?;
+        let path = dir.join(name);
+        let _git = GitLock::acquire(&self.git_dir())?;
+        let origin = if self.claim(name, branch, &path)? {
+            self.fast_forward_if_behind(&path, branch)?
+        } else {
+            self.create_worktree(name, branch, &path)?;
+            WorktreeOrigin::Created
+        };
+        Ok(Worktree {
+            name: name.to_string(),
+            base: self.branch_head(branch)?,
+            path,
+            branch: branch.to_string(),
+            temporary,
+            origin,
+            lock,
+        })
+    }
+
+    /// What `path` is: true for a worktree of `branch` to reuse, false when
+    /// free for a new one, an error when it is in the way.
+    fn claim(&self, name: &str, branch: &str, path: &Path) -> Result<bool> {
+        let registered = self.registered_worktrees()?;
+        let at_path = |r: &&Registered| same_path(&r.path, path);
+        if std::fs::symlink_metadata(path).is_ok() {
+            return match registered.iter().filter(|r| r.valid).find(at_path) {
+                Some(r) if r.branch.as_deref() == Some(branch) => Ok(true),
+                Some(r) => Err(Error::input(format!(
+                    "the worktree {} has {} checked out, not `{branch}`: finish the work there and `git worktree remove {}`, or use another branch name",
+                    path.display(),
+                    r.branch
+                        .as_deref()
+                        .map_or("a detached HEAD".to_string(), |b| format!("branch `{b}`")),
+                    path.display()
+                ))),
+                None => Err(Error::input(format!(
+                    "{} exists but is not a git worktree of this repository: move it away or delete it, then run again",
+                    path.display()
+                ))),
+            };
+        }
+        // Registrations whose directory was deleted by hand would block
+        // `git worktree add` under the same name.
+        for r in registered
+            .iter()
+            .filter(|r| !r.valid && (r.name == name || same_path(&r.path, path)))
+        {
+            let wt = self
+                .repo
+                .find_worktree(&r.name)
+                .map_err(|e| git_err("find worktree", e))?;
+            wt.prune(None)
+                .map_err(|e| git_err("prune a stale worktree", e))?;
+        }
+        let valid = || registered.iter().filter(|r| r.valid);
+        if let Some(r) = valid().find(|r| r.branch.as_deref() == Some(branch)) {
+            return Err(Error::input(format!(
+                "branch `{branch}` is checked out in the worktree {}: finish the work there and `git worktree remove` it, or use another branch",
+                r.path.display()
+            )));
+        }
+        if let Some(r) = valid().find(|r| r.name == name) {
+            return Err(Error::input(format!(
+                "a git worktree named `{name}` already exists at {}: remove it (`git worktree remove`) or use another branch name",
+                r.path.display()
+            )));
+        }
+        Ok(false)
+    }
+
+    fn registered_worktrees(&self) -> Result<Vec<Registered>> {
+        let names = self
+            .repo
+            .worktrees()
+            .map_err(|e| git_err("list worktrees", e))?;
+        Ok(names
+            .iter()
+            .filter_map(|name| name.ok().flatten())
+            .filter_map(|name| self.repo.find_worktree(name).ok())
+            .map(|wt| {
+                let valid = wt.validate().is_ok() && wt.path().exists();
+                let branch = valid
+                    .then(|| Repository::open_from_worktree(&wt).ok())
+                    .flatten()
+                    .and_then(|r| {
+                        r.find_reference("HEAD")
+                            .ok()?
+                            .symbolic_target()
+                            .ok()??
+                            .strip_prefix("refs/heads/")
+                            .map(str::to_string)
+                    });
+                Registered {
+                    name: wt.name().ok().flatten().unwrap_or_default().to_string(),
+                    path: wt.path().to_path_buf(),
+                    valid,
+                    branch,
+                }
+            })
+            .collect())
+    }
+
+    fn create_worktree(&self, name: &str, branch: &str, path: &Path) -> Result<()> {
         let branch_ref = match self.repo.find_branch(branch, BranchType::Local) {
             Ok(b) => {
                 if b.is_head() {
@@ -149,24 +323,82 @@ impl Repo {
                     .map_err(|e| git_err("create branch", e))?
             }
         };
-        let base = branch_ref
-            .get()
-            .peel_to_commit()
-            .map_err(|e| git_err("read branch", e))?
-            .id()
-            .to_string();
         let mut opts = WorktreeAddOptions::new();
         opts.reference(Some(branch_ref.get()));
         self.repo
-            .worktree(name, &path, Some(&opts))
+            .worktree(name, path, Some(&opts))
             .map_err(|e| git_err(&format!("create worktree for `{branch}`"), e))?;
-        Ok(Worktree {
-            name: name.to_string(),
-            path,
-            branch: branch.to_string(),
-            base,
-            temporary,
+        Ok(())
+    }
+
+    /// Bring a reused worktree's branch up to the target branch when that is
+    /// a pure fast-forward of a clean worktree; anything else is left as it
+    /// is, so no work in it is lost.
+    fn fast_forward_if_behind(&self, path: &Path, branch: &str) -> Result<WorktreeOrigin> {
+        let head = self.repo.head().map_err(|e| git_err("read HEAD", e))?;
+        let target_name = head.shorthand().unwrap_or("HEAD").to_string();
+        if !head.is_branch() {
+            tracing::info!(worktree = %path.display(), "reusing the worktree as it is: the host's HEAD is detached");
+            return Ok(WorktreeOrigin::Reused);
+        }
+        let target = head.peel_to_commit().map_err(|e| git_err("read HEAD", e))?;
+        let ours = git2::Oid::from_str(&self.branch_head(branch)?)
+            .map_err(|e| git_err("read branch", e))?;
+        let behind = ours != target.id()
+            && self
+                .repo
+                .graph_descendant_of(target.id(), ours)
+                .map_err(|e| git_err("compare branches", e))?;
+        if !behind {
+            let diverged = ours != target.id()
+                && !self
+                    .repo
+                    .graph_descendant_of(ours, target.id())
+                    .map_err(|e| git_err("compare branches", e))?;
+            if diverged {
+                tracing::info!(worktree = %path.display(), branch, target = %target_name, "reusing the worktree as it is: its branch and the target branch have diverged");
+            }
+            return Ok(WorktreeOrigin::Reused);
+        }
+        let wt = Repository::open(path).map_err(|e| git_err("open worktree", e))?;
+        if dirty(&wt)? {
+            tracing::info!(worktree = %path.display(), branch, target = %target_name, "reusing the worktree as it is: it has uncommitted changes, so it is not fast-forwarded");
+            return Ok(WorktreeOrigin::Reused);
+        }
+        let commit = wt
+            .find_commit(target.id())
+            .map_err(|e| git_err("read target", e))?;
+        wt.checkout_tree(commit.as_object(), Some(CheckoutBuilder::new().safe()))
+            .map_err(|e| git_err("fast-forward the reused worktree", e))?;
+        wt.find_reference(&format!("refs/heads/{branch}"))
+            .and_then(|mut r| {
+                r.set_target(
+                    target.id(),
+                    &format!("sanddune: fast-forward reused worktree to {target_name}"),
+                )
+            })
+            .map_err(|e| git_err("fast-forward the reused worktree", e))?;
+        tracing::info!(worktree = %path.display(), branch, target = %target_name, "fast-forwarded the reused worktree to the target branch");
+        Ok(WorktreeOrigin::FastForwarded {
+            from: ours.to_string(),
         })
+    }
+
+    /// Copy `paths` from the repository into the same relative place in
+    /// `worktree` (copyToWorktree), replacing what is there, within
+    /// `timeout` ([`DEFAULT_COPY_TIMEOUT`] unless the caller sets one).
+    /// Relative paths resolve against the repository root; absolute ones
+    /// must be inside it. Every path is checked before anything is copied;
+    /// an item cut off by the timeout or an error is removed, not left half
+    /// copied. It blocks: in async code call it inside
+    /// `tokio::task::block_in_place`.
+    pub fn copy_to_worktree(
+        &self,
+        worktree: &Worktree,
+        paths: &[PathBuf],
+        timeout: Duration,
+    ) -> Result<()> {
+        copy::copy_to_worktree(&self.root, &worktree.path, paths, timeout)
     }
 
     /// Keep worktrees and logs out of the user's `git status`, without
@@ -189,8 +421,15 @@ impl Repo {
             text.push('\n');
         }
         text.push_str(&add);
-        std::fs::create_dir_all(exclude.parent().unwrap())
-            .and_then(|_| std::fs::write(&exclude, text))
+        // Replaced in one rename: a reader (git) never sees half a file.
+        let dir = exclude.parent().unwrap();
+        std::fs::create_dir_all(dir)
+            .and_then(|_| tempfile::NamedTempFile::new_in(dir))
+            .and_then(|mut tmp| {
+                std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+                tmp.persist(&exclude).map_err(|e| e.error)
+            })
+            .map(drop)
             .map_err(|e| Error::Other(anyhow::anyhow!("update {}: {e}", exclude.display())))
     }
 
@@ -229,45 +468,67 @@ impl Repo {
 
     /// True when the worktree has changes or untracked files.
     pub fn is_dirty(&self, worktree: &Worktree) -> Result<bool> {
-        let repo = Repository::open(&worktree.path).map_err(|e| git_err("open worktree", e))?;
-        let mut opts = StatusOptions::new();
-        opts.include_untracked(true).include_ignored(false);
-        let statuses = repo
-            .statuses(Some(&mut opts))
-            .map_err(|e| git_err("worktree status", e))?;
-        Ok(!statuses.is_empty())
+        dirty(&Repository::open(&worktree.path).map_err(|e| git_err("open worktree", e))?)
     }
 
     /// Merge `branch` into the host's checked-out branch (merge-to-head).
+    /// Serialized with every other git-metadata change on this repository:
+    /// parallel runs merging into one target take turns.
     pub fn merge_into_head(&self, branch: &str) -> Result<MergeOutcome> {
+        let _git = GitLock::acquire(&self.git_dir())?;
         merge::merge_into_head(&self.repo, branch)
     }
 
-    /// Remove a clean worktree (and its branch when temporary); keep a dirty
-    /// one. Returns the kept path.
+    /// Give a worktree back: remove it if clean (and its branch when
+    /// temporary and not `keep_branch`), keep it if dirty; release its lock
+    /// either way. Returns the kept path. The value is spent afterwards:
+    /// drop it.
     pub fn close_worktree(
         &self,
         worktree: &Worktree,
         keep_branch: bool,
     ) -> Result<Option<PathBuf>> {
         if worktree.path.exists() && self.is_dirty(worktree)? {
+            worktree.lock.release()?;
             return Ok(Some(worktree.path.clone()));
         }
-        let wt = self
-            .repo
-            .find_worktree(&worktree.name)
-            .map_err(|e| git_err("find worktree", e))?;
-        let mut opts = WorktreePruneOptions::new();
-        opts.valid(true).working_tree(true);
-        wt.prune(Some(&mut opts))
-            .map_err(|e| git_err("remove worktree", e))?;
-        if worktree.temporary
-            && !keep_branch
-            && let Ok(mut b) = self.repo.find_branch(&worktree.branch, BranchType::Local)
         {
-            b.delete()
-                .map_err(|e| git_err("delete temporary branch", e))?;
+            let _git = GitLock::acquire(&self.git_dir())?;
+            let wt = self
+                .repo
+                .find_worktree(&worktree.name)
+                .map_err(|e| git_err("find worktree", e))?;
+            let mut opts = WorktreePruneOptions::new();
+            opts.valid(true).working_tree(true);
+            wt.prune(Some(&mut opts))
+                .map_err(|e| git_err("remove worktree", e))?;
+            if worktree.temporary
+                && !keep_branch
+                && let Ok(mut b) = self.repo.find_branch(&worktree.branch, BranchType::Local)
+            {
+                b.delete()
+                    .map_err(|e| git_err("delete temporary branch", e))?;
+            }
         }
+        worktree.lock.release()?;
         Ok(None)
+    }
+}
+
+/// True when the worktree has changes or untracked files.
+fn dirty(worktree: &Repository) -> Result<bool> {
+    let mut opts = StatusOptions::new();
+    opts.include_untracked(true).include_ignored(false);
+    let statuses = worktree
+        .statuses(Some(&mut opts))
+        .map_err(|e| git_err("worktree status", e))?;
+    Ok(!statuses.is_empty())
+}
+
+/// One place on disk, however it is spelled (a symlinked temp dir, `..`).
+fn same_path(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => a == b,
     }
 }
