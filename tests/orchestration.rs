@@ -714,3 +714,133 @@ fn a_copy_that_cannot_work_is_refused_before_the_agent() {
         stderr(&out)
     );
 }
+
+// --- abort, locks, parallel runs -------------------------------------------
+
+/// Wait (bounded) for `path` to exist; tests never assert on time.
+fn wait_for(path: &std::path::Path) {
+    for _ in 0..400 {
+        if path.exists() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("{} never appeared", path.display());
+}
+
+/// `sanddune run ... --branch BRANCH` with a hanging agent, in the background.
+fn hanging_run(repo: &TestRepo, branch: &str) -> std::process::Child {
+    let path = format!(
+        "{}:{}",
+        repo.bin().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let child = std::process::Command::new(common::BIN)
+        .args([
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+        ])
+        .args([
+            "--prompt",
+            "FAKE:hang",
+            "--branch",
+            branch,
+            "--log",
+            "terminal",
+        ])
+        .current_dir(repo.path())
+        .env("PATH", path)
+        .env("HOME", repo.home.path())
+        .env("SANDDUNE_CACHE_DIR", common::cache_dir())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_for(&repo.home.path().join("fake-claude-calls.jsonl"));
+    child
+}
+
+#[test]
+fn ctrl_c_aborts_with_130_and_keeps_the_worktree() {
+    let repo = TestRepo::new();
+    let child = hanging_run(&repo, "feat/slow");
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("interrupted (Ctrl-C)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        repo.path().join(".sanddune/worktrees/feat-slow").is_dir(),
+        "the worktree is kept"
+    );
+    assert!(
+        !repo
+            .path()
+            .join(".sanddune/worktrees/feat-slow.lock")
+            .exists(),
+        "and unlocked"
+    );
+}
+
+#[test]
+fn a_second_run_on_a_locked_worktree_fails_fast_naming_the_holder() {
+    let repo = TestRepo::new();
+    let mut first = hanging_run(&repo, "feat/a");
+    let out = run(&repo, &["--prompt", "fix the typo", "--branch", "feat/a"]);
+    let _ = first.kill();
+    let _ = first.wait();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("is in use by process") && err.contains(&first.id().to_string()),
+        "{err}"
+    );
+    assert_eq!(
+        repo.calls("claude").len(),
+        1,
+        "the second agent never started"
+    );
+}
+
+#[test]
+fn parallel_runs_on_one_repository_all_land() {
+    let repo = TestRepo::new();
+    let outs: Vec<std::process::Output> = std::thread::scope(|s| {
+        let runs: Vec<_> = (0..4)
+            .map(|i| {
+                let repo = &repo;
+                s.spawn(move || {
+                    let branch = format!("task/{i}");
+                    run(
+                        repo,
+                        &[
+                            "--prompt",
+                            &format!("note {i}"),
+                            "--branch",
+                            &branch,
+                            "--json",
+                        ],
+                    )
+                })
+            })
+            .collect();
+        runs.into_iter().map(|r| r.join().unwrap()).collect()
+    });
+    for out in &outs {
+        json(out);
+    }
+    for i in 0..4 {
+        assert_eq!(
+            repo.git(&["rev-list", "--count", &format!("main..task/{i}")]),
+            "1"
+        );
+    }
+    no_worktree_left(&repo);
+}

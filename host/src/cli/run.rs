@@ -130,14 +130,14 @@ pub(super) enum LogArg {
 
 /// The repository's `.sanddune/config.toml`, found from `cwd`.
 pub(super) fn project_config(cwd: &Path) -> Result<ProjectConfig> {
-    match git2::Repository::discover(cwd).ok().and_then(|r| {
-        let root = if r.is_worktree() {
+    let root = git2::Repository::discover(cwd).ok().and_then(|r| {
+        if r.is_worktree() {
             r.commondir().parent().map(Path::to_path_buf)
         } else {
             r.workdir().map(Path::to_path_buf)
-        };
-        root
-    }) {
+        }
+    });
+    match root {
         Some(root) => ProjectConfig::load(&root),
         // Not a repository: the run itself says so.
         None => Ok(ProjectConfig::default()),

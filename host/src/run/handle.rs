@@ -242,6 +242,14 @@ impl SandboxHandle {
     /// when the run succeeded, and remove the worktree unless it is dirty.
     pub(super) async fn teardown(mut self, result: Result<RunResult>) -> Result<RunResult> {
         let merge = result.is_ok() && self.place.strategy == BranchStrategy::MergeToHead;
+        if matches!(result, Err(Error::Aborted(_))) {
+            // An aborted run keeps its worktree as the killed agent left it.
+            if let Some(wt) = &self.place.worktree {
+                self.log
+                    .line(&format!("aborted; worktree kept: {}", wt.path.display()));
+            }
+            self.owns_place = false;
+        }
         let (close, merged) = match self.close_inner(merge).await {
             Ok(closed) => closed,
             Err(e) => return Err(result.err().unwrap_or(e)),
