@@ -173,3 +173,55 @@ fn codex_effort_is_validated_and_mapped() {
     let argv = repo.calls("codex")[0]["argv"].to_string();
     assert!(argv.contains("model_reasoning_effort"), "{argv}");
 }
+
+/// Agents with resumable session files: (agent provider, program, the
+/// argument that precedes the session id when resuming).
+const RESUMABLE: &[(&str, &str, &str)] = &[
+    ("claude-code", "claude", "--resume"),
+    ("codex", "codex", "resume"),
+    ("pi", "pi", "--session"),
+];
+
+#[test]
+fn each_resumable_agent_round_trips_its_session_through_the_host() {
+    for (agent, program, flag) in RESUMABLE {
+        let repo = TestRepo::new();
+        let first = ok_json(agent, &run(&repo, agent, "fix the typo in README", &[]));
+        let it = &first["iterations"][0];
+        let id = it["sessionId"].as_str().unwrap().to_string();
+        let path = it["sessionFilePath"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{agent}: no sessionFilePath in {first}"));
+        assert!(
+            path.starts_with(repo.home.path().to_str().unwrap()) && path.ends_with(".jsonl"),
+            "{agent}: captured under the user's HOME: {path}"
+        );
+        // Every working directory in it is the host repository now.
+        let root = repo.path().canonicalize().unwrap();
+        let text = std::fs::read_to_string(path).unwrap();
+        assert!(text.contains(root.to_str().unwrap()), "{agent}: {text}");
+        assert!(
+            !text.contains("/sbx-"),
+            "{agent}: a sandbox path is left: {text}"
+        );
+
+        // Resumed into a fresh sandbox: the agent finds the session there.
+        let out = run(&repo, agent, "add a note", &["--resume", &id]);
+        ok_json(agent, &out);
+        let calls = repo.calls(program);
+        let argv: Vec<&str> = calls.last().unwrap()["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a.as_str().unwrap())
+            .collect();
+        let at = argv
+            .iter()
+            .position(|a| a == flag)
+            .unwrap_or_else(|| panic!("{agent}: no {flag} in {argv:?}"));
+        assert!(
+            argv[at + 1].starts_with(&id[..8]) || argv[at + 1] == id,
+            "{agent}: {argv:?}"
+        );
+    }
+}

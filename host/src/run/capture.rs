@@ -97,6 +97,7 @@ pub async fn capture(
     // failure never leaves a half-written session where the agent looks.
     let staged = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| Error::Other(anyhow::anyhow!("create a file in {}: {e}", dir.display())))?;
+    let inside = locate(sandbox, &inside, sandbox_home, session_id).await?;
     sandbox.copy_file_out(&inside, staged.path()).await?;
     let content = std::fs::read_to_string(staged.path())
         .map_err(|e| Error::Other(anyhow::anyhow!("read the session {inside}: {e}")))?;
@@ -107,6 +108,52 @@ pub async fn capture(
         .and_then(|_| staged.persist(&outside).map_err(|e| e.error))
         .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", outside.display())))?;
     Ok(Some((outside, content)))
+}
+
+/// The session file as the agent wrote it. Some agents stamp the name with
+/// a creation time nobody can derive from the id (codex, pi): where
+/// `expected` is missing, the file ending in `<id>.jsonl` is looked for
+/// within three directories above it, never above the sandbox home.
+async fn locate(
+    sandbox: &mut Sandbox,
+    expected: &str,
+    home: &str,
+    session_id: &str,
+) -> Result<String> {
+    let mut root = Path::new(expected);
+    for _ in 0..4 {
+        match root.parent() {
+            Some(parent) if parent.starts_with(home) && parent != Path::new(home) => root = parent,
+            _ => break,
+        }
+    }
+    let q = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
+    let script = format!(
+        "if [ -f {e} ]; then printf '%s' {e}; else find {r} -maxdepth 4 -type f -name {n} 2>/dev/null | head -n 1; fi",
+        e = q(expected),
+        r = q(&root.display().to_string()),
+        n = q(&format!("*{session_id}.jsonl")),
+    );
+    let out = sandbox
+        .exec(
+            ExecRequest {
+                command: Command::Shell(script),
+                cwd: None,
+                env: vec![],
+                stdin: None,
+                sudo: false,
+                timeout_ms: Some(30_000),
+            },
+            |_| {},
+        )
+        .await?;
+    let found = out.stdout.trim_end_matches('\n');
+    if found.is_empty() {
+        return Err(Error::Plugin(format!(
+            "the agent left no session file for {session_id} (looked for {expected})"
+        )));
+    }
+    Ok(found.to_string())
 }
 
 /// The host session file a resume needs, validated before anything is
