@@ -16,6 +16,7 @@ use sanddune::plugin::{PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 fn runtime() -> PluginRuntime {
     PluginRuntime::new(RuntimeConfig {
         cache_dir: Some(common::cache_dir()),
+        store_dir: None,
         limits: Limits {
             memory_bytes: 64 << 20,
             cpu_ticks_per_call: 200,

@@ -11,7 +11,7 @@ use crate::plugin::{Plugin, PluginKind, PluginRef, PluginRuntime, RuntimeConfig}
 
 #[derive(Args)]
 pub struct InspectArgs {
-    /// A built-in plugin name or a component file.
+    /// A built-in or installed plugin name, or a component file.
     plugin: String,
 }
 
@@ -30,6 +30,18 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
         println!("source:       {}", p.source);
         println!("sha256:       {}", p.sha256);
         println!("api:          sanddune:plugin@{}", p.api_version);
+        if let Some(approved) = &p.approved {
+            let granted =
+                crate::plugin::store::Approved::default().missing(&approved.as_capabilities());
+            println!(
+                "approved:     {} (installed; it gets no more than this)",
+                if granted.is_empty() {
+                    "nothing".into()
+                } else {
+                    granted.join(", ")
+                }
+            );
+        }
     };
     match plugin.kind {
         PluginKind::Sandbox => {

@@ -3,6 +3,7 @@
 mod demo;
 mod inspect;
 mod interactive;
+mod plugin;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,14 @@ enum Commands {
 enum PluginCommands {
     /// Show what a plugin is, what it asks for, and what it actually imports.
     Inspect(inspect::InspectArgs),
+    /// Install a provider from a file or an https URL, approving what it may do.
+    Add(plugin::AddArgs),
+    /// The installed plugins and what each was granted.
+    List,
+    /// Replace an installed plugin with a newer version (asks again when it wants more).
+    Update(plugin::UpdateArgs),
+    /// Uninstall a plugin.
+    Remove(plugin::RemoveArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -65,9 +74,13 @@ pub fn main() -> i32 {
         match cli.command {
             Commands::Run(args) => run::run(args).await,
             Commands::Interactive(args) => interactive::interactive(args).await,
-            Commands::Plugin {
-                command: PluginCommands::Inspect(args),
-            } => inspect::inspect(args).await,
+            Commands::Plugin { command } => match command {
+                PluginCommands::Inspect(args) => inspect::inspect(args).await,
+                PluginCommands::Add(args) => plugin::add(args).await,
+                PluginCommands::List => plugin::list(),
+                PluginCommands::Update(args) => plugin::update(args).await,
+                PluginCommands::Remove(args) => plugin::remove(args),
+            },
             Commands::Demo(args) => demo::demo(args).await,
         }
     });

@@ -8,6 +8,7 @@ pub mod builtin;
 pub mod cache;
 pub mod engine;
 pub mod sandbox;
+pub mod store;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -80,6 +81,8 @@ impl std::fmt::Display for PluginRef {
 pub struct RuntimeConfig {
     /// Compiled-component cache; `None` compiles on every load.
     pub cache_dir: Option<PathBuf>,
+    /// Installed plugins (`sanddune plugin add`); `None`: none are.
+    pub store_dir: Option<PathBuf>,
     pub limits: Limits,
 }
 
@@ -87,6 +90,7 @@ impl Default for RuntimeConfig {
     fn default() -> Self {
         Self {
             cache_dir: cache::default_cache_dir(),
+            store_dir: store::default_dir(),
             limits: Limits {
                 memory_bytes: 256 << 20,
                 cpu_ticks_per_call: 3_000, // 30 s of wasm execution per call
@@ -106,6 +110,7 @@ struct RuntimeInner {
     sandbox_linker: Linker<PluginState>,
     agent_linker: Linker<PluginState>,
     cache: cache::ComponentCache,
+    store: Option<store::PluginStore>,
     limits: Limits,
     _ticker: engine::EpochTicker,
 }
@@ -119,6 +124,10 @@ pub struct Plugin {
     /// The `sanddune:plugin` version it was built against.
     pub api_version: String,
     pub sha256: String,
+    /// For an installed plugin, what the user approved; it gets no more.
+    /// None for built-ins (they get what they declare) and component files
+    /// named on the command line (the user chose that file explicitly).
+    pub approved: Option<store::Approved>,
     pub component: Component,
     pre: InstancePre<PluginState>,
     runtime: PluginRuntime,
@@ -149,6 +158,7 @@ impl PluginRuntime {
                 sandbox_linker,
                 agent_linker,
                 cache,
+                store: config.store_dir.map(store::PluginStore::open),
                 limits: config.limits,
                 _ticker: ticker,
             }),
@@ -159,17 +169,50 @@ impl PluginRuntime {
         &self.inner.engine
     }
 
+    /// The installed plugins, when this runtime has a store for them.
+    pub fn installed(&self) -> Option<&store::PluginStore> {
+        self.inner.store.as_ref()
+    }
+
     /// Load a plugin the user named; `expect` checks its kind when given.
+    /// A name resolves to a built-in first, then to an installed plugin,
+    /// unless the installed one was added to shadow the built-in.
     pub fn load(&self, plugin: &PluginRef, expect: Option<PluginKind>) -> Result<Plugin> {
         let (bytes, source) = match plugin {
             PluginRef::Builtin(name) => {
-                let bytes = builtin::get(name).ok_or_else(|| {
-                    Error::input(format!(
-                        "no built-in plugin named `{name}` (built-ins: {}); to load a component file, pass its path, e.g. ./{name}.wasm",
-                        builtin::names().join(", ")
-                    ))
-                })?;
-                (std::borrow::Cow::Borrowed(bytes), name.clone())
+                let installed = match self.installed() {
+                    Some(store) => store.get(name)?,
+                    None => None,
+                };
+                match (builtin::get(name), installed) {
+                    (Some(bytes), None) => (std::borrow::Cow::Borrowed(bytes), name.clone()),
+                    (Some(bytes), Some((record, _))) if !record.shadows_builtin => {
+                        (std::borrow::Cow::Borrowed(bytes), name.clone())
+                    }
+                    (_, Some((record, bytes))) => {
+                        let mut plugin = self.load_bytes(&bytes, name, expect)?;
+                        plugin.approved = Some(record.grants);
+                        return Ok(plugin);
+                    }
+                    (None, None) => {
+                        let installed: Vec<String> = self
+                            .installed()
+                            .and_then(|s| s.list().ok())
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|r| r.name)
+                            .collect();
+                        return Err(Error::input(format!(
+                            "no plugin named `{name}` (built-ins: {}; installed: {}); to load a component file, pass its path, e.g. ./{name}.wasm, or install it with `sanddune plugin add`",
+                            builtin::names().join(", "),
+                            if installed.is_empty() {
+                                "none".into()
+                            } else {
+                                installed.join(", ")
+                            }
+                        )));
+                    }
+                }
             }
             PluginRef::File(path) => (
                 std::borrow::Cow::Owned(read_component_file(path)?),
@@ -218,6 +261,7 @@ impl PluginRuntime {
             kind,
             api_version,
             sha256: cache::sha256_hex(bytes),
+            approved: None,
             component,
             pre,
             runtime: self.clone(),

@@ -7,7 +7,7 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::bindings::sandbox::SandboxPlugin;
-use super::bindings::types::{DirectoryAccess, EnvVar, OutputLine, OutputStream};
+use super::bindings::types::{Capabilities, DirectoryAccess, EnvVar, OutputLine, OutputStream};
 use super::{Plugin, PluginKind, PluginRef, PluginRuntime, one_line};
 use crate::capability::output::OutputSink;
 use crate::capability::{Brokered, Grants, PluginState};
@@ -94,10 +94,19 @@ impl SandboxProvider {
         &self.info.name
     }
 
+    /// What the provider gets: what it asks for, cut down to what the user
+    /// approved for an installed plugin.
+    pub fn capabilities(&self) -> Capabilities {
+        match &self.plugin.approved {
+            Some(approved) => approved.restrict(&self.info.capabilities),
+            None => self.info.capabilities.clone(),
+        }
+    }
+
     /// What this provider gets: what it declared (built-ins are pre-approved),
     /// resolved against this sandbox's worktree and scratch directory.
     fn grants(&self, worktree: &Path, scratch: Option<&Path>, env: &[(String, String)]) -> Grants {
-        let caps = &self.info.capabilities;
+        let caps = &self.capabilities();
         let mut directories = Vec::new();
         match caps.worktree {
             DirectoryAccess::None => {}
@@ -118,7 +127,7 @@ impl SandboxProvider {
 
     /// Create a sandbox for `spec`.
     pub async fn create(&self, spec: &SandboxSpec) -> Result<Sandbox> {
-        let scratch = if self.info.capabilities.scratch_dir {
+        let scratch = if self.capabilities().scratch_dir {
             let dir = tempfile::Builder::new()
                 .prefix(&format!("sanddune-{}-", self.info.name))
                 .tempdir()

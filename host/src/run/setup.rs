@@ -428,7 +428,7 @@ pub(super) async fn one_shot(
     let source = source_branch(&strategy, &target, &id);
     let mut prepared = prepare_agent(&runtime, &ao, checked, &source, &target, None).await?;
     let mut declared = agent_keys(&prepared.agent);
-    declared.extend(provider.info().capabilities.env_keys.iter().cloned());
+    declared.extend(provider.capabilities().env_keys);
     let env = resolve_env(
         repo.root(),
         declared,
@@ -467,5 +467,5 @@ pub(super) async fn one_shot(
 
 /// The env keys a sandbox provider declares (read from the process env).
 pub(super) fn declared_sandbox_keys(provider: &SandboxProvider) -> Vec<String> {
-    provider.info().capabilities.env_keys.clone()
+    provider.capabilities().env_keys
 }
