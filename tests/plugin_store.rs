@@ -336,3 +336,67 @@ fn an_installed_plugin_can_shadow_a_built_in_when_asked() {
         "the installed bind-mount provider ran, not the built-in"
     );
 }
+
+#[test]
+fn plugin_new_scaffolds_projects_that_build_into_working_components() {
+    let repo = TestRepo::new();
+    let dir = repo.home.path().join("projects");
+    std::fs::create_dir(&dir).unwrap();
+    // One target dir for every run of this test: the dependencies build once.
+    let target = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("scaffold-target");
+    for (name, kind, world) in [
+        ("acme-box", "sandbox", "sandbox provider"),
+        ("acme-agent", "agent", "agent provider"),
+    ] {
+        let out = repo.sanddune(&[
+            "plugin",
+            "new",
+            name,
+            "--kind",
+            kind,
+            "--dir",
+            dir.to_str().unwrap(),
+        ]);
+        assert!(ok(&out).contains("cargo build --release --target wasm32-wasip2"));
+        let project = dir.join(name);
+        assert!(project.join("wit/worlds.wit").is_file() && project.join("README.md").is_file());
+        let build = std::process::Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--release",
+                "--target",
+                "wasm32-wasip2",
+                "--target-dir",
+            ])
+            .arg(&target)
+            .current_dir(&project)
+            .output()
+            .unwrap();
+        assert!(
+            build.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&build.stderr)
+        );
+        let wasm = target.join(format!(
+            "wasm32-wasip2/release/{}.wasm",
+            name.replace('-', "_")
+        ));
+        let out = repo.sanddune(&["plugin", "inspect", wasm.to_str().unwrap()]);
+        assert!(
+            ok(&out).contains(&format!("{world} `{name}`")),
+            "{}",
+            stdout(&out)
+        );
+    }
+    // An existing directory is never overwritten.
+    let out = repo.sanddune(&[
+        "plugin",
+        "new",
+        "acme-box",
+        "--kind",
+        "agent",
+        "--dir",
+        dir.to_str().unwrap(),
+    ]);
+    refused(&out, "exists already");
+}

@@ -5,6 +5,7 @@ mod inspect;
 mod interactive;
 mod plugin;
 mod run;
+mod scaffold;
 
 use clap::{Parser, Subcommand};
 
@@ -51,6 +52,8 @@ enum PluginCommands {
     Update(plugin::UpdateArgs),
     /// Uninstall a plugin.
     Remove(plugin::RemoveArgs),
+    /// Start a provider project: a buildable copy of a built-in, with the WIT.
+    New(scaffold::NewArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -80,6 +83,7 @@ pub fn main() -> i32 {
                 PluginCommands::List => plugin::list(),
                 PluginCommands::Update(args) => plugin::update(args).await,
                 PluginCommands::Remove(args) => plugin::remove(args),
+                PluginCommands::New(args) => scaffold::new(args),
             },
             Commands::Demo(args) => demo::demo(args).await,
         }

@@ -1,0 +1,178 @@
+//! `sanddune plugin new`: a buildable provider project to start from. The
+//! Rust templates are the built-in providers' own sources (`test-isolated`
+//! for a sandbox provider, `demo` for an agent provider) with the WIT
+//! package beside them, so a new project starts from code the tests run.
+
+use std::path::{Path, PathBuf};
+
+use clap::{Args, ValueEnum};
+
+use crate::error::{Error, Result};
+use crate::plugin::store::check_name;
+
+/// The WIT package, as the project gets it.
+const WIT: &[(&str, &str)] = &[
+    ("types.wit", include_str!("../../../wit/types.wit")),
+    ("process.wit", include_str!("../../../wit/process.wit")),
+    ("sandbox.wit", include_str!("../../../wit/sandbox.wit")),
+    ("agent.wit", include_str!("../../../wit/agent.wit")),
+    ("worlds.wit", include_str!("../../../wit/worlds.wit")),
+];
+
+const SANDBOX_LIB: &str = include_str!("../../../plugins/test-isolated/src/lib.rs");
+const SANDBOX_PATHS: &str = include_str!("../../../plugins/test-isolated/src/paths.rs");
+const AGENT_LIB: &str = include_str!("../../../plugins/demo/src/lib.rs");
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Kind {
+    Sandbox,
+    Agent,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+pub enum Lang {
+    Rust,
+}
+
+#[derive(Args)]
+pub struct NewArgs {
+    /// The provider's name (lowercase letters, digits, `-`, `_`); also the
+    /// project directory.
+    name: String,
+    #[arg(long, value_enum)]
+    kind: Kind,
+    #[arg(long, value_enum, default_value = "rust")]
+    lang: Lang,
+    /// Where to create the project directory.
+    #[arg(long, default_value = ".")]
+    dir: PathBuf,
+}
+
+/// The project's files: (relative path, content).
+fn files(name: &str, kind: Kind) -> Vec<(String, String)> {
+    let crate_name = name.replace('-', "_");
+    let mut files: Vec<(String, String)> = WIT
+        .iter()
+        .map(|(file, text)| (format!("wit/{file}"), text.to_string()))
+        .collect();
+    let (lib, extra_deps, world, from) = match kind {
+        Kind::Sandbox => (
+            SANDBOX_LIB.replace("\"test-isolated\"", &format!("\"{name}\"")),
+            "# Sandbox names come from wasi:random.\ngetrandom = \"0.4\"\n",
+            "sandbox-plugin",
+            "test-isolated",
+        ),
+        Kind::Agent => (
+            AGENT_LIB.replace("\"demo\"", &format!("\"{name}\"")),
+            "serde_json = \"1\"\n",
+            "agent-plugin",
+            "demo",
+        ),
+    };
+    files.push((
+        "src/lib.rs".into(),
+        lib.replace("path: \"../../wit\"", "path: \"wit\""),
+    ));
+    if let Kind::Sandbox = kind {
+        files.push(("src/paths.rs".into(), SANDBOX_PATHS.into()));
+    }
+    files.push((
+        "Cargo.toml".into(),
+        format!(
+            "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
+             [lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n\
+             [dependencies]\nwit-bindgen = \"0.61\"\n{extra_deps}\n\
+             [profile.release]\nopt-level = \"s\"\nlto = true\n\n\
+             # A project of its own, even inside another workspace.\n[workspace]\n"
+        ),
+    ));
+    files.push(("README.md".into(), readme(name, &crate_name, world, from)));
+    files.push((".gitignore".into(), "/target\n".into()));
+    files
+}
+
+fn readme(name: &str, crate_name: &str, world: &str, from: &str) -> String {
+    format!(
+        "# {name}\n\n\
+         A sanddune provider in the `{world}` world of `wit/` (the WIT package\n\
+         `sanddune:plugin@0.1.0`). It starts as a copy of the built-in `{from}`:\n\
+         change `src/lib.rs` to make it yours. `describe` declares what it needs;\n\
+         the host grants no more.\n\n\
+         ## Build\n\n\
+         \x20   rustup target add wasm32-wasip2\n\
+         \x20   cargo build --release --target wasm32-wasip2\n\n\
+         The component is `target/wasm32-wasip2/release/{crate_name}.wasm`.\n\n\
+         ## Use\n\n\
+         \x20   sanddune plugin inspect target/wasm32-wasip2/release/{crate_name}.wasm\n\
+         \x20   sanddune plugin add target/wasm32-wasip2/release/{crate_name}.wasm\n\
+         \x20   sanddune run --{kind} {name} ...\n",
+        kind = if world == "sandbox-plugin" {
+            "sandbox"
+        } else {
+            "agent"
+        },
+    )
+}
+
+pub fn new(args: NewArgs) -> Result<()> {
+    check_name(&args.name)?;
+    let Lang::Rust = args.lang;
+    let root = args.dir.join(&args.name);
+    if root.exists() {
+        return Err(Error::input(format!(
+            "{} exists already: pick another name or --dir; nothing was written",
+            root.display()
+        )));
+    }
+    let files = files(&args.name, args.kind);
+    write_all(&root, &files)?;
+    println!("created {}", root.display());
+    println!(
+        "  cd {} && rustup target add wasm32-wasip2 && cargo build --release --target wasm32-wasip2",
+        root.display()
+    );
+    Ok(())
+}
+
+/// Write every file, or nothing: a failure removes the half-made project.
+fn write_all(root: &Path, files: &[(String, String)]) -> Result<()> {
+    let written = files.iter().try_for_each(|(path, text)| {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap_or(root))
+            .and_then(|_| std::fs::write(&path, text))
+            .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", path.display())))
+    });
+    if written.is_err() {
+        let _ = std::fs::remove_dir_all(root);
+    }
+    written
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_project_carries_every_wit_file() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        on_disk.sort();
+        let mut embedded: Vec<String> = WIT.iter().map(|(f, _)| f.to_string()).collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk, "add the new WIT file to scaffold::WIT");
+    }
+
+    #[test]
+    fn the_templates_are_renamed_and_point_at_their_own_wit() {
+        for kind in [Kind::Sandbox, Kind::Agent] {
+            let files = files("acme-box", kind);
+            let lib = &files.iter().find(|(p, _)| p == "src/lib.rs").unwrap().1;
+            assert!(lib.contains("name: \"acme-box\".into()"), "{lib}");
+            assert!(lib.contains("path: \"wit\""));
+            assert!(!lib.contains("../../wit"));
+        }
+    }
+}
