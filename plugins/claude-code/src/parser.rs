@@ -68,6 +68,13 @@ impl Parser {
             // `rate_limit_event`, `stream_event`, unknown types: nothing more.
             return events;
         }
+        if kind == Some("assistant")
+            && let Ok(typed) = serde_json::from_str::<AssistantLine>(line)
+        {
+            // The usual shape, read without building a tree of the line.
+            typed.push_events(&mut events);
+            return events;
+        }
         let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) else {
             return events;
         };
@@ -98,6 +105,64 @@ struct Envelope<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     session_id: Option<Cow<'a, str>>,
+}
+
+/// An assistant line in its usual shape: only the fields events come from
+/// are read; the rest (ids, model, thinking text) are skipped unbuilt. Any
+/// other shape falls back to the general path below.
+#[derive(Deserialize)]
+struct AssistantLine<'a> {
+    #[serde(borrow)]
+    message: AssistantMessage<'a>,
+}
+
+#[derive(Deserialize)]
+struct AssistantMessage<'a> {
+    #[serde(borrow, default)]
+    content: Vec<Block<'a>>,
+    #[serde(default)]
+    usage: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Block<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    /// Present-but-null stays `null`, as the general path reports it.
+    #[serde(default, deserialize_with = "present")]
+    input: Option<Value>,
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
+
+impl AssistantLine<'_> {
+    fn push_events(self, events: &mut Vec<Event>) {
+        for block in self.message.content {
+            match block.kind.as_ref() {
+                "text" => {
+                    if let Some(text) = block.text {
+                        events.push(Event::Text(text.into_owned()));
+                    }
+                }
+                "tool_use" => events.push(Event::ToolCall {
+                    name: block.name.map(Cow::into_owned).unwrap_or_default(),
+                    input: block
+                        .input
+                        .map_or_else(|| "{}".to_owned(), |v| v.to_string()),
+                }),
+                _ => {}
+            }
+        }
+        if let Some(usage) = self.message.usage.as_ref().and_then(usage_from_json) {
+            events.push(Event::Usage(usage));
+        }
+    }
 }
 
 type Object = serde_json::Map<String, Value>;
@@ -423,5 +488,31 @@ mod tests {
                 input: "{}".into()
             }]
         );
+        // A null input is reported as null; a mixed block list falls back
+        // to the general path and keeps the blocks it can read.
+        let null = r#"{"type":"assistant","message":{"content":[{"type":"tool_use","name":"Read","input":null}]}}"#;
+        assert_eq!(
+            parser.push_line(null),
+            vec![Event::ToolCall {
+                name: "Read".into(),
+                input: "null".into()
+            }]
+        );
+        let mixed =
+            r#"{"type":"assistant","message":{"content":[7,{"type":"text","text":"kept"}]}}"#;
+        assert_eq!(parser.push_line(mixed), vec![Event::Text("kept".into())]);
+    }
+
+    #[test]
+    fn the_fast_path_reports_what_the_general_path_does() {
+        // ASSISTANT has thinking, text and tool_use blocks and usage.
+        let mut fast = Parser::new();
+        let fast = fast.push_line(ASSISTANT);
+        let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(ASSISTANT) else {
+            panic!("recorded line is an object");
+        };
+        let mut general = vec![Event::SessionId(SESSION.into())];
+        assistant(&obj, &mut general);
+        assert_eq!(fast, general);
     }
 }
