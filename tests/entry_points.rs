@@ -220,3 +220,28 @@ async fn a_dropped_sandbox_is_still_torn_down() {
     .await;
     assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_panicking_stream_event_callback_never_kills_the_run() {
+    let repo = TestRepo::new();
+    let mut sandbox = create_sandbox("feature", sandbox_options(&repo))
+        .await
+        .unwrap();
+    let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let mut options = agent(Prompt::Inline("fix the typo".into()));
+    let counter = seen.clone();
+    options.on_event = Some(std::sync::Arc::new(move |event| {
+        counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if let sanddune::run::StreamEvent::Text { iteration, .. } = event {
+            assert_eq!(*iteration, 1);
+        }
+        panic!("a broken forwarder");
+    }));
+    let result = sandbox.run(options).await.unwrap();
+    assert_eq!(result.commits.len(), 1);
+    assert!(
+        seen.load(std::sync::atomic::Ordering::SeqCst) >= 2,
+        "text and tool-call events arrived"
+    );
+    sandbox.close().await.unwrap();
+}
