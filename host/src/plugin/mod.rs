@@ -120,6 +120,9 @@ pub struct Plugin {
     pub api_version: String,
     pub sha256: String,
     pub component: Component,
+    /// May be granted the `containers` capability when it asks: built-ins
+    /// are pre-approved, anything else needs the user's explicit approval.
+    containers_approved: bool,
     pre: InstancePre<PluginState>,
     runtime: PluginRuntime,
 }
@@ -169,12 +172,11 @@ impl PluginRuntime {
                         builtin::names().join(", ")
                     ))
                 })?;
-                (std::borrow::Cow::Borrowed(bytes), name.clone())
+                let mut plugin = self.load_bytes(bytes, name, expect)?;
+                plugin.containers_approved = true;
+                return Ok(plugin);
             }
-            PluginRef::File(path) => (
-                std::borrow::Cow::Owned(read_component_file(path)?),
-                path.display().to_string(),
-            ),
+            PluginRef::File(path) => (read_component_file(path)?, path.display().to_string()),
         };
         self.load_bytes(&bytes, &source, expect)
     }
@@ -219,6 +221,7 @@ impl PluginRuntime {
             api_version,
             sha256: cache::sha256_hex(bytes),
             component,
+            containers_approved: false,
             pre,
             runtime: self.clone(),
         })
@@ -282,6 +285,16 @@ impl Plugin {
             .imports(engine)
             .map(|(name, _)| name.to_string())
             .collect()
+    }
+
+    /// The user's explicit approval of the `containers` capability for this
+    /// plugin (what `sanddune plugin add` will record). Built-ins have it.
+    pub fn approve_containers(&mut self) {
+        self.containers_approved = true;
+    }
+
+    pub fn containers_approved(&self) -> bool {
+        self.containers_approved
     }
 
     pub(crate) fn runtime(&self) -> &PluginRuntime {
