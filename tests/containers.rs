@@ -1,0 +1,570 @@
+//! The docker and podman sandbox providers and the confined `containers`
+//! capability, on real engines.
+//!
+//! These tests need a running engine and the image `sanddune-test:latest`
+//! (`tests/images/build.sh docker|podman`, which `.ci/run` runs). Without
+//! them each test prints why it is skipped; with `CI` set that is a failure.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{TestRepo, plugin_file, stderr};
+use sanddune::capability::Limits;
+use sanddune::plugin::sandbox::{
+    Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
+};
+use sanddune::plugin::{PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
+
+const IMAGE: &str = "sanddune-test:latest";
+
+/// Whether `engine` answers and has the test image; a visible skip on a
+/// laptop, a failure in CI.
+fn engine_ready(engine: &str) -> bool {
+    let out = Command::new(engine)
+        .args(["image", "inspect", IMAGE])
+        .output();
+    let why = match out {
+        Ok(out) if out.status.success() => return true,
+        Ok(out) => stderr(&out),
+        Err(e) => e.to_string(),
+    };
+    let msg = format!(
+        "{engine} is not reachable or has no {IMAGE} (run tests/images/build.sh {engine}): {}",
+        why.trim()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("CI needs the real engines: {msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    false
+}
+
+/// Containers carrying `label` (KEY=VALUE), running or not.
+fn containers_with(engine: &str, label: &str) -> Vec<String> {
+    let out = Command::new(engine)
+        .args(["ps", "-a", "-q", "--filter", &format!("label={label}")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// A unique name for one test's branch (the provider labels with it).
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
+}
+
+/// `sanddune run` with the fake claude inside the test image; HOME in the
+/// container is the repo's fake home, mounted, so the fake's call log lands
+/// on the host.
+fn run_in(
+    engine: &str,
+    repo: &TestRepo,
+    branch: &str,
+    prompt: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let home_mount = format!("mount={}:/home/agent", repo.home.path().display());
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        engine,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        prompt,
+        "--branch",
+        branch,
+        "--sandbox-opt",
+        &image,
+        "--sandbox-opt",
+        &home_mount,
+    ];
+    args.extend_from_slice(extra);
+    repo.sanddune(&args)
+}
+
+fn commit_lands_on_the_branch_with_the_stdin_prompt(engine: &str) {
+    if !engine_ready(engine) {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("fix");
+    let out = run_in(engine, &repo, &branch, "fix the typo", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &branch]),
+        "Fix typo in README"
+    );
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:README.md")])
+            .lines()
+            .last(),
+        Some("This is the readme.")
+    );
+    // The fake read the prompt from stdin, in the container, in the worktree.
+    let calls = repo.calls("claude");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["prompt"], "fix the typo");
+    assert!(
+        calls[0]["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "-")
+    );
+    assert!(
+        containers_with(engine, &format!("sanddune.name={branch}")).is_empty(),
+        "a container was left behind"
+    );
+}
+
+#[test]
+fn docker_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container() {
+    commit_lands_on_the_branch_with_the_stdin_prompt("docker");
+}
+
+#[test]
+fn podman_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container() {
+    commit_lands_on_the_branch_with_the_stdin_prompt("podman");
+}
+
+#[test]
+fn docker_run_defaults_to_head_and_commits_there() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--sandbox-opt",
+        &format!("image={IMAGE}"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "main"]),
+        "Fix typo in README"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn docker_an_empty_prompt_fails_before_any_container_exists() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("empty");
+    let out = run_in("docker", &repo, &branch, "", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
+    assert!(containers_with("docker", &format!("sanddune.name={branch}")).is_empty());
+}
+
+#[test]
+fn docker_a_failed_run_removes_its_container_and_keeps_the_commit() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("failed");
+    let out = run_in("docker", &repo, &branch, "note this FAKE:is-error", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        containers_with("docker", &format!("sanddune.name={branch}")).is_empty(),
+        "a container was left behind"
+    );
+}
+
+#[test]
+fn docker_a_uid_mismatch_is_an_actionable_error_and_leaves_nothing() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("uid");
+    let out = run_in(
+        "docker",
+        &repo,
+        &branch,
+        "fix the typo",
+        &["--sandbox-opt", "user=4242:4242"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("UID:GID 4242:4242"), "{err}");
+    assert!(err.contains("sanddune docker build-image"), "{err}");
+    assert!(containers_with("docker", &format!("sanddune.name={branch}")).is_empty());
+    assert!(repo.calls("claude").is_empty(), "the agent ran");
+}
+
+#[test]
+fn docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("abort");
+    let home_mount = format!("mount={}:/home/agent", repo.home.path().display());
+    let child = Command::new(common::BIN)
+        .args([
+            "run",
+            "--sandbox",
+            "docker",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "FAKE:hang",
+            "--branch",
+            &branch,
+            "--sandbox-opt",
+            &format!("image={IMAGE}"),
+            "--sandbox-opt",
+            &home_mount,
+        ])
+        .current_dir(repo.path())
+        .env("HOME", repo.home.path())
+        .env("SANDDUNE_CACHE_DIR", common::cache_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the fake agent is running inside the container.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while repo.calls("claude").is_empty() {
+        assert!(Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let started = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "abort took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        containers_with("docker", &format!("sanddune.name={branch}")).is_empty(),
+        "a container was left behind"
+    );
+}
+
+fn runtime() -> PluginRuntime {
+    PluginRuntime::new(RuntimeConfig {
+        cache_dir: Some(common::cache_dir()),
+        limits: Limits {
+            memory_bytes: 64 << 20,
+            cpu_ticks_per_call: 3_000,
+        },
+    })
+    .unwrap()
+}
+
+fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {
+    SandboxSpec {
+        run_id: run_id.into(),
+        name: run_id.into(),
+        worktree: repo.path().to_path_buf(),
+        git_dir: repo.path().join(".git"),
+        branch: "main".into(),
+        env: vec![],
+        config: config
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+fn shell(line: &str) -> ExecRequest {
+    ExecRequest {
+        command: SandboxCommand::Shell(line.into()),
+        cwd: None,
+        env: vec![],
+        stdin: None,
+        sudo: false,
+        timeout_ms: None,
+    }
+}
+
+async fn docker_sandbox(repo: &TestRepo, run_id: &str) -> Sandbox {
+    let provider = SandboxProvider::load(&runtime(), &PluginRef::Builtin("docker".into()))
+        .await
+        .unwrap();
+    provider
+        .create(&spec(repo, run_id, &[("image", IMAGE)]))
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_exec_streams_each_line_before_the_command_ends() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let mut sandbox = docker_sandbox(&repo, &unique("stream")).await;
+    let start = Instant::now();
+    let mut first = None;
+    let out = sandbox
+        .exec(
+            shell("echo first; sleep 2; echo second >&2; exit 3"),
+            |line| {
+                if line.text == "first" {
+                    first.get_or_insert(start.elapsed());
+                }
+            },
+        )
+        .await
+        .unwrap();
+    let total = start.elapsed();
+    let first = first.expect("no first line");
+    assert!(
+        total - first >= Duration::from_millis(1500),
+        "first line at {first:?} of {total:?}"
+    );
+    assert_eq!(out.exit_code, 3);
+    assert_eq!(out.stdout, "first\n");
+    assert_eq!(out.stderr, "second\n");
+    sandbox.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_abort_kills_the_process_inside_the_container_and_keeps_the_sandbox_and_worktree() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let run_id = unique("kill");
+    let mut sandbox = docker_sandbox(&repo, &run_id).await;
+    let canceller = sandbox.canceller();
+    let killer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        canceller.kill_all();
+    });
+    let start = Instant::now();
+    let out = sandbox
+        .exec(
+            shell("echo partial > partial.txt; sh -c 'sleep 300' & sleep 301; echo never"),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    killer.await.unwrap();
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_ne!(out.exit_code, 0);
+    assert!(!out.stdout.contains("never"));
+    // The work so far is in the worktree on the host.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("partial.txt")).unwrap(),
+        "partial\n"
+    );
+    // Nothing of that exec is left running in the container, and the
+    // sandbox still works.
+    let ps = sandbox
+        .exec(shell("ps -eo args | grep -c '[s]leep 30'"), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(ps.stdout.trim(), "0", "{}", ps.stdout);
+    sandbox.close().await.unwrap();
+    assert!(containers_with("docker", &format!("sanddune.run={run_id}")).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_a_sandbox_dropped_without_close_still_loses_its_container() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let run_id = unique("drop");
+    let sandbox = docker_sandbox(&repo, &run_id).await;
+    assert_eq!(
+        containers_with("docker", &format!("sanddune.run={run_id}")).len(),
+        1
+    );
+    drop(sandbox);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !containers_with("docker", &format!("sanddune.run={run_id}")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the container outlived its sandbox"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_file_operations_and_copies_work_through_the_container() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let mut sandbox = docker_sandbox(&repo, &unique("files")).await;
+    let src = repo.path().join("in.txt");
+    std::fs::write(&src, "hello\n").unwrap();
+    sandbox
+        .copy_file_in(&src, "/tmp/deep/copied.txt")
+        .await
+        .unwrap();
+    let out = sandbox
+        .exec(shell("cat /tmp/deep/copied.txt"), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, "hello\n");
+    sandbox
+        .copy_file_out("/tmp/deep/copied.txt", &repo.path().join("out/back.txt"))
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("out/back.txt")).unwrap(),
+        "hello\n"
+    );
+    // Out of the container to a host path outside the grant: refused.
+    let err = sandbox
+        .copy_file_out("/etc/hostname", Path::new("/tmp/sanddune-escape.txt"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("refused"), "{err}");
+    sandbox.close().await.unwrap();
+}
+
+/// The hostile container provider, explicitly approved for containers: its
+/// error, after checking that it left no container behind.
+async fn hostile(repo: &TestRepo, attack: &str, target: &str) -> String {
+    let run_id = unique("hostile");
+    let mut plugin = runtime()
+        .load(
+            &PluginRef::File(plugin_file("sanddune-test-plugin-hostile-containers")),
+            Some(PluginKind::Sandbox),
+        )
+        .unwrap();
+    plugin.approve_containers();
+    let provider = SandboxProvider::from_plugin(plugin).await.unwrap();
+    let config = [("attack", attack), ("image", IMAGE), ("target", target)];
+    let err = match provider.create(&spec(repo, &run_id, &config)).await {
+        Ok(_) => panic!("the hostile provider's create succeeded"),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        containers_with("docker", &format!("sanddune.run={run_id}")).is_empty(),
+        "{attack}: a container was left"
+    );
+    err
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_provider_is_refused_privileges_namespaces_and_host_mounts_every_time() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let cases = [
+        ("privileged", "privileged mode"),
+        ("mount-root", "bind mount of host path `/`"),
+        ("mount-escape", "bind mount of host path"),
+        ("cap-add", "added capabilities (SYS_ADMIN)"),
+        ("device", "host devices (/dev/sda)"),
+        ("pid-host", "pid-mode=host"),
+        ("network-host", "network-mode=host"),
+        ("ipc-host", "ipc-mode=host"),
+        ("userns-host", "userns=host"),
+        ("label", "label `sanddune.run`"),
+    ];
+    for round in 0..3 {
+        for (attack, refusal) in cases {
+            let err = hostile(&repo, attack, "").await;
+            assert!(!err.contains("LEAKED"), "round {round}, {attack}: {err}");
+            assert!(
+                err.contains("refused") && err.contains(refusal),
+                "round {round}, {attack}: {err}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_container() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let start = |labels: &[&str]| {
+        let mut args = vec!["run", "-d", "--entrypoint", "sleep"];
+        for label in labels {
+            args.extend(["--label", label]);
+        }
+        args.extend([IMAGE, "infinity"]);
+        let out = Command::new("docker").args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // Same plugin name, another run; and no labels at all.
+    let other_run = start(&[
+        "sanddune.run=another-run",
+        "sanddune.plugin=hostile-containers",
+    ]);
+    let unlabelled = start(&[]);
+    for round in 0..3 {
+        for target in [&other_run, &unlabelled] {
+            let err = hostile(&repo, "foreign", target).await;
+            assert!(!err.contains("LEAKED"), "round {round}, {target}: {err}");
+            assert_eq!(
+                err.matches("refused: container").count(),
+                4,
+                "round {round}: {err}"
+            );
+        }
+    }
+    for id in [&other_run, &unlabelled] {
+        let alive = Command::new("docker")
+            .args(["inspect", "-f", "{{.State.Running}}", id])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&alive.stdout).trim(), "true");
+        Command::new("docker")
+            .args(["rm", "-f", id])
+            .output()
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_third_party_provider_asking_for_containers_is_refused_without_approval() {
+    // No engine needed: the refusal comes before the provider runs.
+    let repo = TestRepo::new();
+    let docker_file = plugin_file("sanddune-plugin-docker");
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        docker_file.to_str().unwrap(),
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("asks for the containers capability"), "{err}");
+}
