@@ -186,6 +186,8 @@ fn docker_a_failed_run_removes_its_container_and_keeps_the_commit() {
     let branch = unique("failed");
     let out = run_in("docker", &repo, &branch, "note this FAKE:is-error", &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // The agent committed before failing: the branch keeps its work.
+    assert_eq!(repo.git(&["log", "-1", "--format=%s", &branch]), "Add a note");
     assert!(
         containers_with("docker", &format!("sanddune.name={branch}")).is_empty(),
         "a container was left behind"
@@ -368,8 +370,10 @@ async fn docker_abort_kills_the_process_inside_the_container_and_keeps_the_sandb
         .await
         .unwrap();
     killer.await.unwrap();
+    // Killed at 2 s; returning before the host's 3 s drain grace means the
+    // processes really died and their output ended.
     assert!(
-        start.elapsed() < Duration::from_secs(10),
+        start.elapsed() < Duration::from_secs(4),
         "took {:?}",
         start.elapsed()
     );
@@ -567,4 +571,129 @@ fn a_third_party_provider_asking_for_containers_is_refused_without_approval() {
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("asks for the containers capability"), "{err}");
+}
+
+#[test]
+fn docker_build_image_streams_the_build_and_remove_image_removes_it() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    std::fs::write(
+        repo.path().join("Dockerfile.test"),
+        "FROM sanddune-test-base:latest\nARG AGENT_UID\nRUN echo \"agent uid is $AGENT_UID\"\n",
+    )
+    .unwrap();
+    let name = format!("sanddune:{}", unique("build"));
+    let out = repo.sanddune(&[
+        "docker",
+        "build-image",
+        "--dockerfile",
+        "Dockerfile.test",
+        "--image-name",
+        &name,
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    assert!(err.contains(&format!("agent uid is {uid}")), "{err}");
+    assert!(
+        Command::new("docker")
+            .args(["image", "inspect", &name])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let out = repo.sanddune(&["docker", "remove-image", "--image-name", &name]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !Command::new("docker")
+            .args(["image", "inspect", &name])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn gc_removes_containers_whose_sanddune_is_gone_and_keeps_live_ones() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let start = |owner: &str, run: &str| {
+        let out = Command::new("docker")
+            .args([
+                "run",
+                "-d",
+                "--label",
+                &format!("sanddune.owner={owner}"),
+                "--label",
+                &format!("sanddune.run={run}"),
+                "--label",
+                "sanddune.plugin=docker",
+                "--entrypoint",
+                "sleep",
+                IMAGE,
+                "infinity",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    // This test process is alive: its pid and start time, as the host labels.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let started = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .to_string();
+    let orphan_run = unique("orphan");
+    let live_run = unique("live");
+    start("999999999:1", &orphan_run);
+    start(&format!("{}:{started}", std::process::id()), &live_run);
+    let repo = TestRepo::new();
+    let out = repo.sanddune(&["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        common::stdout(&out).contains(&format!("run {orphan_run}")),
+        "{}",
+        common::stdout(&out)
+    );
+    assert!(containers_with("docker", &format!("sanddune.run={orphan_run}")).is_empty());
+    let live = containers_with("docker", &format!("sanddune.run={live_run}"));
+    assert_eq!(live.len(), 1);
+    Command::new("docker")
+        .args(["rm", "-f", &live[0]])
+        .output()
+        .unwrap();
+}
+
+#[test]
+fn docker_a_silent_agent_is_stopped_by_the_idle_timeout_and_its_container_removed() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("idle");
+    let started = Instant::now();
+    let out = run_in(
+        "docker",
+        &repo,
+        &branch,
+        "FAKE:hang",
+        &["--idle-timeout", "2"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("idle timeout"), "{err}");
+    // The fake sleeps 60 s: only a kill inside the container ends it sooner.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert!(containers_with("docker", &format!("sanddune.name={branch}")).is_empty());
 }
