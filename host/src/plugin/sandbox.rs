@@ -425,11 +425,14 @@ impl Drop for Sandbox {
     }
 }
 
+/// A provider's options as the user gave them, in order (keys may repeat).
+type ProviderConfig = Vec<(String, String)>;
+
 /// The user's declared bind mounts: every `mount` entry of the provider's
 /// config (`SRC:DST[:ro]`). The host resolves SRC (`~`, relative to the
 /// current directory) before the provider sees it, and grants exactly these
 /// sources to the containers capability besides the worktree and git dir.
-fn resolve_mounts(config: &[(String, String)]) -> Result<(Vec<(String, String)>, Vec<PathBuf>)> {
+fn resolve_mounts(config: &[(String, String)]) -> Result<(ProviderConfig, Vec<PathBuf>)> {
     let mut sources = Vec::new();
     let mut resolved = Vec::with_capacity(config.len());
     for (key, value) in config {
