@@ -187,7 +187,10 @@ fn docker_a_failed_run_removes_its_container_and_keeps_the_commit() {
     let out = run_in("docker", &repo, &branch, "note this FAKE:is-error", &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     // The agent committed before failing: the branch keeps its work.
-    assert_eq!(repo.git(&["log", "-1", "--format=%s", &branch]), "Add a note");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &branch]),
+        "Add a note"
+    );
     assert!(
         containers_with("docker", &format!("sanddune.name={branch}")).is_empty(),
         "a container was left behind"
@@ -307,13 +310,22 @@ fn shell(line: &str) -> ExecRequest {
 }
 
 async fn docker_sandbox(repo: &TestRepo, run_id: &str) -> Sandbox {
-    let provider = SandboxProvider::load(&runtime(), &PluginRef::Builtin("docker".into()))
+    sandbox_in("docker", repo, run_id, &[]).await
+}
+
+/// A sandbox of the built-in provider `engine` on the test image.
+async fn sandbox_in(
+    engine: &str,
+    repo: &TestRepo,
+    run_id: &str,
+    config: &[(&str, &str)],
+) -> Sandbox {
+    let provider = SandboxProvider::load(&runtime(), &PluginRef::Builtin(engine.into()))
         .await
         .unwrap();
-    provider
-        .create(&spec(repo, run_id, &[("image", IMAGE)]))
-        .await
-        .unwrap()
+    let mut config = config.to_vec();
+    config.push(("image", IMAGE));
+    provider.create(&spec(repo, run_id, &config)).await.unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -350,12 +362,21 @@ async fn docker_exec_streams_each_line_before_the_command_ends() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn docker_abort_kills_the_process_inside_the_container_and_keeps_the_sandbox_and_worktree() {
-    if !engine_ready("docker") {
+    abort_kills_inside("docker").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn podman_abort_kills_the_process_inside_the_container_and_keeps_the_sandbox_and_worktree() {
+    abort_kills_inside("podman").await;
+}
+
+async fn abort_kills_inside(engine: &str) {
+    if !engine_ready(engine) {
         return;
     }
     let repo = TestRepo::new();
     let run_id = unique("kill");
-    let mut sandbox = docker_sandbox(&repo, &run_id).await;
+    let mut sandbox = sandbox_in(engine, &repo, &run_id, &[]).await;
     let canceller = sandbox.canceller();
     let killer = tokio::spawn(async move {
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -392,7 +413,7 @@ async fn docker_abort_kills_the_process_inside_the_container_and_keeps_the_sandb
         .unwrap();
     assert_eq!(ps.stdout.trim(), "0", "{}", ps.stdout);
     sandbox.close().await.unwrap();
-    assert!(containers_with("docker", &format!("sanddune.run={run_id}")).is_empty());
+    assert!(containers_with(engine, &format!("sanddune.run={run_id}")).is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -696,4 +717,94 @@ fn docker_a_silent_agent_is_stopped_by_the_idle_timeout_and_its_container_remove
         started.elapsed()
     );
     assert!(containers_with("docker", &format!("sanddune.name={branch}")).is_empty());
+}
+
+#[test]
+fn docker_declared_mounts_resolve_home_and_relative_paths_and_honour_read_only() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let cache = repo.home.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::write(cache.join("hi"), "from home").unwrap();
+    // Outside the worktree, relative to the current directory (the repo).
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("hello"), "from outside").unwrap();
+    let relative = format!(
+        "../{}",
+        outside.path().file_name().unwrap().to_str().unwrap()
+    );
+    assert!(repo.path().join(&relative).exists());
+    std::fs::write(
+        repo.path().join("prompt.md"),
+        "note !`cat /data/hello; cat /cache/hi; touch /data/w 2>/dev/null || echo read-only`\n",
+    )
+    .unwrap();
+    let branch = unique("mounts");
+    let image = format!("image={IMAGE}");
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt-file",
+        "prompt.md",
+        "--branch",
+        &branch,
+        "--sandbox-opt",
+        &image,
+        "--sandbox-opt",
+        &format!("mount={relative}:/data:ro"),
+        "--sandbox-opt",
+        "mount=~/cache:/cache",
+        "--sandbox-opt",
+        &format!("mount={}:/home/agent", repo.home.path().display()),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let calls = repo.calls("claude");
+    let prompt = calls[0]["prompt"].as_str().unwrap();
+    assert!(prompt.contains("from outside"), "{prompt}");
+    assert!(prompt.contains("from home"), "{prompt}");
+    assert!(prompt.contains("read-only"), "{prompt}");
+    assert!(!outside.path().join("w").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_networks_are_attached_by_name() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let nets = [unique("net-a"), unique("net-b")];
+    for net in &nets {
+        let out = Command::new("docker")
+            .args(["network", "create", net])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let repo = TestRepo::new();
+    let run_id = unique("nets");
+    let joined = nets.join(",");
+    let mut sandbox = sandbox_in("docker", &repo, &run_id, &[("network", &joined)]).await;
+    let id = containers_with("docker", &format!("sanddune.run={run_id}")).remove(0);
+    let out = Command::new("docker")
+        .args([
+            "inspect",
+            "-f",
+            "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}",
+            &id,
+        ])
+        .output()
+        .unwrap();
+    let attached = String::from_utf8_lossy(&out.stdout).to_string();
+    sandbox.close().await.unwrap();
+    for net in &nets {
+        assert!(attached.contains(net.as_str()), "{attached}");
+        Command::new("docker")
+            .args(["network", "rm", net])
+            .output()
+            .unwrap();
+    }
 }
