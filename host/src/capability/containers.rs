@@ -58,7 +58,7 @@ const MAX_CAPTURE_BYTES: usize = 1 << 20;
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(3);
 
 /// What one plugin instance may do with the capability.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct ContainerGrant {
     /// The run its containers are labelled with.
     pub run_id: String,
@@ -96,17 +96,12 @@ impl ContainerState {
     }
 }
 
-/// Connect to an engine's socket (no request yet).
-pub fn connect_engine(engine: Engine) -> Result<Docker, String> {
+/// Connect to an engine and agree on an API version (Debian's engines speak
+/// 1.41). Builds and long execs stream: the client timeout is generous.
+pub async fn connect_negotiated(engine: Engine) -> Result<Docker, String> {
     let socket = engine_socket(engine);
     let docker = Docker::connect_with_unix(&socket, 600, bollard::API_DEFAULT_VERSION)
         .map_err(|e| format!("cannot reach {} at {socket}: {e}", engine_name(engine)))?;
-    Ok(docker)
-}
-
-/// Connect and agree on an API version (Debian's engines speak 1.41).
-pub async fn connect_negotiated(engine: Engine) -> Result<Docker, String> {
-    let docker = connect_engine(engine)?;
     docker.negotiate_version().await.map_err(|e| {
         format!(
             "{} at {} does not answer: {e}",
@@ -876,14 +871,12 @@ fn writable_target(path: &str, grant: &ContainerGrant) -> Result<PathBuf, String
     {
         return Err(format!("refused: host path `{path}` is a symlink"));
     }
-    let existing = target
+    let ancestor = target
         .ancestors()
         .find(|a| a.exists())
         .ok_or_else(|| format!("host path `{path}` has no existing ancestor"))?;
-    let existing = std::fs::canonicalize(existing).map_err(|e| e.to_string())?;
-    let rest = target
-        .strip_prefix(target.ancestors().find(|a| a.exists()).unwrap())
-        .unwrap();
+    let rest = target.strip_prefix(ancestor).map_err(|e| e.to_string())?;
+    let existing = std::fs::canonicalize(ancestor).map_err(|e| e.to_string())?;
     if rest
         .components()
         .any(|c| c == std::path::Component::ParentDir)
