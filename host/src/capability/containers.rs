@@ -401,6 +401,8 @@ struct Ctx {
     docker: Docker,
     grant: ContainerGrant,
     plugin: Arc<str>,
+    /// What this instance created: known to carry its labels.
+    created: Vec<String>,
 }
 
 impl PluginState {
@@ -424,6 +426,7 @@ impl PluginState {
             docker,
             grant,
             plugin: self.plugin.clone(),
+            created: self.containers.created.clone(),
         })
     }
 
@@ -440,6 +443,10 @@ impl Ctx {
     /// The container's full id when this plugin created it for this run.
     /// Every other container, existing or not, gets the same refusal.
     async fn owned(&self, reference: &str) -> Result<String, String> {
+        // The host labelled these itself: no need to ask the engine again.
+        if self.created.iter().any(|id| id == reference) {
+            return Ok(reference.to_string());
+        }
         let refused = || {
             format!(
                 "refused: container `{reference}` is not one plugin `{}` created for run {}",
@@ -629,15 +636,12 @@ fn first_file(tar: &[u8]) -> Result<Vec<u8>, String> {
 /// Connect to `engine` and describe it and the host user.
 async fn connect(engine: Engine) -> Result<(Docker, EngineInfo), String> {
     let docker = connect_negotiated(engine).await?;
-    let version = docker
-        .version()
-        .await
+    let (version, info) = tokio::join!(docker.version(), docker.info());
+    let version = version
         .map_err(|e| format!("{}: {e}", engine_name(engine)))?
         .version
         .unwrap_or_default();
-    let rootless = docker
-        .info()
-        .await
+    let rootless = info
         .ok()
         .and_then(|i| i.security_options)
         .is_some_and(|opts| opts.iter().any(|o| o.contains("rootless")));
