@@ -23,7 +23,15 @@ const IMAGE: &str = "sanddune-test:latest";
 /// Whether `engine` answers and has the test image; a visible skip on a
 /// laptop, a failure in CI.
 fn engine_ready(engine: &str) -> bool {
+    // Through the engine's API socket, as sanddune reaches it: the podman
+    // CLI alone would read its storage without the service running.
+    let remote: &[&str] = if engine == "podman" {
+        &["--remote"]
+    } else {
+        &[]
+    };
     let out = Command::new(engine)
+        .args(remote)
         .args(["image", "inspect", IMAGE])
         .output();
     let why = match out {
