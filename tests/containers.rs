@@ -610,9 +610,14 @@ fn docker_build_image_streams_the_build_and_remove_image_removes_it() {
     let repo = TestRepo::new();
     std::fs::write(
         repo.path().join("Dockerfile.test"),
-        "FROM sanddune-test-base:latest\nARG AGENT_UID\nRUN echo \"agent uid is $AGENT_UID\"\n",
+        "FROM sanddune-test-base:latest\nARG AGENT_UID\nCOPY . /ctx\n\
+         RUN echo \"agent uid is $AGENT_UID\" && test -e /ctx/README.md && test ! -e /ctx/ignored\n",
     )
     .unwrap();
+    // The context is the current directory, minus what .dockerignore says.
+    std::fs::create_dir(repo.path().join("ignored")).unwrap();
+    std::fs::write(repo.path().join("ignored/big"), "x").unwrap();
+    std::fs::write(repo.path().join(".dockerignore"), "ignored\n").unwrap();
     let name = format!("sanddune:{}", unique("build"));
     let out = repo.sanddune(&[
         "docker",

@@ -146,12 +146,15 @@ fn sources(
     ))
 }
 
-/// The build context as a tar, with the build file added under a name of
-/// its own so a file from anywhere works with any context.
+/// The build context as a tar, without what its `.dockerignore` excludes,
+/// with the build file added under a name of its own so a file from anywhere
+/// works with any context.
 fn context_tar(dockerfile: &str, context: Option<&Path>) -> std::io::Result<Vec<u8>> {
     let mut tar = tar::Builder::new(Vec::new());
+    tar.follow_symlinks(false);
     if let Some(dir) = context {
-        tar.append_dir_all(".", dir)?;
+        let ignore = Ignore::read(dir);
+        add_dir(&mut tar, dir, &mut Vec::new(), &ignore)?;
     }
     let mut header = tar::Header::new_gnu();
     header.set_size(dockerfile.len() as u64);
@@ -159,6 +162,141 @@ fn context_tar(dockerfile: &str, context: Option<&Path>) -> std::io::Result<Vec<
     header.set_cksum();
     tar.append_data(&mut header, BUILD_FILE, dockerfile.as_bytes())?;
     tar.into_inner()
+}
+
+/// Add `dir`'s entries (at `rel` inside the context) that are not ignored.
+fn add_dir(
+    tar: &mut tar::Builder<Vec<u8>>,
+    dir: &Path,
+    rel: &mut Vec<String>,
+    ignore: &Ignore,
+) -> std::io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        rel.push(entry.file_name().to_string_lossy().into_owned());
+        let excluded = ignore.excluded(rel);
+        let file_type = entry.file_type()?;
+        let name = rel.join("/");
+        if file_type.is_dir() {
+            // An excluded directory is still walked when an exception
+            // (`!pattern`) could bring something inside it back.
+            if !excluded {
+                tar.append_dir(&name, entry.path())?;
+            }
+            if !excluded || ignore.has_exceptions {
+                add_dir(tar, &entry.path(), rel, ignore)?;
+            }
+        } else if !excluded {
+            tar.append_path_with_name(entry.path(), &name)?;
+        }
+        rel.pop();
+    }
+    Ok(())
+}
+
+/// The context's `.dockerignore`, with Docker's rules: `*`, `?` and `**`
+/// globs, `!` exceptions, the last matching line decides, and a pattern
+/// matching a directory covers everything in it.
+struct Ignore {
+    /// (pattern components, is an exception)
+    rules: Vec<(Vec<String>, bool)>,
+    has_exceptions: bool,
+}
+
+impl Ignore {
+    fn read(dir: &Path) -> Self {
+        let text = std::fs::read_to_string(dir.join(".dockerignore")).unwrap_or_default();
+        Self::parse(&text)
+    }
+
+    fn parse(text: &str) -> Self {
+        let rules: Vec<(Vec<String>, bool)> = text
+            .lines()
+            .map(str::trim)
+            .filter(|l| !l.is_empty() && !l.starts_with('#'))
+            .map(|line| {
+                let (pattern, exception) = match line.strip_prefix('!') {
+                    Some(p) => (p.trim(), true),
+                    None => (line, false),
+                };
+                let parts = pattern
+                    .split('/')
+                    .filter(|c| !c.is_empty() && *c != ".")
+                    .map(String::from)
+                    .collect();
+                (parts, exception)
+            })
+            .filter(|(parts, _): &(Vec<String>, bool)| !parts.is_empty())
+            .collect();
+        let has_exceptions = rules.iter().any(|(_, e)| *e);
+        Ignore {
+            rules,
+            has_exceptions,
+        }
+    }
+
+    fn excluded(&self, path: &[String]) -> bool {
+        let mut excluded = false;
+        for (pattern, exception) in &self.rules {
+            if (1..=path.len()).any(|n| glob_path(pattern, &path[..n])) {
+                excluded = !exception;
+            }
+        }
+        excluded
+    }
+}
+
+/// Path components against pattern components; `**` spans any number.
+fn glob_path(pattern: &[String], path: &[String]) -> bool {
+    match pattern.split_first() {
+        None => path.is_empty(),
+        Some((first, rest)) if first == "**" => {
+            (0..=path.len()).any(|skip| glob_path(rest, &path[skip..]))
+        }
+        Some((first, rest)) => match path.split_first() {
+            Some((name, tail)) => glob(first.as_bytes(), name.as_bytes()) && glob_path(rest, tail),
+            None => false,
+        },
+    }
+}
+
+/// One component: `*` any run of characters, `?` one character.
+fn glob(pattern: &[u8], name: &[u8]) -> bool {
+    match (pattern.split_first(), name.split_first()) {
+        (None, None) => true,
+        (Some((b'*', rest)), _) => (0..=name.len()).any(|skip| glob(rest, &name[skip..])),
+        (Some((b'?', rest)), Some((_, tail))) => glob(rest, tail),
+        (Some((p, rest)), Some((n, tail))) => p == n && glob(rest, tail),
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ignore;
+
+    fn excluded(rules: &str, path: &str) -> bool {
+        let parts: Vec<String> = path.split('/').map(String::from).collect();
+        Ignore::parse(rules).excluded(&parts)
+    }
+
+    #[test]
+    fn dockerignore_rules_follow_docker() {
+        let rules = "# build output\ntarget\n*.log\n**/node_modules\n!keep.log\n/.git\n";
+        assert!(excluded(rules, "target"));
+        assert!(excluded(rules, "target/debug/sanddune"));
+        assert!(excluded(rules, "app.log"));
+        assert!(!excluded(rules, "keep.log"));
+        assert!(!excluded(rules, "sub/app.log"), "* does not cross /");
+        assert!(excluded(rules, "node_modules/x"));
+        assert!(excluded(rules, "web/ui/node_modules/y"));
+        assert!(excluded(rules, ".git/HEAD"));
+        assert!(!excluded(rules, "src/main.rs"));
+        assert!(!excluded(rules, "targets"));
+        assert!(excluded("src/?.rs", "src/a.rs"));
+        assert!(!excluded("src/?.rs", "src/ab.rs"));
+    }
 }
 
 const BUILD_FILE: &str = ".sanddune-build-file";
