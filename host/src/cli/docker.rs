@@ -272,33 +272,6 @@ fn glob(pattern: &[u8], name: &[u8]) -> bool {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::Ignore;
-
-    fn excluded(rules: &str, path: &str) -> bool {
-        let parts: Vec<String> = path.split('/').map(String::from).collect();
-        Ignore::parse(rules).excluded(&parts)
-    }
-
-    #[test]
-    fn dockerignore_rules_follow_docker() {
-        let rules = "# build output\ntarget\n*.log\n**/node_modules\n!keep.log\n/.git\n";
-        assert!(excluded(rules, "target"));
-        assert!(excluded(rules, "target/debug/sanddune"));
-        assert!(excluded(rules, "app.log"));
-        assert!(!excluded(rules, "keep.log"));
-        assert!(!excluded(rules, "sub/app.log"), "* does not cross /");
-        assert!(excluded(rules, "node_modules/x"));
-        assert!(excluded(rules, "web/ui/node_modules/y"));
-        assert!(excluded(rules, ".git/HEAD"));
-        assert!(!excluded(rules, "src/main.rs"));
-        assert!(!excluded(rules, "targets"));
-        assert!(excluded("src/?.rs", "src/a.rs"));
-        assert!(!excluded("src/?.rs", "src/ab.rs"));
-    }
-}
-
 const BUILD_FILE: &str = ".sanddune-build-file";
 
 async fn build_image(
@@ -362,5 +335,32 @@ async fn remove_image(engine: Engine, args: &ImageArgs) -> Result<()> {
             engine_name(engine)
         ))),
         Err(e) => Err(Error::Plugin(format!("cannot remove {name}: {e}"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Ignore;
+
+    fn excluded(rules: &str, path: &str) -> bool {
+        let parts: Vec<String> = path.split('/').map(String::from).collect();
+        Ignore::parse(rules).excluded(&parts)
+    }
+
+    #[test]
+    fn dockerignore_rules_follow_docker() {
+        let rules = "# build output\ntarget\n*.log\n**/node_modules\n!keep.log\n/.git\n";
+        assert!(excluded(rules, "target"));
+        assert!(excluded(rules, "target/debug/sanddune"));
+        assert!(excluded(rules, "app.log"));
+        assert!(!excluded(rules, "keep.log"));
+        assert!(!excluded(rules, "sub/app.log"), "* does not cross /");
+        assert!(excluded(rules, "node_modules/x"));
+        assert!(excluded(rules, "web/ui/node_modules/y"));
+        assert!(excluded(rules, ".git/HEAD"));
+        assert!(!excluded(rules, "src/main.rs"));
+        assert!(!excluded(rules, "targets"));
+        assert!(excluded("src/?.rs", "src/a.rs"));
+        assert!(!excluded("src/?.rs", "src/ab.rs"));
     }
 }
