@@ -62,6 +62,12 @@ fn containers_with(engine: &str, label: &str) -> Vec<String> {
         .collect()
 }
 
+/// No container labelled `sanddune.<key>=<value>` exists any more.
+fn assert_no_container_left(engine: &str, key: &str, value: &str) {
+    let left = containers_with(engine, &format!("sanddune.{key}={value}"));
+    assert!(left.is_empty(), "{engine} containers left behind: {left:?}");
+}
+
 /// A unique name for one test's branch (the provider labels with it).
 fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
@@ -131,10 +137,7 @@ fn commit_lands_on_the_branch_with_the_stdin_prompt(engine: &str) {
             .iter()
             .any(|a| a == "-")
     );
-    assert!(
-        containers_with(engine, &format!("sanddune.name={branch}")).is_empty(),
-        "a container was left behind"
-    );
+    assert_no_container_left(engine, "name", &branch);
 }
 
 #[test]
@@ -182,7 +185,7 @@ fn docker_an_empty_prompt_fails_before_any_container_exists() {
     let out = run_in("docker", &repo, &branch, "", &[]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
-    assert!(containers_with("docker", &format!("sanddune.name={branch}")).is_empty());
+    assert_no_container_left("docker", "name", &branch);
 }
 
 #[test]
@@ -199,10 +202,7 @@ fn docker_a_failed_run_removes_its_container_and_keeps_the_commit() {
         repo.git(&["log", "-1", "--format=%s", &branch]),
         "Add a note"
     );
-    assert!(
-        containers_with("docker", &format!("sanddune.name={branch}")).is_empty(),
-        "a container was left behind"
-    );
+    assert_no_container_left("docker", "name", &branch);
 }
 
 #[test]
@@ -223,7 +223,7 @@ fn docker_a_uid_mismatch_is_an_actionable_error_and_leaves_nothing() {
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("UID:GID 4242:4242"), "{err}");
     assert!(err.contains("sanddune docker build-image"), "{err}");
-    assert!(containers_with("docker", &format!("sanddune.name={branch}")).is_empty());
+    assert_no_container_left("docker", "name", &branch);
     assert!(repo.calls("claude").is_empty(), "the agent ran");
 }
 
@@ -274,10 +274,7 @@ fn docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container() {
         "abort took {:?}",
         started.elapsed()
     );
-    assert!(
-        containers_with("docker", &format!("sanddune.name={branch}")).is_empty(),
-        "a container was left behind"
-    );
+    assert_no_container_left("docker", "name", &branch);
 }
 
 fn runtime() -> PluginRuntime {
@@ -421,7 +418,7 @@ async fn abort_kills_inside(engine: &str) {
         .unwrap();
     assert_eq!(ps.stdout.trim(), "0", "{}", ps.stdout);
     sandbox.close().await.unwrap();
-    assert!(containers_with(engine, &format!("sanddune.run={run_id}")).is_empty());
+    assert_no_container_left(engine, "run", &run_id);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -500,10 +497,7 @@ async fn hostile(repo: &TestRepo, attack: &str, target: &str) -> String {
         Ok(_) => panic!("the hostile provider's create succeeded"),
         Err(e) => e.to_string(),
     };
-    assert!(
-        containers_with("docker", &format!("sanddune.run={run_id}")).is_empty(),
-        "{attack}: a container was left"
-    );
+    assert_no_container_left("docker", "run", &run_id);
     err
 }
 
@@ -696,7 +690,7 @@ fn gc_removes_containers_whose_sanddune_is_gone_and_keeps_live_ones() {
         "{}",
         common::stdout(&out)
     );
-    assert!(containers_with("docker", &format!("sanddune.run={orphan_run}")).is_empty());
+    assert_no_container_left("docker", "run", &orphan_run);
     let live = containers_with("docker", &format!("sanddune.run={live_run}"));
     assert_eq!(live.len(), 1);
     Command::new("docker")
@@ -729,7 +723,7 @@ fn docker_a_silent_agent_is_stopped_by_the_idle_timeout_and_its_container_remove
         "took {:?}",
         started.elapsed()
     );
-    assert!(containers_with("docker", &format!("sanddune.name={branch}")).is_empty());
+    assert_no_container_left("docker", "name", &branch);
 }
 
 #[test]
