@@ -77,6 +77,23 @@ fn unique(prefix: &str) -> String {
     format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
 }
 
+/// `--sandbox-opt` mounts that let the fakes record their calls on the
+/// host: the test's home is the container's HOME, and the current fakes run
+/// from `/sanddune-fakes/bin` (first on the image's PATH) with the test's home
+/// as their parent directory, whichever of the two places a fake logs to.
+fn fake_mounts(repo: &TestRepo) -> Vec<String> {
+    let home = repo.home.path().display();
+    let fakes = common::fakes_dir();
+    [
+        format!("mount={home}:/home/agent"),
+        format!("mount={home}:/sanddune-fakes"),
+        format!("mount={}:/sanddune-fakes/bin:ro", fakes.display()),
+    ]
+    .into_iter()
+    .flat_map(|m| ["--sandbox-opt".to_string(), m])
+    .collect()
+}
+
 /// `sanddune run` with the fake claude inside the test image; HOME in the
 /// container is the repo's fake home, mounted, so the fake's call log lands
 /// on the host.
@@ -87,7 +104,7 @@ fn run_in(
     prompt: &str,
     extra: &[&str],
 ) -> std::process::Output {
-    let home_mount = format!("mount={}:/home/agent", repo.home.path().display());
+    let mounts = fake_mounts(repo);
     let image = format!("image={IMAGE}");
     let mut args = vec![
         "run",
@@ -101,9 +118,8 @@ fn run_in(
         branch,
         "--sandbox-opt",
         &image,
-        "--sandbox-opt",
-        &home_mount,
     ];
+    args.extend(mounts.iter().map(String::as_str));
     args.extend_from_slice(extra);
     repo.sanddune(&args)
 }
@@ -234,7 +250,6 @@ fn docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container() {
     }
     let repo = TestRepo::new();
     let branch = unique("abort");
-    let home_mount = format!("mount={}:/home/agent", repo.home.path().display());
     let child = Command::new(common::BIN)
         .args([
             "run",
@@ -248,9 +263,8 @@ fn docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container() {
             &branch,
             "--sandbox-opt",
             &format!("image={IMAGE}"),
-            "--sandbox-opt",
-            &home_mount,
         ])
+        .args(fake_mounts(&repo))
         .current_dir(repo.path())
         .env("HOME", repo.home.path())
         .env("SANDDUNE_CACHE_DIR", common::cache_dir())
@@ -284,6 +298,7 @@ fn runtime() -> PluginRuntime {
             memory_bytes: 64 << 20,
             cpu_ticks_per_call: 3_000,
         },
+        ..RuntimeConfig::default()
     })
     .unwrap()
 }
@@ -750,7 +765,9 @@ fn docker_declared_mounts_resolve_home_and_relative_paths_and_honour_read_only()
     .unwrap();
     let branch = unique("mounts");
     let image = format!("image={IMAGE}");
-    let out = repo.sanddune(&[
+    let mounts = fake_mounts(&repo);
+    let data_mount = format!("mount={relative}:/data:ro");
+    let mut args = vec![
         "run",
         "--sandbox",
         "docker",
@@ -763,12 +780,12 @@ fn docker_declared_mounts_resolve_home_and_relative_paths_and_honour_read_only()
         "--sandbox-opt",
         &image,
         "--sandbox-opt",
-        &format!("mount={relative}:/data:ro"),
+        &data_mount,
         "--sandbox-opt",
         "mount=~/cache:/cache",
-        "--sandbox-opt",
-        &format!("mount={}:/home/agent", repo.home.path().display()),
-    ]);
+    ];
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune(&args);
     assert!(out.status.success(), "{}", stderr(&out));
     let calls = repo.calls("claude");
     let prompt = calls[0]["prompt"].as_str().unwrap();
