@@ -298,7 +298,6 @@ fn runtime() -> PluginRuntime {
             memory_bytes: 64 << 20,
             cpu_ticks_per_call: 3_000,
         },
-        ..RuntimeConfig::default()
     })
     .unwrap()
 }
