@@ -548,3 +548,65 @@ fi"#;
 // The export glue only links as a wasm component.
 #[cfg(target_arch = "wasm32")]
 export!(Provider);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(config: &[(&str, &str)]) -> CreateOptions {
+        CreateOptions {
+            run_id: "r".into(),
+            name: "n".into(),
+            host_worktree_path: "/src/My Repo/.sanddune/worktrees/run-1".into(),
+            host_git_dir: "/src/My Repo/.git".into(),
+            branch: "b".into(),
+            env: vec![],
+            config: config
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            scratch_dir: None,
+        }
+    }
+
+    #[test]
+    fn the_default_image_is_named_for_the_repository_directory() {
+        assert_eq!(default_image("/src/My Repo/.git"), "sanddune:my-repo");
+        assert_eq!(default_image("/src/app/.git/"), "sanddune:app");
+        assert_eq!(default_image("/srv/bare.git"), "sanddune:bare.git");
+    }
+
+    #[test]
+    fn options_parse_mounts_networks_and_the_selinux_label() {
+        let config = Config::parse(&options(&[
+            ("mount", "/home/u/.npm:/home/agent/.npm:ro"),
+            ("mount", "/data:/data"),
+            ("network", "a, b"),
+            ("network", "c"),
+            ("selinux-label", "none"),
+        ]))
+        .unwrap();
+        assert_eq!(config.image, "sanddune:my-repo");
+        assert_eq!(config.networks, ["a", "b", "c"]);
+        assert_eq!(config.mounts.len(), 2);
+        assert!(config.mounts[0].read_only && !config.mounts[1].read_only);
+        assert!(!config.mounts[0].selinux_relabel, "selinux-label=none");
+    }
+
+    #[test]
+    fn bad_options_are_refused_by_name() {
+        let err = |config: &[(&str, &str)]| Config::parse(&options(config)).err().unwrap();
+        assert!(err(&[("imag", "x")]).contains("no option `imag`"));
+        assert!(err(&[("mount", "/a")]).contains("SOURCE:TARGET"));
+        assert!(err(&[("mount", "/a:rel")]).contains("absolute"));
+        assert!(err(&[("mount", "/a:/b:rx")]).contains("SOURCE:TARGET"));
+        assert!(err(&[("selinux-label", "Z")]).contains("z or none"));
+    }
+
+    #[test]
+    fn a_linked_worktrees_git_dir_is_outside_it_and_the_main_ones_inside() {
+        assert!(!is_within("/r/.git", "/r/.sanddune/worktrees/w"));
+        assert!(is_within("/r/.git", "/r"));
+        assert!(!is_within("/r2/.git", "/r"));
+    }
+}
