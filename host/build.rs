@@ -18,11 +18,17 @@ const BUILTIN: &[(&str, &str)] = &[
     ("copilot", "sanddune-plugin-copilot"),
     ("opencode", "sanddune-plugin-opencode"),
     ("pi", "sanddune-plugin-pi"),
+    ("docker", "sanddune-plugin-docker"),
+    ("podman", "sanddune-plugin-podman"),
 ];
 
 /// Components built only for the tests (not embedded).
 const TEST_ONLY: &[(&str, &str)] = &[
     ("hostile", "sanddune-test-plugin-hostile"),
+    (
+        "hostile-containers",
+        "sanddune-test-plugin-hostile-containers",
+    ),
     ("future-api", "sanddune-test-plugin-future-api"),
     ("not-a-plugin", "sanddune-test-plugin-not-a-plugin"),
 ];

@@ -1,6 +1,7 @@
 //! Host implementations of the capability imports, and the per-store state
 //! they check every call against: what this plugin was granted.
 
+pub mod containers;
 pub mod logging;
 pub mod output;
 pub mod process;
@@ -12,6 +13,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Result};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+pub use containers::{ContainerGrant, ContainerState};
 pub use process::Brokered;
 
 /// What the host lets one plugin instance do. Built-in plugins get what they
@@ -26,6 +28,8 @@ pub struct Grants {
     pub directories: Vec<(PathBuf, bool)>,
     /// Environment visible through wasi:cli/environment.
     pub env: Vec<(String, String)>,
+    /// The `containers` capability, confined to this grant; None: refused.
+    pub containers: Option<ContainerGrant>,
 }
 
 /// Limits that bound a plugin that computes or allocates without end.
@@ -43,6 +47,7 @@ pub struct PluginState {
     pub plugin: Arc<str>,
     pub grants: Arc<Grants>,
     pub brokered: Brokered,
+    pub(crate) containers: ContainerState,
     wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     limits: Limits,
@@ -56,6 +61,7 @@ impl PluginState {
             plugin,
             grants,
             brokered: Brokered::default(),
+            containers: ContainerState::default(),
             wasi,
             table: ResourceTable::new(),
             limits,

@@ -4,7 +4,8 @@
 //! so a kill reaches grandchildren too (`kill_on_drop` alone orphans them).
 //! `Brokered` lets the orchestrator kill them from outside the plugin call
 //! (abort, idle timeout): the guest then sees end-of-output and a `killed`
-//! status, returns normally, and its instance stays usable.
+//! status, returns normally, and its instance stays usable. Container execs
+//! (the `containers` capability) register here too, with a killer of their own.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -36,9 +37,16 @@ pub struct Brokered {
 #[derive(Default)]
 struct BrokeredInner {
     next_id: AtomicU64,
-    live: Mutex<HashMap<u64, Arc<Kill>>>,
+    live: Mutex<HashMap<u64, Arc<dyn Killer>>>,
     /// Set by `kill_all`; refuses new spawns until the next call begins.
     cancelled: AtomicBool,
+}
+
+/// Something brokered for a plugin that the host can kill from outside the
+/// plugin call: a host process group, or an exec's processes in a container.
+pub(crate) trait Killer: Send + Sync {
+    /// Kill it. Idempotent, never blocks.
+    fn kill(&self);
 }
 
 /// Kills one process group once.
@@ -48,7 +56,7 @@ struct Kill {
     timed_out: AtomicBool,
 }
 
-impl Kill {
+impl Killer for Kill {
     fn kill(&self) {
         if !self.killed.swap(true, Ordering::SeqCst) {
             // SAFETY: plain syscall; a negative pid addresses the process group.
@@ -71,13 +79,18 @@ impl Brokered {
         self.inner.cancelled.store(false, Ordering::SeqCst);
     }
 
-    fn register(&self, kill: Arc<Kill>) -> u64 {
+    /// Set by `kill_all` until the next call begins: start nothing new.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.inner.cancelled.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn register(&self, kill: Arc<dyn Killer>) -> u64 {
         let id = self.inner.next_id.fetch_add(1, Ordering::SeqCst);
         self.inner.live.lock().unwrap().insert(id, kill);
         id
     }
 
-    fn unregister(&self, id: u64) {
+    pub(crate) fn unregister(&self, id: u64) {
         self.inner.live.lock().unwrap().remove(&id);
     }
 }
@@ -120,7 +133,7 @@ fn check_granted(state: &PluginState, program: &str) -> Result<(), String> {
 
 fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
     check_granted(state, &opts.program)?;
-    if state.brokered.inner.cancelled.load(Ordering::SeqCst) {
+    if state.brokered.is_cancelled() {
         return Err("the run was cancelled: no new processes".into());
     }
     let mut cmd = tokio::process::Command::new(&opts.program);

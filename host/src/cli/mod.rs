@@ -1,6 +1,8 @@
 //! The `sanddune` command line.
 
 mod demo;
+mod docker;
+mod gc;
 mod inspect;
 mod interactive;
 mod plugin;
@@ -38,6 +40,18 @@ enum Commands {
     /// A real run end to end in a throwaway repository: the test-isolated
     /// sandbox provider and the deterministic demo agent (no Docker, no API key).
     Demo(demo::DemoArgs),
+    /// The Docker sandbox image: build-image, remove-image.
+    Docker {
+        #[command(subcommand)]
+        command: docker::DockerCommands,
+    },
+    /// The Podman sandbox image: build-image, remove-image.
+    Podman {
+        #[command(subcommand)]
+        command: docker::PodmanCommands,
+    },
+    /// Remove containers that a crashed sanddune left behind.
+    Gc(gc::GcArgs),
 }
 
 #[derive(Subcommand)]
@@ -86,6 +100,9 @@ pub fn main() -> i32 {
                 PluginCommands::New(args) => scaffold::new(args),
             },
             Commands::Demo(args) => demo::demo(args).await,
+            Commands::Docker { command } => docker::docker(command).await,
+            Commands::Podman { command } => docker::podman(command).await,
+            Commands::Gc(args) => gc::gc(args).await,
         }
     });
     match result {

@@ -31,4 +31,4 @@ pub mod agent {
 pub use agent::exports::sanddune::plugin::agent_provider as agent_api;
 pub use sandbox::exports::sanddune::plugin::sandbox_provider as sandbox_api;
 pub use sandbox::sanddune::plugin::types;
-pub use sandbox::sanddune::plugin::{logging, output, process};
+pub use sandbox::sanddune::plugin::{containers, logging, output, process};

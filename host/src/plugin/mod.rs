@@ -129,6 +129,9 @@ pub struct Plugin {
     /// named on the command line (the user chose that file explicitly).
     pub approved: Option<store::Approved>,
     pub component: Component,
+    /// May be granted the `containers` capability when it asks: built-ins
+    /// are pre-approved, anything else needs the user's explicit approval.
+    containers_approved: bool,
     pre: InstancePre<PluginState>,
     runtime: PluginRuntime,
 }
@@ -184,40 +187,36 @@ impl PluginRuntime {
                     Some(store) => store.get(name)?,
                     None => None,
                 };
-                match (builtin::get(name), installed) {
-                    (Some(bytes), None) => (std::borrow::Cow::Borrowed(bytes), name.clone()),
-                    (Some(bytes), Some((record, _))) if !record.shadows_builtin => {
-                        (std::borrow::Cow::Borrowed(bytes), name.clone())
-                    }
-                    (_, Some((record, bytes))) => {
-                        let mut plugin = self.load_bytes(&bytes, name, expect)?;
-                        plugin.approved = Some(record.grants);
-                        return Ok(plugin);
-                    }
-                    (None, None) => {
-                        let installed: Vec<String> = self
-                            .installed()
-                            .and_then(|s| s.list().ok())
-                            .unwrap_or_default()
-                            .into_iter()
-                            .map(|r| r.name)
-                            .collect();
-                        return Err(Error::input(format!(
-                            "no plugin named `{name}` (built-ins: {}; installed: {}); to load a component file, pass its path, e.g. ./{name}.wasm, or install it with `sanddune plugin add`",
-                            builtin::names().join(", "),
-                            if installed.is_empty() {
-                                "none".into()
-                            } else {
-                                installed.join(", ")
-                            }
-                        )));
-                    }
+                let shadowed = installed.as_ref().is_some_and(|(r, _)| r.shadows_builtin);
+                if let Some(bytes) = builtin::get(name).filter(|_| !shadowed) {
+                    let mut plugin = self.load_bytes(bytes, name, expect)?;
+                    plugin.containers_approved = true;
+                    return Ok(plugin);
                 }
+                let Some((record, bytes)) = installed else {
+                    let installed: Vec<String> = self
+                        .installed()
+                        .and_then(|s| s.list().ok())
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(|r| r.name)
+                        .collect();
+                    return Err(Error::input(format!(
+                        "no plugin named `{name}` (built-ins: {}; installed: {}); to load a component file, pass its path, e.g. ./{name}.wasm, or install it with `sanddune plugin add`",
+                        builtin::names().join(", "),
+                        if installed.is_empty() {
+                            "none".into()
+                        } else {
+                            installed.join(", ")
+                        }
+                    )));
+                };
+                let mut plugin = self.load_bytes(&bytes, name, expect)?;
+                plugin.containers_approved = record.grants.containers;
+                plugin.approved = Some(record.grants);
+                return Ok(plugin);
             }
-            PluginRef::File(path) => (
-                std::borrow::Cow::Owned(read_component_file(path)?),
-                path.display().to_string(),
-            ),
+            PluginRef::File(path) => (read_component_file(path)?, path.display().to_string()),
         };
         self.load_bytes(&bytes, &source, expect)
     }
@@ -263,6 +262,7 @@ impl PluginRuntime {
             sha256: cache::sha256_hex(bytes),
             approved: None,
             component,
+            containers_approved: false,
             pre,
             runtime: self.clone(),
         })
@@ -326,6 +326,16 @@ impl Plugin {
             .imports(engine)
             .map(|(name, _)| name.to_string())
             .collect()
+    }
+
+    /// The user's explicit approval of the `containers` capability for this
+    /// plugin (what `sanddune plugin add` will record). Built-ins have it.
+    pub fn approve_containers(&mut self) {
+        self.containers_approved = true;
+    }
+
+    pub fn containers_approved(&self) -> bool {
+        self.containers_approved
     }
 
     pub(crate) fn runtime(&self) -> &PluginRuntime {

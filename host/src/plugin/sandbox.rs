@@ -10,7 +10,7 @@ use super::bindings::sandbox::SandboxPlugin;
 use super::bindings::types::{Capabilities, DirectoryAccess, EnvVar, OutputLine, OutputStream};
 use super::{Plugin, PluginKind, PluginRef, PluginRuntime, one_line};
 use crate::capability::output::OutputSink;
-use crate::capability::{Brokered, Grants, PluginState};
+use crate::capability::{Brokered, ContainerGrant, Grants, PluginState};
 use crate::error::{Error, Result};
 
 pub use super::bindings::sandbox_api::{
@@ -105,15 +105,32 @@ impl SandboxProvider {
 
     /// What this provider gets: what it declared (built-ins are pre-approved),
     /// resolved against this sandbox's worktree and scratch directory.
-    fn grants(&self, worktree: &Path, scratch: Option<&Path>, env: &[(String, String)]) -> Grants {
+    fn grants(
+        &self,
+        spec: &SandboxSpec,
+        scratch: Option<&Path>,
+        mounts: &[PathBuf],
+    ) -> Result<Grants> {
+        let (worktree, env) = (spec.worktree.as_path(), &spec.env);
         let caps = &self.capabilities();
+        let containers = if caps.containers {
+            if !self.plugin.containers_approved() {
+                return Err(Error::Plugin(format!(
+                    "sandbox provider `{}` asks for the containers capability, which only built-in providers get without the user's explicit approval: install it with `sanddune plugin add` and approve `containers`",
+                    self.plugin.source
+                )));
+            }
+            Some(container_grant(spec, scratch, mounts)?)
+        } else {
+            None
+        };
         let mut directories = Vec::new();
         match caps.worktree {
             DirectoryAccess::None => {}
             DirectoryAccess::ReadOnly => directories.push((worktree.to_path_buf(), false)),
             DirectoryAccess::ReadWrite => directories.push((worktree.to_path_buf(), true)),
         }
-        Grants {
+        Ok(Grants {
             programs: caps.programs.clone(),
             scratch_dir: scratch.map(Path::to_path_buf),
             directories,
@@ -122,7 +139,8 @@ impl SandboxProvider {
                 .filter(|(k, _)| caps.env_keys.contains(k))
                 .cloned()
                 .collect(),
-        }
+            containers,
+        })
     }
 
     /// Create a sandbox for `spec`.
@@ -138,7 +156,25 @@ impl SandboxProvider {
         } else {
             None
         };
-        let grants = self.grants(&spec.worktree, scratch.as_deref(), &spec.env);
+        let remove_scratch = || {
+            if let Some(dir) = &scratch {
+                let _ = std::fs::remove_dir_all(dir);
+            }
+        };
+        let (config, mounts) = match resolve_mounts(&spec.config) {
+            Ok(resolved) => resolved,
+            Err(e) => {
+                remove_scratch();
+                return Err(e);
+            }
+        };
+        let grants = match self.grants(spec, scratch.as_deref(), &mounts) {
+            Ok(grants) => grants,
+            Err(e) => {
+                remove_scratch();
+                return Err(e);
+            }
+        };
         let (mut store, bindings) =
             instantiate(&self.plugin, &self.info.name, grants.clone()).await?;
         let options = CreateOptions {
@@ -148,7 +184,7 @@ impl SandboxProvider {
             host_git_dir: spec.git_dir.display().to_string(),
             branch: spec.branch.clone(),
             env: env_vars(&spec.env),
-            config: spec.config.clone(),
+            config,
             scratch_dir: scratch.as_ref().map(|p| p.display().to_string()),
         };
         super::begin_call(&mut store);
@@ -160,9 +196,9 @@ impl SandboxProvider {
         let handle = match flatten(&name, "create", created) {
             Ok(handle) => handle,
             Err(e) => {
-                if let Some(dir) = &scratch {
-                    let _ = std::fs::remove_dir_all(dir);
-                }
+                // Whatever the provider created before failing goes too.
+                store.data_mut().containers.remove_all().await;
+                remove_scratch();
                 return Err(e);
             }
         };
@@ -452,12 +488,18 @@ impl Sandbox {
             })
             .await;
         self.closed = true;
+        // Containers the provider did not remove go now, whatever it did.
+        self.store.data_mut().containers.remove_all().await;
         self.cleanup();
         r
     }
 
     fn cleanup(&mut self) {
         self.store.data().brokered.kill_all();
+        let leftovers = self.store.data_mut().containers.remove_all();
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            rt.spawn(leftovers);
+        }
         if let Some(dir) = self.scratch.take() {
             let _ = std::fs::remove_dir_all(dir);
         }
@@ -476,4 +518,72 @@ impl Drop for Sandbox {
             self.cleanup();
         }
     }
+}
+
+/// A provider's options as the user gave them, in order (keys may repeat).
+type ProviderConfig = Vec<(String, String)>;
+
+/// The user's declared bind mounts: every `mount` entry of the provider's
+/// config (`SRC:DST[:ro]`). The host resolves SRC (`~`, relative to the
+/// current directory) before the provider sees it, and grants exactly these
+/// sources to the containers capability besides the worktree and git dir.
+fn resolve_mounts(config: &[(String, String)]) -> Result<(ProviderConfig, Vec<PathBuf>)> {
+    let mut sources = Vec::new();
+    let mut resolved = Vec::with_capacity(config.len());
+    for (key, value) in config {
+        if key != "mount" {
+            resolved.push((key.clone(), value.clone()));
+            continue;
+        }
+        let (source, rest) = value.split_once(':').ok_or_else(|| {
+            Error::input(format!(
+                "mount `{value}`: expected SOURCE:TARGET or SOURCE:TARGET:ro"
+            ))
+        })?;
+        let expanded = match source.strip_prefix('~') {
+            Some(tail) if tail.is_empty() || tail.starts_with('/') => {
+                let home = std::env::var_os("HOME")
+                    .ok_or_else(|| Error::input(format!("mount `{value}`: HOME is not set")))?;
+                PathBuf::from(home).join(tail.trim_start_matches('/'))
+            }
+            _ => PathBuf::from(source),
+        };
+        let absolute = std::fs::canonicalize(&expanded).map_err(|e| {
+            Error::input(format!(
+                "mount `{value}`: source {} does not exist ({e})",
+                expanded.display()
+            ))
+        })?;
+        resolved.push((key.clone(), format!("{}:{rest}", absolute.display())));
+        sources.push(absolute);
+    }
+    Ok((resolved, sources))
+}
+
+/// The containers grant for one sandbox: what its containers may mount,
+/// what `copy-in` may read and `copy-file-out` may write.
+fn container_grant(
+    spec: &SandboxSpec,
+    scratch: Option<&Path>,
+    mounts: &[PathBuf],
+) -> Result<ContainerGrant> {
+    let canonical = |p: &Path| {
+        std::fs::canonicalize(p)
+            .map_err(|e| Error::Other(anyhow::anyhow!("cannot resolve {}: {e}", p.display())))
+    };
+    let mut mount_sources = vec![canonical(&spec.worktree)?, canonical(&spec.git_dir)?];
+    mount_sources.extend(mounts.iter().cloned());
+    let mut writable = vec![canonical(&spec.worktree)?];
+    let mut readable = mount_sources.clone();
+    if let Some(dir) = scratch {
+        writable.push(canonical(dir)?);
+        readable.push(canonical(dir)?);
+    }
+    Ok(ContainerGrant {
+        run_id: spec.run_id.clone(),
+        name: spec.name.clone(),
+        mount_sources,
+        readable,
+        writable,
+    })
 }

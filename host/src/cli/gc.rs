@@ -1,0 +1,76 @@
+//! `sanddune gc`: remove containers a crashed sanddune left behind.
+//!
+//! Every container the `containers` capability creates carries the creating
+//! process (`sanddune.owner` = pid:start-time). One whose process is gone is
+//! an orphan; a live run's containers are left alone.
+
+use std::collections::HashMap;
+
+use bollard::query_parameters::ListContainersOptionsBuilder;
+use clap::Args;
+
+use crate::capability::containers::{
+    OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, connect_negotiated, engine_name, force_remove,
+    process_start,
+};
+use crate::error::{Error, Result};
+use crate::plugin::bindings::containers::Engine;
+
+#[derive(Args)]
+pub struct GcArgs {}
+
+/// Whether the process named by an owner label (`pid:start`) still runs.
+fn owner_alive(owner: &str) -> bool {
+    let Some((pid, start)) = owner.split_once(':') else {
+        return false;
+    };
+    match (pid.parse::<u32>(), start.parse::<u64>()) {
+        (Ok(pid), Ok(start)) => process_start(pid) == Some(start),
+        _ => false,
+    }
+}
+
+pub async fn gc(_args: GcArgs) -> Result<()> {
+    let mut removed = 0;
+    for engine in [Engine::Docker, Engine::Podman] {
+        let name = engine_name(engine);
+        let docker = match connect_negotiated(engine).await {
+            Ok(docker) => docker,
+            Err(e) => {
+                eprintln!("{name}: skipped ({e})");
+                continue;
+            }
+        };
+        let filters = HashMap::from([("label".to_string(), vec![OWNER_LABEL.to_string()])]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let found = docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| Error::Plugin(format!("{name}: cannot list containers: {e}")))?;
+        for container in found {
+            let (Some(id), Some(labels)) = (container.id, container.labels) else {
+                continue;
+            };
+            if labels.get(OWNER_LABEL).is_some_and(|o| owner_alive(o)) {
+                continue;
+            }
+            force_remove(&docker, &id).await.map_err(Error::Plugin)?;
+            removed += 1;
+            let label = |key| labels.get(key).map_or("?", String::as_str);
+            println!(
+                "removed {name} container {} (run {}, provider {})",
+                &id[..id.len().min(12)],
+                label(RUN_LABEL),
+                label(PLUGIN_LABEL)
+            );
+        }
+    }
+    println!(
+        "{removed} orphaned container{} removed",
+        if removed == 1 { "" } else { "s" }
+    );
+    Ok(())
+}

@@ -1,0 +1,834 @@
+//! The docker and podman sandbox providers and the confined `containers`
+//! capability, on real engines.
+//!
+//! These tests need a running engine and the image `sanddune-test:latest`
+//! (`tests/images/build.sh docker|podman`, which `.ci/run` runs). Without
+//! them each test prints why it is skipped; with `CI` set that is a failure.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use common::{TestRepo, plugin_file, stderr};
+use sanddune::capability::Limits;
+use sanddune::plugin::sandbox::{
+    Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
+};
+use sanddune::plugin::{PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
+
+const IMAGE: &str = "sanddune-test:latest";
+
+/// Whether `engine` answers and has the test image; a visible skip on a
+/// laptop, a failure in CI.
+fn engine_ready(engine: &str) -> bool {
+    // Through the engine's API socket, as sanddune reaches it: the podman
+    // CLI alone would read its storage without the service running.
+    let remote: &[&str] = if engine == "podman" {
+        &["--remote"]
+    } else {
+        &[]
+    };
+    let out = Command::new(engine)
+        .args(remote)
+        .args(["image", "inspect", IMAGE])
+        .output();
+    let why = match out {
+        Ok(out) if out.status.success() => return true,
+        Ok(out) => stderr(&out),
+        Err(e) => e.to_string(),
+    };
+    let msg = format!(
+        "{engine} is not reachable or has no {IMAGE} (run tests/images/build.sh {engine}): {}",
+        why.trim()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("CI needs the real engines: {msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    false
+}
+
+/// Containers carrying `label` (KEY=VALUE), running or not.
+fn containers_with(engine: &str, label: &str) -> Vec<String> {
+    let out = Command::new(engine)
+        .args(["ps", "-a", "-q", "--filter", &format!("label={label}")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// No container labelled `sanddune.<key>=<value>` exists any more.
+fn assert_no_container_left(engine: &str, key: &str, value: &str) {
+    let left = containers_with(engine, &format!("sanddune.{key}={value}"));
+    assert!(left.is_empty(), "{engine} containers left behind: {left:?}");
+}
+
+/// A unique name for one test's branch (the provider labels with it).
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
+}
+
+/// `--sandbox-opt` mounts that let the fakes record their calls on the
+/// host: the test's home is the container's HOME, and the current fakes run
+/// from `/sanddune-fakes/bin` (first on the image's PATH) with the test's home
+/// as their parent directory, whichever of the two places a fake logs to.
+fn fake_mounts(repo: &TestRepo) -> Vec<String> {
+    let home = repo.home.path().display();
+    let fakes = common::fakes_dir();
+    [
+        format!("mount={home}:/home/agent"),
+        format!("mount={home}:/sanddune-fakes"),
+        format!("mount={}:/sanddune-fakes/bin:ro", fakes.display()),
+    ]
+    .into_iter()
+    .flat_map(|m| ["--sandbox-opt".to_string(), m])
+    .collect()
+}
+
+/// `sanddune run` with the fake claude inside the test image; HOME in the
+/// container is the repo's fake home, mounted, so the fake's call log lands
+/// on the host.
+fn run_in(
+    engine: &str,
+    repo: &TestRepo,
+    branch: &str,
+    prompt: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    let mounts = fake_mounts(repo);
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        engine,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        prompt,
+        "--branch",
+        branch,
+        "--sandbox-opt",
+        &image,
+    ];
+    args.extend(mounts.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    repo.sanddune(&args)
+}
+
+fn commit_lands_on_the_branch_with_the_stdin_prompt(engine: &str) {
+    if !engine_ready(engine) {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("fix");
+    let out = run_in(engine, &repo, &branch, "fix the typo", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &branch]),
+        "Fix typo in README"
+    );
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:README.md")])
+            .lines()
+            .last(),
+        Some("This is the readme.")
+    );
+    // The fake read the prompt from stdin, in the container, in the worktree.
+    let calls = repo.calls("claude");
+    assert_eq!(calls.len(), 1);
+    assert_eq!(calls[0]["prompt"], "fix the typo");
+    assert!(
+        calls[0]["argv"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|a| a == "-")
+    );
+    assert_no_container_left(engine, "name", &branch);
+}
+
+#[test]
+fn docker_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container() {
+    commit_lands_on_the_branch_with_the_stdin_prompt("docker");
+}
+
+#[test]
+fn podman_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container() {
+    commit_lands_on_the_branch_with_the_stdin_prompt("podman");
+}
+
+#[test]
+fn docker_run_defaults_to_head_and_commits_there() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--sandbox-opt",
+        &format!("image={IMAGE}"),
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "main"]),
+        "Fix typo in README"
+    );
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn docker_an_empty_prompt_fails_before_any_container_exists() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("empty");
+    let out = run_in("docker", &repo, &branch, "", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("empty"), "{}", stderr(&out));
+    assert_no_container_left("docker", "name", &branch);
+}
+
+#[test]
+fn docker_a_failed_run_removes_its_container_and_keeps_the_commit() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("failed");
+    let out = run_in("docker", &repo, &branch, "note this FAKE:is-error", &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    // The agent committed before failing: the branch keeps its work.
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &branch]),
+        "Add a note"
+    );
+    assert_no_container_left("docker", "name", &branch);
+}
+
+#[test]
+fn docker_a_uid_mismatch_is_an_actionable_error_and_leaves_nothing() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("uid");
+    let out = run_in(
+        "docker",
+        &repo,
+        &branch,
+        "fix the typo",
+        &["--sandbox-opt", "user=4242:4242"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("UID:GID 4242:4242"), "{err}");
+    assert!(err.contains("sanddune docker build-image"), "{err}");
+    assert_no_container_left("docker", "name", &branch);
+    assert!(repo.calls("claude").is_empty(), "the agent ran");
+}
+
+#[test]
+fn docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("abort");
+    let child = Command::new(common::BIN)
+        .args([
+            "run",
+            "--sandbox",
+            "docker",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "FAKE:hang",
+            "--branch",
+            &branch,
+            "--sandbox-opt",
+            &format!("image={IMAGE}"),
+        ])
+        .args(fake_mounts(&repo))
+        .current_dir(repo.path())
+        .env("HOME", repo.home.path())
+        .env("SANDDUNE_CACHE_DIR", common::cache_dir())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait until the fake agent is running inside the container.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while repo.calls("claude").is_empty() {
+        assert!(Instant::now() < deadline, "the agent never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let started = Instant::now();
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "abort took {:?}",
+        started.elapsed()
+    );
+    assert_no_container_left("docker", "name", &branch);
+}
+
+fn runtime() -> PluginRuntime {
+    PluginRuntime::new(RuntimeConfig {
+        cache_dir: Some(common::cache_dir()),
+        store_dir: None,
+        limits: Limits {
+            memory_bytes: 64 << 20,
+            cpu_ticks_per_call: 3_000,
+        },
+    })
+    .unwrap()
+}
+
+fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {
+    SandboxSpec {
+        run_id: run_id.into(),
+        name: run_id.into(),
+        worktree: repo.path().to_path_buf(),
+        git_dir: repo.path().join(".git"),
+        branch: "main".into(),
+        env: vec![],
+        config: config
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+    }
+}
+
+fn shell(line: &str) -> ExecRequest {
+    ExecRequest {
+        command: SandboxCommand::Shell(line.into()),
+        cwd: None,
+        env: vec![],
+        stdin: None,
+        sudo: false,
+        timeout_ms: None,
+    }
+}
+
+async fn docker_sandbox(repo: &TestRepo, run_id: &str) -> Sandbox {
+    sandbox_in("docker", repo, run_id, &[]).await
+}
+
+/// A sandbox of the built-in provider `engine` on the test image.
+async fn sandbox_in(
+    engine: &str,
+    repo: &TestRepo,
+    run_id: &str,
+    config: &[(&str, &str)],
+) -> Sandbox {
+    let provider = SandboxProvider::load(&runtime(), &PluginRef::Builtin(engine.into()))
+        .await
+        .unwrap();
+    let mut config = config.to_vec();
+    config.push(("image", IMAGE));
+    provider.create(&spec(repo, run_id, &config)).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_exec_streams_each_line_before_the_command_ends() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let mut sandbox = docker_sandbox(&repo, &unique("stream")).await;
+    let start = Instant::now();
+    let mut first = None;
+    let out = sandbox
+        .exec(
+            shell("echo first; sleep 2; echo second >&2; exit 3"),
+            |line| {
+                if line.text == "first" {
+                    first.get_or_insert(start.elapsed());
+                }
+            },
+        )
+        .await
+        .unwrap();
+    let total = start.elapsed();
+    let first = first.expect("no first line");
+    assert!(
+        total - first >= Duration::from_millis(1500),
+        "first line at {first:?} of {total:?}"
+    );
+    assert_eq!(out.exit_code, 3);
+    assert_eq!(out.stdout, "first\n");
+    assert_eq!(out.stderr, "second\n");
+    sandbox.close().await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_abort_kills_the_process_inside_the_container_and_keeps_the_sandbox_and_worktree() {
+    abort_kills_inside("docker").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn podman_abort_kills_the_process_inside_the_container_and_keeps_the_sandbox_and_worktree() {
+    abort_kills_inside("podman").await;
+}
+
+async fn abort_kills_inside(engine: &str) {
+    if !engine_ready(engine) {
+        return;
+    }
+    let repo = TestRepo::new();
+    let run_id = unique("kill");
+    let mut sandbox = sandbox_in(engine, &repo, &run_id, &[]).await;
+    let canceller = sandbox.canceller();
+    let killer = tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        canceller.kill_all();
+    });
+    let start = Instant::now();
+    let out = sandbox
+        .exec(
+            shell("echo partial > partial.txt; sh -c 'sleep 300' & sleep 301; echo never"),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    killer.await.unwrap();
+    // Killed at 2 s; returning before the host's 3 s drain grace means the
+    // processes really died and their output ended.
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "took {:?}",
+        start.elapsed()
+    );
+    assert_ne!(out.exit_code, 0);
+    assert!(!out.stdout.contains("never"));
+    // The work so far is in the worktree on the host.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("partial.txt")).unwrap(),
+        "partial\n"
+    );
+    // Nothing of that exec is left running in the container, and the
+    // sandbox still works.
+    let ps = sandbox
+        .exec(shell("ps -eo args | grep -c '[s]leep 30'"), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(ps.stdout.trim(), "0", "{}", ps.stdout);
+    sandbox.close().await.unwrap();
+    assert_no_container_left(engine, "run", &run_id);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_a_sandbox_dropped_without_close_still_loses_its_container() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let run_id = unique("drop");
+    let sandbox = docker_sandbox(&repo, &run_id).await;
+    assert_eq!(
+        containers_with("docker", &format!("sanddune.run={run_id}")).len(),
+        1
+    );
+    drop(sandbox);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !containers_with("docker", &format!("sanddune.run={run_id}")).is_empty() {
+        assert!(
+            Instant::now() < deadline,
+            "the container outlived its sandbox"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_file_operations_and_copies_work_through_the_container() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let mut sandbox = docker_sandbox(&repo, &unique("files")).await;
+    let src = repo.path().join("in.txt");
+    std::fs::write(&src, "hello\n").unwrap();
+    sandbox
+        .copy_file_in(&src, "/tmp/deep/copied.txt")
+        .await
+        .unwrap();
+    let out = sandbox
+        .exec(shell("cat /tmp/deep/copied.txt"), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, "hello\n");
+    sandbox
+        .copy_file_out("/tmp/deep/copied.txt", &repo.path().join("out/back.txt"))
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("out/back.txt")).unwrap(),
+        "hello\n"
+    );
+    // Out of the container to a host path outside the grant: refused.
+    let err = sandbox
+        .copy_file_out("/etc/hostname", Path::new("/tmp/sanddune-escape.txt"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("refused"), "{err}");
+    sandbox.close().await.unwrap();
+}
+
+/// The hostile container provider, explicitly approved for containers: its
+/// error, after checking that it left no container behind.
+async fn hostile(repo: &TestRepo, attack: &str, target: &str) -> String {
+    let run_id = unique("hostile");
+    let mut plugin = runtime()
+        .load(
+            &PluginRef::File(plugin_file("sanddune-test-plugin-hostile-containers")),
+            Some(PluginKind::Sandbox),
+        )
+        .unwrap();
+    plugin.approve_containers();
+    let provider = SandboxProvider::from_plugin(plugin).await.unwrap();
+    let config = [("attack", attack), ("image", IMAGE), ("target", target)];
+    let err = match provider.create(&spec(repo, &run_id, &config)).await {
+        Ok(_) => panic!("the hostile provider's create succeeded"),
+        Err(e) => e.to_string(),
+    };
+    assert_no_container_left("docker", "run", &run_id);
+    err
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_provider_is_refused_privileges_namespaces_and_host_mounts_every_time() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let cases = [
+        ("privileged", "privileged mode"),
+        ("mount-root", "bind mount of host path `/`"),
+        ("mount-escape", "bind mount of host path"),
+        ("cap-add", "added capabilities (SYS_ADMIN)"),
+        ("device", "host devices (/dev/sda)"),
+        ("pid-host", "pid-mode=host"),
+        ("network-host", "network-mode=host"),
+        ("ipc-host", "ipc-mode=host"),
+        ("userns-host", "userns=host"),
+        ("label", "label `sanddune.run`"),
+    ];
+    for round in 0..3 {
+        for (attack, refusal) in cases {
+            let err = hostile(&repo, attack, "").await;
+            assert!(!err.contains("LEAKED"), "round {round}, {attack}: {err}");
+            assert!(
+                err.contains("refused") && err.contains(refusal),
+                "round {round}, {attack}: {err}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_container() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let start = |labels: &[&str]| {
+        let mut args = vec!["run", "-d", "--entrypoint", "sleep"];
+        for label in labels {
+            args.extend(["--label", label]);
+        }
+        args.extend([IMAGE, "infinity"]);
+        let out = Command::new("docker").args(&args).output().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    // Same plugin name, another run; and no labels at all.
+    let other_run = start(&[
+        "sanddune.run=another-run",
+        "sanddune.plugin=hostile-containers",
+    ]);
+    let unlabelled = start(&[]);
+    for round in 0..3 {
+        for target in [&other_run, &unlabelled] {
+            let err = hostile(&repo, "foreign", target).await;
+            assert!(!err.contains("LEAKED"), "round {round}, {target}: {err}");
+            assert_eq!(
+                err.matches("refused: container").count(),
+                4,
+                "round {round}: {err}"
+            );
+        }
+    }
+    for id in [&other_run, &unlabelled] {
+        let alive = Command::new("docker")
+            .args(["inspect", "-f", "{{.State.Running}}", id])
+            .output()
+            .unwrap();
+        assert_eq!(String::from_utf8_lossy(&alive.stdout).trim(), "true");
+        Command::new("docker")
+            .args(["rm", "-f", id])
+            .output()
+            .unwrap();
+    }
+}
+
+#[test]
+fn a_third_party_provider_asking_for_containers_is_refused_without_approval() {
+    // No engine needed: the refusal comes before the provider runs.
+    let repo = TestRepo::new();
+    let docker_file = plugin_file("sanddune-plugin-docker");
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        docker_file.to_str().unwrap(),
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("asks for the containers capability"), "{err}");
+}
+
+#[test]
+fn docker_build_image_streams_the_build_and_remove_image_removes_it() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    std::fs::write(
+        repo.path().join("Dockerfile.test"),
+        "FROM sanddune-test-base:latest\nARG AGENT_UID\nCOPY . /ctx\n\
+         RUN echo \"agent uid is $AGENT_UID\" && test -e /ctx/README.md && test ! -e /ctx/ignored\n",
+    )
+    .unwrap();
+    // The context is the current directory, minus what .dockerignore says.
+    std::fs::create_dir(repo.path().join("ignored")).unwrap();
+    std::fs::write(repo.path().join("ignored/big"), "x").unwrap();
+    std::fs::write(repo.path().join(".dockerignore"), "ignored\n").unwrap();
+    let name = format!("sanddune:{}", unique("build"));
+    let out = repo.sanddune(&[
+        "docker",
+        "build-image",
+        "--dockerfile",
+        "Dockerfile.test",
+        "--image-name",
+        &name,
+    ]);
+    let err = stderr(&out);
+    assert!(out.status.success(), "{err}");
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    assert!(err.contains(&format!("agent uid is {uid}")), "{err}");
+    assert!(
+        Command::new("docker")
+            .args(["image", "inspect", &name])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+    let out = repo.sanddune(&["docker", "remove-image", "--image-name", &name]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !Command::new("docker")
+            .args(["image", "inspect", &name])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    );
+}
+
+#[test]
+fn gc_removes_containers_whose_sanddune_is_gone_and_keeps_live_ones() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let start = |owner: &str, run: &str| {
+        let out = Command::new("docker")
+            .args([
+                "run",
+                "-d",
+                "--label",
+                &format!("sanddune.owner={owner}"),
+                "--label",
+                &format!("sanddune.run={run}"),
+                "--label",
+                "sanddune.plugin=docker",
+                "--entrypoint",
+                "sleep",
+                IMAGE,
+                "infinity",
+            ])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    // This test process is alive: its pid and start time, as the host labels.
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap();
+    let started = stat[stat.rfind(')').unwrap() + 2..]
+        .split(' ')
+        .nth(19)
+        .unwrap()
+        .to_string();
+    let orphan_run = unique("orphan");
+    let live_run = unique("live");
+    start("999999999:1", &orphan_run);
+    start(&format!("{}:{started}", std::process::id()), &live_run);
+    let repo = TestRepo::new();
+    let out = repo.sanddune(&["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        common::stdout(&out).contains(&format!("run {orphan_run}")),
+        "{}",
+        common::stdout(&out)
+    );
+    assert_no_container_left("docker", "run", &orphan_run);
+    let live = containers_with("docker", &format!("sanddune.run={live_run}"));
+    assert_eq!(live.len(), 1);
+    Command::new("docker")
+        .args(["rm", "-f", &live[0]])
+        .output()
+        .unwrap();
+}
+
+#[test]
+fn docker_a_silent_agent_is_stopped_by_the_idle_timeout_and_its_container_removed() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("idle");
+    let started = Instant::now();
+    let out = run_in(
+        "docker",
+        &repo,
+        &branch,
+        "FAKE:hang",
+        &["--idle-timeout", "2"],
+    );
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("idle timeout"), "{err}");
+    // The fake sleeps 60 s: only a kill inside the container ends it sooner.
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    assert_no_container_left("docker", "name", &branch);
+}
+
+#[test]
+fn docker_declared_mounts_resolve_home_and_relative_paths_and_honour_read_only() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let cache = repo.home.path().join("cache");
+    std::fs::create_dir(&cache).unwrap();
+    std::fs::write(cache.join("hi"), "from home").unwrap();
+    // Outside the worktree, relative to the current directory (the repo).
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("hello"), "from outside").unwrap();
+    let relative = format!(
+        "../{}",
+        outside.path().file_name().unwrap().to_str().unwrap()
+    );
+    assert!(repo.path().join(&relative).exists());
+    std::fs::write(
+        repo.path().join("prompt.md"),
+        "note !`cat /data/hello; cat /cache/hi; touch /data/w 2>/dev/null || echo read-only`\n",
+    )
+    .unwrap();
+    let branch = unique("mounts");
+    let image = format!("image={IMAGE}");
+    let mounts = fake_mounts(&repo);
+    let data_mount = format!("mount={relative}:/data:ro");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt-file",
+        "prompt.md",
+        "--branch",
+        &branch,
+        "--sandbox-opt",
+        &image,
+        "--sandbox-opt",
+        &data_mount,
+        "--sandbox-opt",
+        "mount=~/cache:/cache",
+    ];
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let calls = repo.calls("claude");
+    let prompt = calls[0]["prompt"].as_str().unwrap();
+    assert!(prompt.contains("from outside"), "{prompt}");
+    assert!(prompt.contains("from home"), "{prompt}");
+    assert!(prompt.contains("read-only"), "{prompt}");
+    assert!(!outside.path().join("w").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn docker_networks_are_attached_by_name() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let nets = [unique("net-a"), unique("net-b")];
+    for net in &nets {
+        let out = Command::new("docker")
+            .args(["network", "create", net])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let repo = TestRepo::new();
+    let run_id = unique("nets");
+    let joined = nets.join(",");
+    let mut sandbox = sandbox_in("docker", &repo, &run_id, &[("network", &joined)]).await;
+    let id = containers_with("docker", &format!("sanddune.run={run_id}")).remove(0);
+    let out = Command::new("docker")
+        .args([
+            "inspect",
+            "-f",
+            "{{range $k, $v := .NetworkSettings.Networks}}{{$k}} {{end}}",
+            &id,
+        ])
+        .output()
+        .unwrap();
+    let attached = String::from_utf8_lossy(&out.stdout).to_string();
+    sandbox.close().await.unwrap();
+    for net in &nets {
+        assert!(attached.contains(net.as_str()), "{attached}");
+        Command::new("docker")
+            .args(["network", "rm", net])
+            .output()
+            .unwrap();
+    }
+}
