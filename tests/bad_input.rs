@@ -123,7 +123,7 @@ fn a_missing_plugin_name() {
     refused(
         &repo,
         &args(&run_with_sandbox("nosuch")),
-        &["no built-in plugin named `nosuch`", "test-isolated"],
+        &["no plugin named `nosuch`", "test-isolated"],
     );
 }
 

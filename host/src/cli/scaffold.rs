@@ -14,6 +14,10 @@ use crate::plugin::store::check_name;
 const WIT: &[(&str, &str)] = &[
     ("types.wit", include_str!("../../../wit/types.wit")),
     ("process.wit", include_str!("../../../wit/process.wit")),
+    (
+        "containers.wit",
+        include_str!("../../../wit/containers.wit"),
+    ),
     ("sandbox.wit", include_str!("../../../wit/sandbox.wit")),
     ("agent.wit", include_str!("../../../wit/agent.wit")),
     ("worlds.wit", include_str!("../../../wit/worlds.wit")),
