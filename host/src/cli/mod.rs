@@ -3,6 +3,7 @@
 mod demo;
 mod inspect;
 mod interactive;
+mod plugin_test;
 mod run;
 
 use clap::{Parser, Subcommand};
@@ -42,6 +43,8 @@ enum Commands {
 enum PluginCommands {
     /// Show what a plugin is, what it asks for, and what it actually imports.
     Inspect(inspect::InspectArgs),
+    /// Run the conformance kit against a plugin: one PASS/FAIL/SKIP line per check.
+    Test(plugin_test::PluginTestArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -68,6 +71,9 @@ pub fn main() -> i32 {
             Commands::Plugin {
                 command: PluginCommands::Inspect(args),
             } => inspect::inspect(args).await,
+            Commands::Plugin {
+                command: PluginCommands::Test(args),
+            } => plugin_test::plugin_test(args).await,
             Commands::Demo(args) => demo::demo(args).await,
         }
     });
