@@ -174,10 +174,12 @@ fn a_misbehaving_sandbox_provider_fails_the_checks_it_breaks() {
     let out = plugin_test(&repo, &[hostile]);
     assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
     let text = stdout(&out);
-    for check in ["cwd-outside-refused", "mkdir", "stat", "remove", "attach"] {
+    for check in ["cwd-outside-refused", "mkdir", "stat", "remove"] {
         let line = check_line(&text, check);
         assert!(line.starts_with("FAIL "), "{line}");
     }
+    // It refuses attach, which the host tolerates (hooks run one by one).
+    assert!(check_line(&text, "attach").starts_with("SKIP "), "{text}");
     assert!(
         check_line(&text, "cwd-outside-refused").contains("seed 001"),
         "{text}"
@@ -189,7 +191,7 @@ fn a_misbehaving_sandbox_provider_fails_the_checks_it_breaks() {
         "{text}"
     );
     assert!(
-        stderr(&out).contains("failed 9 of 22 conformance checks"),
+        stderr(&out).contains("failed 8 of 22 conformance checks"),
         "{}",
         stderr(&out)
     );
