@@ -1,6 +1,8 @@
 //! Plugin load times: compiling a component (cold cache), loading it from the
 //! compiled-component cache, and instantiating it plus a `describe` call.
-//! Run: cargo bench -p sanddune --bench plugin_load
+//! Run: cargo bench -p sanddune --bench plugin_load [-- FILE.wasm ...]
+//! Component files given after `--` (e.g. the Python and JS examples in
+//! target/examples/) are measured after the built-ins.
 
 use std::time::{Duration, Instant};
 
@@ -18,10 +20,30 @@ fn median(mut v: Vec<Duration>) -> Duration {
 fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     println!(
-        "{:<15} {:>9} {:>14} {:>14} {:>24}",
+        "{:<20} {:>9} {:>14} {:>14} {:>24}",
         "plugin", "size", "compile (cold)", "cached load", "instantiate + describe"
     );
-    for (name, bytes) in builtin::BUILTIN {
+    // cargo bench passes `--bench`; everything else is a component file.
+    let files: Vec<(String, Vec<u8>)> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .map(|path| {
+            let bytes = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            let name = std::path::Path::new(&path)
+                .file_name()
+                .map_or(path.clone(), |n| n.to_string_lossy().into_owned());
+            (name, bytes)
+        })
+        .collect();
+    let plugins = builtin::BUILTIN
+        .iter()
+        .map(|(name, bytes)| (*name, *bytes))
+        .chain(
+            files
+                .iter()
+                .map(|(name, bytes)| (name.as_str(), bytes.as_slice())),
+        );
+    for (name, bytes) in plugins {
         let cache = tempfile::tempdir().unwrap();
         let runtime = PluginRuntime::new(RuntimeConfig {
             cache_dir: Some(cache.path().to_path_buf()),
@@ -58,7 +80,7 @@ fn main() {
                 .collect(),
         );
         println!(
-            "{:<15} {:>6} KiB {:>11.1} ms {:>11.2} ms {:>21.1} us",
+            "{:<20} {:>6} KiB {:>11.1} ms {:>11.2} ms {:>21.1} us",
             name,
             bytes.len() / 1024,
             cold.as_secs_f64() * 1e3,

@@ -8,6 +8,7 @@
 pub mod capability;
 pub mod cli;
 pub mod config;
+pub mod conformance;
 pub mod error;
 pub mod plugin;
 pub mod prompt;

@@ -6,6 +6,7 @@ mod gc;
 mod inspect;
 mod interactive;
 mod plugin;
+mod plugin_test;
 mod run;
 mod scaffold;
 
@@ -68,6 +69,8 @@ enum PluginCommands {
     Remove(plugin::RemoveArgs),
     /// Start a provider project: a buildable copy of a built-in, with the WIT.
     New(scaffold::NewArgs),
+    /// Run the conformance kit against a plugin: one PASS/FAIL/SKIP line per check.
+    Test(plugin_test::PluginTestArgs),
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -98,6 +101,7 @@ pub fn main() -> i32 {
                 PluginCommands::Update(args) => plugin::update(args).await,
                 PluginCommands::Remove(args) => plugin::remove(args),
                 PluginCommands::New(args) => scaffold::new(args),
+                PluginCommands::Test(args) => plugin_test::plugin_test(args).await,
             },
             Commands::Demo(args) => demo::demo(args).await,
             Commands::Docker { command } => docker::docker(command).await,

@@ -453,6 +453,114 @@ impl Sandbox {
         .await
     }
 
+    /// Copy a host file or directory into the sandbox (a directory's
+    /// contents land in `sandbox_path` itself).
+    pub async fn copy_in(&mut self, host: &Path, sandbox_path: &str) -> Result<()> {
+        let (h, p) = (host.display().to_string(), sandbox_path.to_string());
+        self.call("copy-in", move |b, s, r| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_copy_in(s, r, &h, &p)
+                    .await
+            })
+        })
+        .await
+    }
+
+    pub async fn read_file(&mut self, path: &str) -> Result<Vec<u8>> {
+        let p = path.to_string();
+        self.call("read-file", move |b, s, r| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_read_file(s, r, &p)
+                    .await
+            })
+        })
+        .await
+    }
+
+    pub async fn write_file(&mut self, path: &str, data: &[u8]) -> Result<()> {
+        let (p, d) = (path.to_string(), data.to_vec());
+        self.call("write-file", move |b, s, r| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_write_file(s, r, &p, &d)
+                    .await
+            })
+        })
+        .await
+    }
+
+    pub async fn stat(&mut self, path: &str) -> Result<FileStat> {
+        let p = path.to_string();
+        self.call("stat", move |b, s, r| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_stat(s, r, &p)
+                    .await
+            })
+        })
+        .await
+    }
+
+    pub async fn read_dir(&mut self, path: &str) -> Result<Vec<String>> {
+        let p = path.to_string();
+        self.call("read-dir", move |b, s, r| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_read_dir(s, r, &p)
+                    .await
+            })
+        })
+        .await
+    }
+
+    pub async fn exists(&mut self, path: &str) -> Result<bool> {
+        let p = path.to_string();
+        self.call("exists", move |b, s, r| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_exists(s, r, &p)
+                    .await
+            })
+        })
+        .await
+    }
+
+    pub async fn mkdir(&mut self, path: &str, recursive: bool) -> Result<()> {
+        let p = path.to_string();
+        self.call("mkdir", move |b, s, r| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_mkdir(s, r, &p, recursive)
+                    .await
+            })
+        })
+        .await
+    }
+
+    /// Remove a file or directory; the provider honours `recursive` and
+    /// `force` exactly or refuses before removing anything.
+    pub async fn remove(&mut self, path: &str, recursive: bool, force: bool) -> Result<()> {
+        let p = path.to_string();
+        self.call("remove", move |b, s, r| {
+            Box::pin(async move {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_remove(s, r, &p, recursive, force)
+                    .await
+            })
+        })
+        .await
+    }
+
     /// Run a command with the host's terminal attached (stdin, stdout and
     /// stderr are the user's); returns its exit code.
     pub async fn interactive_exec(&mut self, request: ExecRequest) -> Result<i32> {
@@ -492,6 +600,26 @@ impl Sandbox {
         self.store.data_mut().containers.remove_all().await;
         self.cleanup();
         r
+    }
+
+    /// Call the provider's `close` on a sandbox `close` already closed:
+    /// `close` itself never calls twice, so this is how the conformance kit
+    /// checks that the provider's close is idempotent.
+    pub async fn close_again(&mut self) -> Result<()> {
+        if !self.closed || self.lane.is_some() {
+            return Err(Error::Plugin(format!(
+                "close_again on sandbox `{}` before close",
+                self.name
+            )));
+        }
+        super::begin_call(&mut self.store);
+        let r = self
+            .bindings
+            .sanddune_plugin_sandbox_provider()
+            .sandbox()
+            .call_close(&mut self.store, self.handle)
+            .await;
+        flatten(&self.name, "close", r)
     }
 
     fn cleanup(&mut self) {
