@@ -400,3 +400,51 @@ fn plugin_new_scaffolds_projects_that_build_into_working_components() {
     ]);
     refused(&out, "exists already");
 }
+
+/// A program on PATH; under CI (which installs the example toolchains) its
+/// absence fails the test, elsewhere it skips with a visible message.
+fn tool(program: &str) -> bool {
+    let found = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+        .unwrap_or(false);
+    if !found {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "{program} is not on PATH under CI"
+        );
+        eprintln!("SKIPPED: {program} is not on PATH (.ci/run installs it)");
+    }
+    found
+}
+
+#[test]
+fn plugin_new_in_python_and_javascript_builds_components() {
+    let repo = TestRepo::new();
+    let dir = repo.home.path().join("projects");
+    std::fs::create_dir(&dir).unwrap();
+    for (name, kind, lang, program) in [
+        ("py-box", "sandbox", "python", "componentize-py"),
+        ("js-bot", "agent", "js", "componentize-js"),
+    ] {
+        if !tool(program) {
+            continue;
+        }
+        let d = dir.to_str().unwrap();
+        ok(&repo.sanddune(&[
+            "plugin", "new", name, "--kind", kind, "--lang", lang, "--dir", d,
+        ]));
+        let build = std::process::Command::new("sh")
+            .arg(dir.join(name).join("build.sh"))
+            .output()
+            .unwrap();
+        assert!(
+            build.status.success(),
+            "{name}: {}",
+            String::from_utf8_lossy(&build.stderr)
+        );
+        let wasm = std::fs::read(dir.join(name).join(format!("{name}.wasm"))).unwrap();
+        assert!(wasm.starts_with(b"\0asm"), "{name}: a wasm file");
+    }
+    let out = repo.sanddune(&["plugin", "new", "x", "--kind", "agent", "--lang", "python"]);
+    refused(&out, "the Python template is a sandbox provider");
+}

@@ -1,7 +1,7 @@
 //! `sanddune plugin new`: a buildable provider project to start from. The
-//! Rust templates are the built-in providers' own sources (`test-isolated`
-//! for a sandbox provider, `demo` for an agent provider) with the WIT
-//! package beside them, so a new project starts from code the tests run.
+//! templates are sources the tests run: for Rust the built-in `test-isolated`
+//! (sandbox) and `demo` (agent), for Python and JavaScript the examples in
+//! `examples/`, each with the WIT package beside it.
 
 use std::path::{Path, PathBuf};
 
@@ -23,6 +23,39 @@ const WIT: &[(&str, &str)] = &[
     ("worlds.wit", include_str!("../../../wit/worlds.wit")),
 ];
 
+/// An example's files: (file name in the project, content).
+type Template = &'static [(&'static str, &'static str)];
+
+const PYTHON_SANDBOX: Template = &[
+    (
+        "app.py",
+        include_str!("../../../examples/python-sandbox/app.py"),
+    ),
+    (
+        "sandbox_provider.py",
+        include_str!("../../../examples/python-sandbox/sandbox_provider.py"),
+    ),
+    (
+        "paths.py",
+        include_str!("../../../examples/python-sandbox/paths.py"),
+    ),
+    (
+        "build.sh",
+        include_str!("../../../examples/python-sandbox/build.sh"),
+    ),
+];
+
+const JS_AGENT: Template = &[
+    (
+        "agent.js",
+        include_str!("../../../examples/js-agent/agent.js"),
+    ),
+    (
+        "build.sh",
+        include_str!("../../../examples/js-agent/build.sh"),
+    ),
+];
+
 const SANDBOX_LIB: &str = include_str!("../../../plugins/test-isolated/src/lib.rs");
 const SANDBOX_PATHS: &str = include_str!("../../../plugins/test-isolated/src/paths.rs");
 const AGENT_LIB: &str = include_str!("../../../plugins/demo/src/lib.rs");
@@ -36,12 +69,17 @@ pub enum Kind {
 #[derive(Clone, Copy, ValueEnum)]
 pub enum Lang {
     Rust,
+    /// componentize-py; sandbox providers (from examples/python-sandbox).
+    Python,
+    /// componentize-js; agent providers (from examples/js-agent).
+    Js,
 }
 
 #[derive(Args)]
 pub struct NewArgs {
     /// The provider's name (lowercase letters, digits, `-`, `_`); also the
-    /// project directory.
+    /// project directory. Rust: either kind; Python: a sandbox provider;
+    /// JavaScript: an agent provider.
     name: String,
     #[arg(long, value_enum)]
     kind: Kind,
@@ -50,6 +88,36 @@ pub struct NewArgs {
     /// Where to create the project directory.
     #[arg(long, default_value = ".")]
     dir: PathBuf,
+}
+
+/// A project from one of the examples: renamed, its build script pointed
+/// at the project's own WIT and writing `<name>.wasm` beside it.
+fn example_files(name: &str, template: Template, example: &str) -> Vec<(String, String)> {
+    let mut files: Vec<(String, String)> = WIT
+        .iter()
+        .map(|(file, text)| (format!("wit/{file}"), text.to_string()))
+        .collect();
+    for (file, text) in template {
+        let text = text
+            .replace(&format!("\"{example}\""), &format!("\"{name}\""))
+            .replace("$here/../../wit", "$here/wit")
+            .replace(
+                &format!("$here/../../target/examples/{example}.wasm"),
+                &format!("$here/{name}.wasm"),
+            );
+        files.push((file.to_string(), text));
+    }
+    files.push((
+        "README.md".into(),
+        format!(
+            "# {name}\n\nA sanddune provider that starts as a copy of `examples/{example}` in the\n\
+             sanddune repository, with the WIT package in `wit/`. Build it with\n\
+             `./build.sh` (the example's README names the tool to install); the component\n\
+             is `{name}.wasm`. Check it with `sanddune plugin test ./{name}.wasm`, then\n\
+             `sanddune plugin add ./{name}.wasm`.\n"
+        ),
+    ));
+    files
 }
 
 /// The project's files: (relative path, content).
@@ -120,7 +188,18 @@ fn readme(name: &str, crate_name: &str, world: &str, from: &str) -> String {
 
 pub fn new(args: NewArgs) -> Result<()> {
     check_name(&args.name)?;
-    let Lang::Rust = args.lang;
+    let files = match (args.lang, args.kind) {
+        (Lang::Rust, kind) => files(&args.name, kind),
+        (Lang::Python, Kind::Sandbox) => {
+            example_files(&args.name, PYTHON_SANDBOX, "python-sandbox")
+        }
+        (Lang::Js, Kind::Agent) => example_files(&args.name, JS_AGENT, "js-agent"),
+        (Lang::Python, Kind::Agent) | (Lang::Js, Kind::Sandbox) => {
+            return Err(Error::input(
+                "the Python template is a sandbox provider and the JavaScript one an agent provider (from examples/); for the other kind start from --lang rust, or from the WIT in any component-model language",
+            ));
+        }
+    };
     let root = args.dir.join(&args.name);
     if root.exists() {
         return Err(Error::input(format!(
@@ -128,23 +207,29 @@ pub fn new(args: NewArgs) -> Result<()> {
             root.display()
         )));
     }
-    let files = files(&args.name, args.kind);
     write_all(&root, &files)?;
     println!("created {}", root.display());
-    println!(
-        "  cd {} && rustup target add wasm32-wasip2 && cargo build --release --target wasm32-wasip2",
-        root.display()
-    );
+    match args.lang {
+        Lang::Rust => println!(
+            "  cd {} && rustup target add wasm32-wasip2 && cargo build --release --target wasm32-wasip2",
+            root.display()
+        ),
+        Lang::Python | Lang::Js => println!("  cd {} && ./build.sh", root.display()),
+    }
     Ok(())
 }
 
 /// Write every file, or nothing: a failure removes the half-made project.
 fn write_all(root: &Path, files: &[(String, String)]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt;
     let written = files.iter().try_for_each(|(path, text)| {
-        let path = root.join(path);
-        std::fs::create_dir_all(path.parent().unwrap_or(root))
-            .and_then(|_| std::fs::write(&path, text))
-            .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", path.display())))
+        let full = root.join(path);
+        // Build scripts stay runnable.
+        let mode = if path.ends_with(".sh") { 0o755 } else { 0o644 };
+        std::fs::create_dir_all(full.parent().unwrap_or(root))
+            .and_then(|_| std::fs::write(&full, text))
+            .and_then(|_| std::fs::set_permissions(&full, std::fs::Permissions::from_mode(mode)))
+            .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", full.display())))
     });
     if written.is_err() {
         let _ = std::fs::remove_dir_all(root);
@@ -167,6 +252,29 @@ mod tests {
         let mut embedded: Vec<String> = WIT.iter().map(|(f, _)| f.to_string()).collect();
         embedded.sort();
         assert_eq!(embedded, on_disk, "add the new WIT file to scaffold::WIT");
+    }
+
+    #[test]
+    fn the_example_templates_build_from_their_own_wit() {
+        for (template, example, source) in [
+            (PYTHON_SANDBOX, "python-sandbox", "app.py"),
+            (JS_AGENT, "js-agent", "agent.js"),
+        ] {
+            let files = example_files("acme", template, example);
+            let text = |f: &str| &files.iter().find(|(p, _)| p == f).unwrap().1;
+            assert!(text(source).contains("\"acme\""), "{example}: renamed");
+            assert!(
+                !text(source).contains(&format!("\"{example}\"")),
+                "{example}"
+            );
+            let build = text("build.sh");
+            assert!(
+                build.contains("$here/wit") && !build.contains("../../"),
+                "{build}"
+            );
+            assert!(build.contains("$here/acme.wasm"), "{build}");
+            assert!(files.iter().any(|(p, _)| p == "wit/worlds.wit"));
+        }
     }
 
     #[test]
