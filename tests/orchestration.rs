@@ -844,3 +844,54 @@ fn parallel_runs_on_one_repository_all_land() {
     }
     no_worktree_left(&repo);
 }
+
+#[test]
+fn gc_removes_a_crashed_runs_clean_worktree_and_keeps_a_dirty_one() {
+    let repo = TestRepo::new();
+    for (branch, dirty) in [("crash/clean", false), ("crash/dirty", true)] {
+        let mut run = hanging_run(&repo, branch);
+        // A crash: no teardown, the lock stays behind with a dead pid.
+        run.kill().unwrap();
+        run.wait().unwrap();
+        std::fs::remove_file(repo.home.path().join("fake-claude-calls.jsonl")).unwrap();
+        let wt = repo
+            .path()
+            .join(".sanddune/worktrees")
+            .join(branch.replace('/', "-"));
+        if dirty {
+            std::fs::write(wt.join("work.txt"), "unsaved").unwrap();
+        }
+    }
+    let live = hanging_run(&repo, "still/running");
+    let out = repo.sanddune(&["gc"]);
+    let mut live = live;
+    let _ = live.kill();
+    let _ = live.wait();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let report = stdout(&out);
+    assert!(
+        report.contains("removed orphaned worktree `crash-clean`"),
+        "{report}"
+    );
+    assert!(
+        report.contains("kept orphaned worktree") && report.contains("crash-dirty"),
+        "{report}"
+    );
+    let dir = repo.path().join(".sanddune/worktrees");
+    assert!(!dir.join("crash-clean").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("crash-dirty/work.txt")).unwrap(),
+        "unsaved"
+    );
+    assert!(!dir.join("crash-dirty.lock").exists());
+    assert!(
+        dir.join("still-running.lock").exists(),
+        "a live run is not touched"
+    );
+    assert!(!report.contains("still-running"), "{report}");
+    // The named branches are the user's: gc keeps them.
+    assert_eq!(
+        repo.git(&["branch", "--list", "crash/clean"]),
+        "crash/clean"
+    );
+}

@@ -1,8 +1,11 @@
-//! `sanddune gc`: remove containers a crashed sanddune left behind.
+//! `sanddune gc`: remove containers and worktrees a crashed sanddune left
+//! behind.
 //!
 //! Every container the `containers` capability creates carries the creating
-//! process (`sanddune.owner` = pid:start-time). One whose process is gone is
-//! an orphan; a live run's containers are left alone.
+//! process (`sanddune.owner` = pid:start-time), and every worktree a run
+//! uses carries a lock naming its process. One whose process is gone is an
+//! orphan; a live run's containers and worktrees are left alone, and an
+//! orphaned worktree with uncommitted work is kept.
 
 use std::collections::HashMap;
 
@@ -15,9 +18,15 @@ use crate::capability::containers::{
 };
 use crate::error::{Error, Result};
 use crate::plugin::bindings::containers::Engine;
+use crate::worktree::{Orphan, Repo};
 
 #[derive(Args)]
-pub struct GcArgs {}
+pub struct GcArgs {
+    /// The repository whose worktrees to check (default: the current one;
+    /// outside a repository only containers are checked).
+    #[arg(long, default_value = ".")]
+    cwd: std::path::PathBuf,
+}
 
 /// Whether the process named by an owner label (`pid:start`) still runs.
 fn owner_alive(owner: &str) -> bool {
@@ -30,7 +39,20 @@ fn owner_alive(owner: &str) -> bool {
     }
 }
 
-pub async fn gc(_args: GcArgs) -> Result<()> {
+pub async fn gc(args: GcArgs) -> Result<()> {
+    if let Ok(repo) = Repo::discover(&args.cwd) {
+        for orphan in repo.gc_worktrees()? {
+            match orphan {
+                Orphan::Removed { name, branch } => {
+                    println!("removed orphaned worktree `{name}` (branch `{branch}`)")
+                }
+                Orphan::Kept { path, branch } => println!(
+                    "kept orphaned worktree {} (branch `{branch}`): it has uncommitted changes; its stale lock is gone",
+                    path.display()
+                ),
+            }
+        }
+    }
     let mut removed = 0;
     for engine in [Engine::Docker, Engine::Podman] {
         let name = engine_name(engine);

@@ -515,6 +515,99 @@ impl Repo {
     }
 }
 
+/// What `sanddune gc` did with a worktree whose run crashed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Orphan {
+    /// It was clean: removed. Its branch stays unless it was a temporary
+    /// branch with nothing the current branch lacks.
+    Removed { name: String, branch: String },
+    /// It has uncommitted work: kept, only its stale lock removed.
+    Kept { path: PathBuf, branch: String },
+}
+
+impl Repo {
+    /// Worktrees left by crashed runs: their lock names a process that is
+    /// gone (a run that ended normally leaves no lock). Worktrees of live
+    /// runs and worktrees kept on purpose are not touched.
+    pub fn gc_worktrees(&self) -> Result<Vec<Orphan>> {
+        let dir = self.root.join(WORKTREES_DIR);
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            return Ok(vec![]);
+        };
+        let mut found = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let Some(name) = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(|n| n.strip_suffix(".lock"))
+            else {
+                continue;
+            };
+            let Ok(text) = std::fs::read(&path) else {
+                continue;
+            };
+            let Ok(holder) = serde_json::from_slice::<LockHolder>(&text) else {
+                continue; // not ours: add_worktree reports it when used
+            };
+            // Taking the lock reclaims it only from a dead process.
+            let Ok(lock) = WorktreeLock::acquire(&dir, name, &holder.branch, &self.git_dir())
+            else {
+                continue;
+            };
+            let wt_path = dir.join(name);
+            let kept = wt_path.exists()
+                && Repository::open(&wt_path)
+                    .map_err(|e| git_err("open worktree", e))
+                    .and_then(|r| dirty(&r))?;
+            if kept {
+                found.push(Orphan::Kept {
+                    path: wt_path,
+                    branch: holder.branch,
+                });
+            } else {
+                self.remove_orphan(name, &holder.branch)?;
+                found.push(Orphan::Removed {
+                    name: name.to_string(),
+                    branch: holder.branch,
+                });
+            }
+            lock.release()?;
+        }
+        Ok(found)
+    }
+
+    fn remove_orphan(&self, name: &str, branch: &str) -> Result<()> {
+        let _git = GitLock::acquire(&self.git_dir())?;
+        if let Ok(wt) = self.repo.find_worktree(name) {
+            let mut opts = WorktreePruneOptions::new();
+            opts.valid(true).working_tree(true);
+            wt.prune(Some(&mut opts))
+                .map_err(|e| git_err("remove worktree", e))?;
+        }
+        let head = self
+            .repo
+            .head()
+            .and_then(|h| h.peel_to_commit())
+            .map(|c| c.id());
+        if let (true, Ok(head), Ok(mut b)) = (
+            branch.starts_with("sanddune/run-"),
+            head,
+            self.repo.find_branch(branch, BranchType::Local),
+        ) && let Ok(tip) = b.get().peel_to_commit()
+            && (head == tip.id()
+                || self
+                    .repo
+                    .graph_descendant_of(head, tip.id())
+                    .unwrap_or(false))
+        {
+            b.delete()
+                .map_err(|e| git_err("delete temporary branch", e))?;
+        }
+        Ok(())
+    }
+}
+
 /// True when the worktree has changes or untracked files.
 fn dirty(worktree: &Repository) -> Result<bool> {
     let mut opts = StatusOptions::new();
