@@ -250,8 +250,8 @@ fn docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container() {
     }
     let repo = TestRepo::new();
     let branch = unique("abort");
-    let child = Command::new(common::BIN)
-        .args([
+    let child = repo
+        .command(&[
             "run",
             "--sandbox",
             "docker",
@@ -265,9 +265,6 @@ fn docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container() {
             &format!("image={IMAGE}"),
         ])
         .args(fake_mounts(&repo))
-        .current_dir(repo.path())
-        .env("HOME", repo.home.path())
-        .env("SANDDUNE_CACHE_DIR", common::cache_dir())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -428,34 +428,33 @@ fn resume_is_refused_before_anything_when_it_cannot_work() {
 
 // --- structured output -----------------------------------------------------
 
-fn schema(repo: &TestRepo) -> String {
+/// A run asking for a `<verdict>` block that must be approve or reject.
+fn run_with_schema(repo: &TestRepo, prompt: &str) -> std::process::Output {
     let path = repo.home.path().join("schema.json");
     std::fs::write(
         &path,
         r#"{"type":"object","required":["verdict"],"properties":{"verdict":{"enum":["approve","reject"]}}}"#,
     )
     .unwrap();
-    path.display().to_string()
+    let schema = path.display().to_string();
+    let args = [
+        "--prompt",
+        prompt,
+        "--output-tag",
+        "verdict",
+        "--output-schema",
+        &schema,
+        "--json",
+    ];
+    run(repo, &args)
 }
 
 #[test]
 fn a_structured_result_is_parsed_and_validated() {
     let repo = TestRepo::new();
-    let schema = schema(&repo);
     // The fake turns a literal \n into a newline: a fenced block.
     let prompt = "review\nFAKE:say:<verdict>```json\\n{\"verdict\":\"approve\"}\\n```</verdict>";
-    let out = run(
-        &repo,
-        &[
-            "--prompt",
-            prompt,
-            "--output-tag",
-            "verdict",
-            "--output-schema",
-            &schema,
-            "--json",
-        ],
-    );
+    let out = run_with_schema(&repo, prompt);
     let result = json(&out);
     assert_eq!(result["output"], serde_json::json!({"verdict": "approve"}));
 }
@@ -463,20 +462,8 @@ fn a_structured_result_is_parsed_and_validated() {
 #[test]
 fn a_result_that_misses_the_schema_fails_with_the_raw_text_and_the_commits() {
     let repo = TestRepo::new();
-    let schema = schema(&repo);
     let prompt = "review\nFAKE:say:<verdict>{\"verdict\":\"maybe\"}</verdict>";
-    let out = run(
-        &repo,
-        &[
-            "--prompt",
-            prompt,
-            "--output-tag",
-            "verdict",
-            "--output-schema",
-            &schema,
-            "--json",
-        ],
-    );
+    let out = run_with_schema(&repo, prompt);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err: Value = serde_json::from_str(stdout(&out).trim()).unwrap();
     assert!(err["error"].as_str().unwrap().contains("/verdict"), "{err}");
@@ -730,20 +717,13 @@ fn wait_for(path: &std::path::Path) {
 
 /// `sanddune run ... --branch BRANCH` with a hanging agent, in the background.
 fn hanging_run(repo: &TestRepo, branch: &str) -> std::process::Child {
-    let path = format!(
-        "{}:{}",
-        repo.bin().display(),
-        std::env::var("PATH").unwrap()
-    );
-    let child = std::process::Command::new(common::BIN)
-        .args([
+    let child = repo
+        .command(&[
             "run",
             "--sandbox",
             "test-isolated",
             "--agent",
             "claude-code",
-        ])
-        .args([
             "--prompt",
             "FAKE:hang",
             "--branch",
@@ -751,10 +731,6 @@ fn hanging_run(repo: &TestRepo, branch: &str) -> std::process::Child {
             "--log",
             "terminal",
         ])
-        .current_dir(repo.path())
-        .env("PATH", path)
-        .env("HOME", repo.home.path())
-        .env("SANDDUNE_CACHE_DIR", common::cache_dir())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()

@@ -97,21 +97,28 @@ impl TestRepo {
 
     /// `sanddune`, with extra variables in its own environment.
     pub fn sanddune_with_env(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
+        self.command(args)
+            .envs(env.iter().copied())
+            .output()
+            .unwrap()
+    }
+
+    /// The real binary, ready to run in this repository: this test's fakes
+    /// first on PATH, its own HOME, the shared component cache.
+    pub fn command(&self, args: &[&str]) -> Command {
         let path = format!(
             "{}:{}",
             self.bin().display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        Command::new(BIN)
-            .args(args)
-            .envs(env.iter().copied())
+        let mut cmd = Command::new(BIN);
+        cmd.args(args)
             .current_dir(self.path())
             .env("PATH", path)
             .env("HOME", self.home.path())
             .env("SANDDUNE_CACHE_DIR", cache_dir())
-            .env_remove("ANTHROPIC_API_KEY")
-            .output()
-            .unwrap()
+            .env_remove("ANTHROPIC_API_KEY");
+        cmd
     }
 
     /// The calls a fake agent recorded: {argv, prompt, cwd} each, logged

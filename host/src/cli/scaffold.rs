@@ -90,13 +90,17 @@ pub struct NewArgs {
     dir: PathBuf,
 }
 
+/// `wit/` of a new project.
+fn wit_files() -> Vec<(String, String)> {
+    WIT.iter()
+        .map(|(file, text)| (format!("wit/{file}"), text.to_string()))
+        .collect()
+}
+
 /// A project from one of the examples: renamed, its build script pointed
 /// at the project's own WIT and writing `<name>.wasm` beside it.
 fn example_files(name: &str, template: Template, example: &str) -> Vec<(String, String)> {
-    let mut files: Vec<(String, String)> = WIT
-        .iter()
-        .map(|(file, text)| (format!("wit/{file}"), text.to_string()))
-        .collect();
+    let mut files = wit_files();
     for (file, text) in template {
         let text = text
             .replace(&format!("\"{example}\""), &format!("\"{name}\""))
@@ -123,10 +127,7 @@ fn example_files(name: &str, template: Template, example: &str) -> Vec<(String, 
 /// The project's files: (relative path, content).
 fn files(name: &str, kind: Kind) -> Vec<(String, String)> {
     let crate_name = name.replace('-', "_");
-    let mut files: Vec<(String, String)> = WIT
-        .iter()
-        .map(|(file, text)| (format!("wit/{file}"), text.to_string()))
-        .collect();
+    let mut files = wit_files();
     let (lib, extra_deps, world, from) = match kind {
         Kind::Sandbox => (
             SANDBOX_LIB.replace("\"test-isolated\"", &format!("\"{name}\"")),

@@ -6,6 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
+use super::sync::q;
 use crate::error::{Error, Result};
 use crate::plugin::agent::AgentProvider;
 use crate::plugin::sandbox::{Command, ExecRequest, Sandbox};
@@ -127,7 +128,6 @@ async fn locate(
             _ => break,
         }
     }
-    let q = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
     let script = format!(
         "if [ -f {e} ]; then printf '%s' {e}; else find {r} -maxdepth 4 -type f -name {n} 2>/dev/null | head -n 1; fi",
         e = q(expected),

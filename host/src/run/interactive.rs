@@ -263,23 +263,10 @@ async fn session_on(
                 setup::resolve_env(&place.root, declared, &o.agent_env, &o.sandbox_env, &o.env)?;
             let mut sandbox = setup::start_sandbox(&provider, place, env.clone(), so, log).await?;
             let session = async {
+                let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
                 let prompt = match &template {
                     Some(t) if t.has_shell_expressions() => {
-                        let mut outputs = Vec::new();
-                        for segment in &t.segments {
-                            if let prompt::Segment::Shell(cmd) = segment {
-                                let out = sandbox.exec(shell(cmd), |_| {}).await?;
-                                if out.exit_code != 0 || out.timed_out {
-                                    return Err(Error::Input(format!(
-                                        "shell expression !`{cmd}` in the prompt template exited with code {}: {}",
-                                        out.exit_code,
-                                        out.stderr.trim()
-                                    )));
-                                }
-                                outputs.push(out.stdout);
-                            }
-                        }
-                        prompt::assemble(t, &outputs)
+                        super::invoker::expand(&mut sandbox, t, &pairs, &o.abort).await?
                     }
                     Some(t) => prompt::assemble(t, &[]),
                     None => String::new(),
@@ -292,7 +279,6 @@ async fn session_on(
                     agent.name(),
                     provider.name()
                 ));
-                let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
                 let code = sandbox
                     .interactive_exec(ExecRequest {
                         command: Command::Argv(command.argv),
@@ -338,17 +324,6 @@ fn request(o: &InteractiveOptions, prompt: String, skip_permissions: bool) -> Co
         options: o.agent_options.clone(),
         resume_session: None,
         skip_permissions,
-    }
-}
-
-fn shell(cmd: &str) -> ExecRequest {
-    ExecRequest {
-        command: Command::Shell(cmd.to_string()),
-        cwd: None,
-        env: vec![],
-        stdin: None,
-        sudo: false,
-        timeout_ms: Some(60_000),
     }
 }
 

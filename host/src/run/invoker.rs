@@ -53,53 +53,9 @@ pub struct SandboxInvoker<'a> {
 }
 
 impl SandboxInvoker<'_> {
-    /// Prompt expansion: every shell expression of the template runs in the
-    /// sandbox at once, each replaced by its stdout. Any failure fails the
-    /// run before the agent starts.
+    /// Prompt expansion before an iteration; an empty result fails the run.
     async fn expand(&mut self, template: &Template) -> Result<String> {
-        let commands: Vec<&String> = template
-            .segments
-            .iter()
-            .filter_map(|s| match s {
-                Segment::Shell(cmd) => Some(cmd),
-                Segment::Text(_) => None,
-            })
-            .collect();
-        let requests = commands
-            .iter()
-            .map(|cmd| ExecRequest {
-                command: Command::Shell((*cmd).clone()),
-                cwd: None,
-                env: env_vars(&self.env),
-                stdin: None,
-                sudo: false,
-                timeout_ms: Some(EXPANSION_TIMEOUT_MS),
-            })
-            .collect();
-        let outputs = match lanes::exec_all(
-            self.sandbox,
-            requests,
-            &self.abort,
-            Arc::new(|_, _| {}),
-        )
-        .await?
-        {
-            Outcome::Done(outputs) => outputs,
-            Outcome::Failed(i, out) => {
-                let why = if out.timed_out {
-                    "timed out".to_string()
-                } else {
-                    format!("exited with code {}", out.exit_code)
-                };
-                return Err(Error::Input(format!(
-                    "shell expression !`{}` in the prompt template {why}: {}",
-                    commands[i],
-                    last_lines(&out.stderr, 3)
-                )));
-            }
-        };
-        let outputs: Vec<String> = outputs.into_iter().map(|o| o.stdout).collect();
-        let prompt = prompt::assemble(template, &outputs);
+        let prompt = expand(self.sandbox, template, &self.env, &self.abort).await?;
         if prompt.trim().is_empty() {
             return Err(Error::Input(
                 "the prompt is empty after prompt expansion".into(),
@@ -149,6 +105,53 @@ impl SandboxInvoker<'_> {
             }
         }
     }
+}
+
+/// Prompt expansion: every shell expression of the template runs in the
+/// sandbox at once (one lane each), each replaced by its stdout. Any failure
+/// fails the run before the agent starts.
+pub(super) async fn expand(
+    sandbox: &mut Sandbox,
+    template: &Template,
+    env: &[(String, String)],
+    abort: &AbortHandle,
+) -> Result<String> {
+    let commands: Vec<&String> = template
+        .segments
+        .iter()
+        .filter_map(|s| match s {
+            Segment::Shell(cmd) => Some(cmd),
+            Segment::Text(_) => None,
+        })
+        .collect();
+    let requests = commands
+        .iter()
+        .map(|cmd| ExecRequest {
+            command: Command::Shell((*cmd).clone()),
+            cwd: None,
+            env: env_vars(env),
+            stdin: None,
+            sudo: false,
+            timeout_ms: Some(EXPANSION_TIMEOUT_MS),
+        })
+        .collect();
+    let outputs = match lanes::exec_all(sandbox, requests, abort, Arc::new(|_, _| {})).await? {
+        Outcome::Done(outputs) => outputs,
+        Outcome::Failed(i, out) => {
+            let why = if out.timed_out {
+                "timed out".to_string()
+            } else {
+                format!("exited with code {}", out.exit_code)
+            };
+            return Err(Error::Input(format!(
+                "shell expression !`{}` in the prompt template {why}: {}",
+                commands[i],
+                last_lines(&out.stderr, 3)
+            )));
+        }
+    };
+    let outputs: Vec<String> = outputs.into_iter().map(|o| o.stdout).collect();
+    Ok(prompt::assemble(template, &outputs))
 }
 
 /// How long one shell expression may run.

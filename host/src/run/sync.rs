@@ -29,7 +29,7 @@ async fn sandbox_sh(sandbox: &mut Sandbox, script: String) -> Result<ExecOutput>
 }
 
 /// Quote for `sh`.
-fn q(s: &str) -> String {
+pub(super) fn q(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
