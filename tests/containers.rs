@@ -295,6 +295,7 @@ fn runtime() -> PluginRuntime {
         limits: Limits {
             memory_bytes: 64 << 20,
             cpu_ticks_per_call: 3_000,
+            http: Default::default(),
         },
     })
     .unwrap()

@@ -20,6 +20,7 @@ fn runtime() -> PluginRuntime {
         limits: Limits {
             memory_bytes: 64 << 20,
             cpu_ticks_per_call: 200,
+            http: Default::default(),
         },
     })
     .unwrap()

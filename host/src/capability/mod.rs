@@ -2,6 +2,7 @@
 //! they check every call against: what this plugin was granted.
 
 pub mod containers;
+pub mod http;
 pub mod logging;
 pub mod output;
 pub mod process;
@@ -14,6 +15,7 @@ use wasmtime::{ResourceLimiter, Result};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 pub use containers::{ContainerGrant, ContainerState};
+pub use http::{HttpGrant, HttpLimits, HttpState};
 pub use process::Brokered;
 
 /// What the host lets one plugin instance do. Built-in plugins get what they
@@ -30,6 +32,8 @@ pub struct Grants {
     pub env: Vec<(String, String)>,
     /// The `containers` capability, confined to this grant; None: refused.
     pub containers: Option<ContainerGrant>,
+    /// Outgoing HTTP to these origins; None: every request is refused.
+    pub http: Option<HttpGrant>,
 }
 
 /// Limits that bound a plugin that computes or allocates without end.
@@ -39,6 +43,8 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Wasm execution time per call, in epoch ticks (see `plugin::engine`).
     pub cpu_ticks_per_call: u64,
+    /// Timeouts and the response body cap of outgoing HTTP.
+    pub http: HttpLimits,
 }
 
 /// The data of one plugin store.
@@ -48,6 +54,7 @@ pub struct PluginState {
     pub grants: Arc<Grants>,
     pub brokered: Brokered,
     pub(crate) containers: ContainerState,
+    pub(crate) http: HttpState,
     wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     limits: Limits,
@@ -57,11 +64,19 @@ pub struct PluginState {
 
 impl PluginState {
     pub fn new(plugin: Arc<str>, grants: Arc<Grants>, wasi: WasiCtx, limits: Limits) -> Self {
+        let brokered = Brokered::default();
+        let http = HttpState::new(
+            plugin.clone(),
+            grants.http.clone(),
+            limits.http,
+            brokered.clone(),
+        );
         Self {
             plugin,
             grants,
-            brokered: Brokered::default(),
+            brokered,
             containers: ContainerState::default(),
+            http,
             wasi,
             table: ResourceTable::new(),
             limits,
@@ -75,6 +90,7 @@ impl PluginState {
         self.cpu_ticks = 0;
         self.log_messages = 0;
         self.brokered.reset();
+        self.http.begin_call();
     }
 
     /// Called by the epoch callback on every tick the plugin spends in wasm.

@@ -94,6 +94,7 @@ impl Default for RuntimeConfig {
             limits: Limits {
                 memory_bytes: 256 << 20,
                 cpu_ticks_per_call: 3_000, // 30 s of wasm execution per call
+                http: Default::default(),
             },
         }
     }
@@ -146,6 +147,7 @@ impl PluginRuntime {
             |s| s,
         )
         .map_err(anyhow::Error::from)?;
+        crate::capability::http::add_to_linker(&mut sandbox_linker).map_err(anyhow::Error::from)?;
         let mut agent_linker = Linker::new(&engine);
         wasmtime_wasi::p2::add_to_linker_async(&mut agent_linker).map_err(anyhow::Error::from)?;
         bindings::agent::AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(

@@ -140,6 +140,8 @@ impl SandboxProvider {
                 .cloned()
                 .collect(),
             containers,
+            // The 0.1 contract reserved `hosts` and granted nothing.
+            http: None,
         })
     }
 
@@ -193,7 +195,9 @@ impl SandboxProvider {
             .call_create(&mut store, &options)
             .await;
         let name = self.info.name.clone();
-        let handle = match flatten(&name, "create", created) {
+        let created = flatten(&name, "create", created)
+            .map_err(|e| with_refusals(e, store.data().http.take_refusals()));
+        let handle = match created {
             Ok(handle) => handle,
             Err(e) => {
                 // Whatever the provider created before failing goes too.
@@ -263,6 +267,17 @@ fn flatten<T>(name: &str, what: &str, r: wasmtime::Result<Result<T, String>>) ->
             "sandbox provider `{name}` stopped in {what}: {}",
             one_line(&trap.into())
         ))),
+    }
+}
+
+/// A provider's failure with what the host refused it during the call: the
+/// guest only got an error code, the user gets the reason.
+fn with_refusals(e: Error, refusals: Vec<String>) -> Error {
+    match e {
+        Error::Plugin(msg) if !refusals.is_empty() => {
+            Error::Plugin(format!("{msg} (the host refused: {})", refusals.join("; ")))
+        }
+        e => e,
     }
 }
 
@@ -370,6 +385,7 @@ impl Sandbox {
         super::begin_call(&mut self.store);
         let r = f(&self.bindings, &mut self.store, self.handle).await;
         flatten(&self.name, what, r)
+            .map_err(|e| with_refusals(e, self.store.data().http.take_refusals()))
     }
 
     /// Run a command; `on_line` sees each output line as it arrives.
