@@ -29,6 +29,7 @@ const TEST_ONLY: &[(&str, &str)] = &[
         "hostile-containers",
         "sanddune-test-plugin-hostile-containers",
     ),
+    ("hostile-http", "sanddune-test-plugin-hostile-http"),
     ("future-api", "sanddune-test-plugin-future-api"),
     ("not-a-plugin", "sanddune-test-plugin-not-a-plugin"),
 ];

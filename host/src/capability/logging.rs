@@ -6,6 +6,26 @@ use wasmtime::Result;
 use super::PluginState;
 use crate::plugin::bindings::logging::{Host, Level};
 
+/// Call tracing of the generated WASI bindings, always off: at trace level
+/// it prints the arguments of every guest call, among them request paths
+/// with their queries and environment values, which may carry credentials.
+const QUIET_TARGETS: &[&str] = &[
+    "wasmtime_wasi::p2::bindings",
+    "wasmtime_wasi_http::p2::bindings",
+];
+
+/// The host's log filter: `directives` (`SANDDUNE_LOG`; `warn` when absent
+/// or invalid) with the WASI bindings' call tracing off whatever they say.
+pub fn host_filter(directives: Option<&str>) -> tracing_subscriber::EnvFilter {
+    let mut filter = directives
+        .and_then(|d| tracing_subscriber::EnvFilter::try_new(d).ok())
+        .unwrap_or_else(|| tracing_subscriber::EnvFilter::new("warn"));
+    for target in QUIET_TARGETS {
+        filter = filter.add_directive(format!("{target}=off").parse().expect("a valid directive"));
+    }
+    filter
+}
+
 const MAX_MESSAGE_BYTES: usize = 64 << 10;
 const MAX_MESSAGES_PER_CALL: u64 = 10_000;
 

@@ -77,10 +77,9 @@ enum PluginCommands {
 pub fn main() -> i32 {
     let cli = Cli::parse();
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("SANDDUNE_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(crate::capability::logging::host_filter(
+            std::env::var("SANDDUNE_LOG").ok().as_deref(),
+        ))
         .with_writer(std::io::stderr)
         .init();
     let rt = match tokio::runtime::Builder::new_multi_thread()

@@ -91,8 +91,9 @@ impl HttpLimits {
         if let Some(o) = options {
             self.connect_timeout = o.connect_timeout.unwrap_or(self.connect_timeout);
             self.first_byte_timeout = o.first_byte_timeout.unwrap_or(self.first_byte_timeout);
-            self.between_bytes_timeout =
-                o.between_bytes_timeout.unwrap_or(self.between_bytes_timeout);
+            self.between_bytes_timeout = o
+                .between_bytes_timeout
+                .unwrap_or(self.between_bytes_timeout);
         }
         self
     }
@@ -332,7 +333,10 @@ mod tests {
         let granted = ["https://api.example.com", "http://127.0.0.1:8080"];
         let refused = [
             ("https://evil.example.com/x", "https://evil.example.com"),
-            ("https://api.example.com:8443/", "https://api.example.com:8443"),
+            (
+                "https://api.example.com:8443/",
+                "https://api.example.com:8443",
+            ),
             ("http://api.example.com/", "http://api.example.com"),
             ("http://localhost:8080/", "http://localhost:8080"),
             ("http://127.0.0.1:8081/", "http://127.0.0.1:8081"),
@@ -349,7 +353,9 @@ mod tests {
             );
         }
         let mut nothing = hooks(&[]);
-        send(&mut nothing, "https://api.example.com/").await.unwrap_err();
+        send(&mut nothing, "https://api.example.com/")
+            .await
+            .unwrap_err();
         assert!(nothing.refusals.take()[0].contains("granted no origins"));
     }
 
@@ -360,9 +366,8 @@ mod tests {
         hosts.lines().find_map(|line| {
             let mut words = line.split('#').next()?.split_whitespace();
             let ip: std::net::IpAddr = words.next()?.parse().ok()?;
-            let name = words.find(|w| {
-                *w != "localhost" && Origin::parse(&format!("https://{w}")).is_ok()
-            })?;
+            let name = words
+                .find(|w| *w != "localhost" && Origin::parse(&format!("https://{w}")).is_ok())?;
             (policy::classify(ip) != policy::AddressClass::Public).then(|| (name.to_string(), ip))
         })
     }
@@ -374,14 +379,19 @@ mod tests {
             return;
         };
         let mut hooks = hooks(&[&format!("https://{name}:9")]);
-        let err = send(&mut hooks, &format!("https://{name}:9/")).await.unwrap_err();
+        let err = send(&mut hooks, &format!("https://{name}:9/"))
+            .await
+            .unwrap_err();
         assert!(matches!(err, Error::HttpRequestDenied), "{name}: {err}");
         let why = hooks.refusals.take().join("\n");
         assert!(
             why.contains(&format!("may not reach https://{name}:9: it resolves to")),
             "{why}"
         );
-        assert!(why.contains(&ip.to_string()) || why.contains("address"), "{why}");
+        assert!(
+            why.contains(&ip.to_string()) || why.contains("address"),
+            "{why}"
+        );
     }
 
     #[tokio::test]
