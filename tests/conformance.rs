@@ -191,7 +191,7 @@ fn a_misbehaving_sandbox_provider_fails_the_checks_it_breaks() {
         "{text}"
     );
     assert!(
-        stderr(&out).contains("failed 8 of 22 conformance checks"),
+        stderr(&out).contains("failed 8 of 24 conformance checks"),
         "{}",
         stderr(&out)
     );
@@ -205,6 +205,24 @@ fn a_misbehaving_sandbox_provider_fails_the_checks_it_breaks() {
         line.starts_with("FAIL ") && line.contains("the command read 0"),
         "{line}"
     );
+}
+
+#[test]
+fn a_provider_that_asks_for_http_gets_the_http_checks() {
+    let repo = TestRepo::new();
+    let provider = plugin_file("sanddune-test-plugin-hostile-http");
+    let out = plugin_test(&repo, &[provider.to_str().unwrap()]);
+    let text = stdout(&out);
+    let origins = check_line(&text, "http-origins");
+    assert!(
+        origins.starts_with("PASS ") && origins.contains("http://127.77.0.1:8080"),
+        "{text}"
+    );
+    let refusal = check_line(&text, "http-refusal-survived");
+    assert!(refusal.starts_with("PASS "), "{text}");
+    // A provider that asks for none skips them.
+    let out = plugin_test(&repo, &["test-isolated"]);
+    assert!(check_line(&stdout(&out), "http-origins").starts_with("SKIP "));
 }
 
 #[test]

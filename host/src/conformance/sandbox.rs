@@ -6,11 +6,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command as HostCommand;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::mpsc;
 
 use super::Report;
+use crate::capability::HttpGrant;
 use crate::plugin::PluginKind;
 use crate::plugin::bindings::types::OutputLine;
 use crate::plugin::sandbox::{
@@ -52,6 +53,12 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         checks: vec![],
     };
     report.push("describe", describe(provider));
+    let asks_http = !provider.http_origins().is_empty();
+    const NO_HTTP: &str = "the provider asks for no outgoing HTTP";
+    match asks_http {
+        true => report.push("http-origins", http_origins(provider)),
+        false => report.skip("http-origins", NO_HTTP),
+    }
     let dirs = match HostDirs::new() {
         Ok(dirs) => dirs,
         Err(e) => {
@@ -137,6 +144,10 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         None => report.push("attach", attach(&mut ctx).await),
     }
     report.push("close-idempotent", close(&mut ctx).await);
+    match asks_http {
+        true => report.push("http-refusal-survived", http_refusal(provider, &spec).await),
+        false => report.skip("http-refusal-survived", NO_HTTP),
+    }
     report
 }
 
@@ -281,6 +292,45 @@ fn describe(provider: &SandboxProvider) -> Checked {
         SandboxKind::Isolated => "isolated",
     };
     Ok(kind.into())
+}
+
+/// Every origin it declares is one the host can grant: `https://host[:port]`
+/// (plain http for loopback only), nothing after the authority.
+fn http_origins(provider: &SandboxProvider) -> Checked {
+    let origins = provider.http_origins();
+    HttpGrant::parse(&origins)?;
+    Ok(origins.join(", "))
+}
+
+/// How long a provider may take to give up when its requests are refused.
+const REFUSAL_WAIT: Duration = Duration::from_secs(60);
+
+/// With every request refused, the provider returns errors rather than
+/// trapping or hanging: a sandbox it still creates answers or fails cleanly.
+async fn http_refusal(provider: &SandboxProvider, spec: &SandboxSpec) -> Checked {
+    let trapped = |e: &crate::Error| e.to_string().contains(" stopped in ");
+    let created = tokio::time::timeout(REFUSAL_WAIT, provider.create_refusing_http(spec))
+        .await
+        .map_err(|_| format!("create did not return within {REFUSAL_WAIT:?} with HTTP refused"))?;
+    let mut sandbox = match created {
+        Err(e) if trapped(&e) => {
+            return Err(format!("it trapped instead of returning an error: {e}"));
+        }
+        Err(e) => return Ok(format!("create failed cleanly: {e}")),
+        Ok(sandbox) => sandbox,
+    };
+    let ran = tokio::time::timeout(REFUSAL_WAIT, sandbox.exec(shell("true"), |_| {})).await;
+    let _ = sandbox.close().await;
+    match ran {
+        Err(_) => Err(format!(
+            "exec did not return within {REFUSAL_WAIT:?} with HTTP refused"
+        )),
+        Ok(Err(e)) if trapped(&e) => {
+            Err(format!("exec trapped instead of returning an error: {e}"))
+        }
+        Ok(Err(e)) => Ok(format!("exec failed cleanly: {e}")),
+        Ok(Ok(_)) => Ok("it needs no HTTP to create and exec".into()),
+    }
 }
 
 fn create(ctx: &Ctx) -> Checked {

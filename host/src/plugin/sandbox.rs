@@ -10,7 +10,7 @@ use super::bindings::sandbox::SandboxPlugin;
 use super::bindings::types::{Capabilities, DirectoryAccess, EnvVar, OutputLine, OutputStream};
 use super::{Plugin, PluginKind, PluginRef, PluginRuntime, one_line};
 use crate::capability::output::OutputSink;
-use crate::capability::{Brokered, ContainerGrant, Grants, PluginState};
+use crate::capability::{Brokered, ContainerGrant, Grants, HttpGrant, PluginState};
 use crate::error::{Error, Result};
 
 pub use super::bindings::sandbox_api::{
@@ -94,6 +94,11 @@ impl SandboxProvider {
         &self.info.name
     }
 
+    /// The origins the provider asks to reach with outgoing HTTP.
+    pub fn http_origins(&self) -> Vec<String> {
+        self.capabilities().hosts
+    }
+
     /// What the provider gets: what it asks for, cut down to what the user
     /// approved for an installed plugin.
     pub fn capabilities(&self) -> Capabilities {
@@ -147,6 +152,16 @@ impl SandboxProvider {
 
     /// Create a sandbox for `spec`.
     pub async fn create(&self, spec: &SandboxSpec) -> Result<Sandbox> {
+        self.create_granting(spec, true).await
+    }
+
+    /// Create a sandbox for `spec` with every HTTP request refused, so the
+    /// conformance kit can see how the provider takes a refusal.
+    pub async fn create_refusing_http(&self, spec: &SandboxSpec) -> Result<Sandbox> {
+        self.create_granting(spec, false).await
+    }
+
+    async fn create_granting(&self, spec: &SandboxSpec, http: bool) -> Result<Sandbox> {
         let scratch = if self.capabilities().scratch_dir {
             let dir = tempfile::Builder::new()
                 .prefix(&format!("sanddune-{}-", self.info.name))
@@ -171,6 +186,10 @@ impl SandboxProvider {
             }
         };
         let grants = match self.grants(spec, scratch.as_deref(), &mounts) {
+            Ok(grants) if !http => Grants {
+                http: Some(HttpGrant::default()),
+                ..grants
+            },
             Ok(grants) => grants,
             Err(e) => {
                 remove_scratch();
