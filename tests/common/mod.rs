@@ -38,6 +38,10 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// The git identity of every test repository's user.
+pub const USER_NAME: &str = "Test User";
+pub const USER_EMAIL: &str = "test.user@sanddune.invalid";
+
 /// A git repository with one commit and a README with a typo, and a HOME
 /// of its own for the fake agents.
 pub struct TestRepo {
@@ -53,19 +57,11 @@ impl TestRepo {
         git(p, &["init", "-q", "-b", "main"]);
         std::fs::write(p.join("README.md"), "# Project\n\nThis is teh readme.\n").unwrap();
         git(p, &["add", "README.md"]);
-        git(
-            p,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t.invalid",
-                "commit",
-                "-q",
-                "-m",
-                "initial",
-            ],
-        );
+        // The user's git identity: the repository's own, since HOME is
+        // the test's (no global config).
+        git(p, &["config", "user.name", USER_NAME]);
+        git(p, &["config", "user.email", USER_EMAIL]);
+        git(p, &["commit", "-q", "-m", "initial"]);
         // The fakes, linked into a bin dir of this test's own: they record
         // their calls beside it (see `calls`).
         let bin = home.path().join("bin");
@@ -116,6 +112,10 @@ impl TestRepo {
             .current_dir(self.path())
             .env("PATH", path)
             .env("HOME", self.home.path())
+            // The repository's config is all the git config there is.
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("GIT_CONFIG_GLOBAL")
             .env("SANDDUNE_CACHE_DIR", cache_dir())
             .env_remove("ANTHROPIC_API_KEY");
         cmd
