@@ -2,6 +2,8 @@
 //! and running the real `sanddune` binary.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -119,6 +121,27 @@ impl TestRepo {
             .env("SANDDUNE_CACHE_DIR", cache_dir())
             .env_remove("ANTHROPIC_API_KEY");
         cmd
+    }
+
+    /// `command(args)` as one shell line, for a terminal to run.
+    pub fn shell_line(&self, args: &[&str]) -> String {
+        let cmd = self.command(args);
+        let quote =
+            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
+        // env's -u options go before its assignments.
+        let (unset, set): (Vec<_>, Vec<_>) = cmd.get_envs().partition(|(_, v)| v.is_none());
+        let mut line = String::from("env");
+        for (key, _) in unset {
+            line += &format!(" -u {}", key.to_string_lossy());
+        }
+        for (key, value) in set {
+            line += &format!(" {}={}", key.to_string_lossy(), quote(value.unwrap()));
+        }
+        line += &format!(" {}", quote(cmd.get_program()));
+        for arg in cmd.get_args() {
+            line += &format!(" {}", quote(arg));
+        }
+        line
     }
 
     /// The calls a fake agent recorded: {argv, prompt, cwd} each, logged
