@@ -125,23 +125,7 @@ impl TestRepo {
 
     /// `command(args)` as one shell line, for a terminal to run.
     pub fn shell_line(&self, args: &[&str]) -> String {
-        let cmd = self.command(args);
-        let quote =
-            |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
-        // env's -u options go before its assignments.
-        let (unset, set): (Vec<_>, Vec<_>) = cmd.get_envs().partition(|(_, v)| v.is_none());
-        let mut line = String::from("env");
-        for (key, _) in unset {
-            line += &format!(" -u {}", key.to_string_lossy());
-        }
-        for (key, value) in set {
-            line += &format!(" {}={}", key.to_string_lossy(), quote(value.unwrap()));
-        }
-        line += &format!(" {}", quote(cmd.get_program()));
-        for arg in cmd.get_args() {
-            line += &format!(" {}", quote(arg));
-        }
-        line
+        shell_line(&self.command(args))
     }
 
     /// The calls a fake agent recorded: {argv, prompt, cwd} each, logged
@@ -154,6 +138,25 @@ impl TestRepo {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
+}
+
+/// A command as one `env ... program args` shell line, with its env.
+pub fn shell_line(cmd: &Command) -> String {
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
+    // env's -u options go before its assignments.
+    let (unset, set): (Vec<_>, Vec<_>) = cmd.get_envs().partition(|(_, v)| v.is_none());
+    let mut line = String::from("env");
+    for (key, _) in unset {
+        line += &format!(" -u {}", key.to_string_lossy());
+    }
+    for (key, value) in set {
+        line += &format!(" {}={}", key.to_string_lossy(), quote(value.unwrap()));
+    }
+    line += &format!(" {}", quote(cmd.get_program()));
+    for arg in cmd.get_args() {
+        line += &format!(" {}", quote(arg));
+    }
+    line
 }
 
 pub fn stderr(out: &Output) -> String {
