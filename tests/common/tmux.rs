@@ -28,8 +28,12 @@ pub fn available() -> bool {
 
 impl Tmux {
     /// Start `command` (a shell line) in a `cols`x`rows` window, in `cwd`.
-    /// The pane stays after the command ends, so its last screen can be read.
+    /// A shell around it prints `[exit N]` when it ends (tmux 3.3 can miss
+    /// its child's exit and leave it a zombie, so the shell reaps it); the
+    /// shell survives Ctrl-C with a trap, which the command does not
+    /// inherit. The pane stays, so the last screen can be read.
     pub fn start(command: &str, cwd: &Path, cols: u16, rows: u16) -> Self {
+        let command = format!("trap true INT; {command}; echo \"[exit $?]\"");
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
@@ -56,7 +60,7 @@ impl Tmux {
             ";",
             "respawn-pane",
             "-k",
-            command,
+            &command,
         ]);
         tmux
     }
@@ -98,14 +102,15 @@ impl Tmux {
         ]);
     }
 
-    /// Whether the command in the pane has ended, and its exit status.
+    /// The command's exit status, once the shell around it printed it.
     pub fn exit_status(&self) -> Option<i32> {
-        let out = self.run(&["display-message", "-p", "#{pane_dead} #{pane_dead_status}"]);
-        let mut parts = out.split_whitespace();
-        match (parts.next(), parts.next()) {
-            (Some("1"), Some(status)) => status.parse().ok(),
-            _ => None,
-        }
+        self.screen().lines().rev().find_map(|line| {
+            line.trim()
+                .strip_prefix("[exit ")?
+                .strip_suffix(']')?
+                .parse()
+                .ok()
+        })
     }
 
     /// Wait until `check` holds for the screen; the last screen on timeout.
