@@ -17,7 +17,7 @@ fn spinner_row(screen: &str) -> Option<&str> {
     screen.lines().find(|l| {
         l.trim_start()
             .starts_with(|c: char| ('\u{2800}'..='\u{28ff}').contains(&c))
-            && l.trim_end().ends_with("s)")
+            && l.trim_end().ends_with(')')
     })
 }
 
@@ -132,4 +132,52 @@ fn ctrl_c_on_the_terminal_stops_the_run_and_restores_the_screen() {
         "the spinner was not cleared:\n{screen}"
     );
     assert!(screen.contains("aborted"), "{screen}");
+}
+
+#[test]
+fn interactive_without_a_sandbox_gives_the_agent_the_terminal() {
+    if !tmux::available() {
+        return;
+    }
+    let repo = TestRepo::new();
+    let line = repo.shell_line(&[
+        "interactive",
+        "--sandbox",
+        "no-sandbox",
+        "--agent",
+        "claude-code",
+    ]);
+    let term = Tmux::start(&line, repo.path(), 100, 30);
+    // The agent's own UI, on a terminal of the window's size.
+    term.wait_for("the agent's UI", PATIENCE, |s| {
+        s.contains("fake claude UI 100x30")
+    });
+    term.resize(120, 40);
+    term.wait_for("the resize to reach the agent", PATIENCE, |s| {
+        s.contains("window 120x40")
+    });
+    term.send_keys(&["add a haiku", "Enter"]);
+    term.wait_for("the agent to work on what was typed", PATIENCE, |s| {
+        s.contains("done: add a haiku")
+    });
+    // Ctrl-C is the agent's: it warns, and sanddune stays.
+    term.send_keys(&["C-c"]);
+    term.wait_for("the agent's answer to Ctrl-C", PATIENCE, |s| {
+        s.contains("Press Ctrl-C again to exit")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(term.exit_status(), None, "{}", term.screen());
+    term.send_keys(&["C-c"]);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 0, "{screen}");
+    assert!(
+        screen.contains("agent exited with code 0; 1 commit on main"),
+        "{screen}"
+    );
+    // sanddune's spinner gave the terminal up before the UI started.
+    assert_eq!(spinner_row(&screen), None, "{screen}");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "main"]),
+        "Add a note"
+    );
 }

@@ -262,6 +262,7 @@ async fn session_on(
                 agent.name(),
                 place.path().display()
             ));
+            log.finish();
             run_on_host(
                 command.argv,
                 command.stdin,
@@ -306,6 +307,7 @@ async fn session_on(
                     agent.name(),
                     provider.name()
                 ));
+                log.finish();
                 let code = sandbox
                     .interactive_exec(ExecRequest {
                         command: Command::Argv(command.argv),

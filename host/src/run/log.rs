@@ -143,7 +143,9 @@ impl RunLog {
         }
     }
 
-    /// Stop the spinner (terminal mode).
+    /// Stop the spinner (terminal mode): at the end, and before an
+    /// interactive agent's UI takes the terminal. Lines after it print
+    /// plainly.
     pub fn finish(&self) {
         if let Some(bar) = &self.inner.spinner {
             bar.finish_and_clear();
