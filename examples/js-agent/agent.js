@@ -17,7 +17,7 @@ echo '{"type":"say","text":"Writing the prompt to JS_AGENT.md"}'
 echo '{"type":"usage","input":'"$bytes"',"output":0}'
 echo '{"type":"tool","name":"Bash","input":{"command":"git commit"}}'
 if git add JS_AGENT.md >&2 &&
-  git -c user.name=js-agent -c user.email=js-agent@sanddune.invalid commit -q -m "js-agent: the prompt" >&2
+  git commit -q -m "js-agent: the prompt" >&2
 then
   echo '{"type":"usage","input":0,"output":12}'
   echo '{"type":"done","text":"Committed. <promise>COMPLETE</promise>"}'

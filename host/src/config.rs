@@ -17,6 +17,11 @@
 //! [[hooks.sandbox.onSandboxReady]]
 //! command = "npm ci"
 //! timeoutMs = 300000
+//!
+//! [git]
+//! agentName = "sanddune agent"        # the author of the agent's commits
+//! agentEmail = "agent@example.com"    # (you stay the committer)
+//! coAuthoredBy = "user"               # or "Name <email>": a trailer on each
 //! ```
 
 use std::collections::BTreeMap;
@@ -25,7 +30,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::run::{Hooks, HostHook, SandboxHook};
+use crate::run::{CoAuthor, CommitOptions, GitIdentity, Hooks, HostHook, SandboxHook};
 
 /// Where the file lives in a repository.
 pub const CONFIG_FILE: &str = ".sanddune/config.toml";
@@ -41,6 +46,18 @@ pub struct ProjectConfig {
     pub timeouts: TimeoutsConfig,
     #[serde(default)]
     pub hooks: HooksConfig,
+    #[serde(default)]
+    pub git: GitConfig,
+}
+
+/// How the agent's commits are attributed (ADR 0010).
+#[derive(Debug, Default, Deserialize, PartialEq, Eq)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GitConfig {
+    pub agent_name: Option<String>,
+    pub agent_email: Option<String>,
+    /// `"user"` or `"Name <email>"`.
+    pub co_authored_by: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize, PartialEq, Eq)]
@@ -104,7 +121,44 @@ impl ProjectConfig {
                 )));
             }
         }
+        config.commit_options(path)?;
         Ok(config)
+    }
+
+    /// The `[git]` table as run options; a half-given identity or a
+    /// trailer that is not `Name <email>` is an error naming the file.
+    pub fn commit_options(&self, path: &Path) -> Result<CommitOptions> {
+        let git = &self.git;
+        let bad = |what: &str| Error::input(format!("{}: {what}", path.display()));
+        let agent_identity = match (&git.agent_name, &git.agent_email) {
+            (None, None) => None,
+            (Some(name), Some(email)) if !name.trim().is_empty() && !email.trim().is_empty() => {
+                Some(GitIdentity {
+                    name: name.trim().into(),
+                    email: email.trim().into(),
+                })
+            }
+            _ => {
+                return Err(bad(
+                    "[git] agentName and agentEmail go together, and neither may be empty",
+                ));
+            }
+        };
+        let co_authored_by = match git.co_authored_by.as_deref() {
+            None => None,
+            Some("user") => Some(CoAuthor::User),
+            Some(text) => Some(CoAuthor::Identity(GitIdentity::parse(text).ok_or_else(
+                || {
+                    bad(&format!(
+                        "[git] coAuthoredBy is \"{text}\": give \"user\" or \"Name <email>\""
+                    ))
+                },
+            )?)),
+        };
+        Ok(CommitOptions {
+            agent_identity,
+            co_authored_by,
+        })
     }
 
     pub fn hooks(&self) -> Hooks {
@@ -148,6 +202,37 @@ sudo = true
         );
         assert_eq!(hooks.host_on_sandbox_ready[0].timeout_ms, Some(10));
         assert!(hooks.sandbox_on_sandbox_ready[0].sudo);
+        assert_eq!(
+            c.commit_options(Path::new("c.toml")).unwrap(),
+            CommitOptions::default()
+        );
+    }
+
+    #[test]
+    fn the_git_table_gives_commit_options() {
+        let text = "[git]\nagentName = \"Bot\"\nagentEmail = \"bot@example.com\"\ncoAuthoredBy = \"user\"\n";
+        let c = ProjectConfig::parse(text, Path::new("c.toml")).unwrap();
+        assert_eq!(
+            c.commit_options(Path::new("c.toml")).unwrap(),
+            CommitOptions {
+                agent_identity: Some(GitIdentity {
+                    name: "Bot".into(),
+                    email: "bot@example.com".into()
+                }),
+                co_authored_by: Some(CoAuthor::User),
+            }
+        );
+        let text = "[git]\ncoAuthoredBy = \"Claude <noreply@anthropic.com>\"\n";
+        let c = ProjectConfig::parse(text, Path::new("c.toml")).unwrap();
+        assert_eq!(
+            c.commit_options(Path::new("c.toml"))
+                .unwrap()
+                .co_authored_by,
+            Some(CoAuthor::Identity(GitIdentity {
+                name: "Claude".into(),
+                email: "noreply@anthropic.com".into()
+            }))
+        );
     }
 
     #[test]
@@ -163,6 +248,15 @@ sudo = true
                 "empty command",
             ),
             ("[hooks.host]\nonWorktreeReady = \"x\"", "invalid type"),
+            (
+                "[git]\nagentName = \"Bot\"",
+                "agentName and agentEmail go together",
+            ),
+            (
+                "[git]\ncoAuthoredBy = \"bot@example.com\"",
+                "give \"user\" or \"Name <email>\"",
+            ),
+            ("[git]\nauthor = \"x\"", "unknown field `author`"),
         ];
         for (text, expected) in cases {
             let e = ProjectConfig::parse(text, Path::new("/r/.sanddune/config.toml")).unwrap_err();

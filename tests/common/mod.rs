@@ -2,6 +2,8 @@
 //! and running the real `sanddune` binary.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -38,6 +40,10 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// The git identity of every test repository's user.
+pub const USER_NAME: &str = "Test User";
+pub const USER_EMAIL: &str = "test.user@sanddune.invalid";
+
 /// A git repository with one commit and a README with a typo, and a HOME
 /// of its own for the fake agents.
 pub struct TestRepo {
@@ -53,19 +59,11 @@ impl TestRepo {
         git(p, &["init", "-q", "-b", "main"]);
         std::fs::write(p.join("README.md"), "# Project\n\nThis is teh readme.\n").unwrap();
         git(p, &["add", "README.md"]);
-        git(
-            p,
-            &[
-                "-c",
-                "user.name=t",
-                "-c",
-                "user.email=t@t.invalid",
-                "commit",
-                "-q",
-                "-m",
-                "initial",
-            ],
-        );
+        // The user's git identity: the repository's own, since HOME is
+        // the test's (no global config).
+        git(p, &["config", "user.name", USER_NAME]);
+        git(p, &["config", "user.email", USER_EMAIL]);
+        git(p, &["commit", "-q", "-m", "initial"]);
         // The fakes, linked into a bin dir of this test's own: they record
         // their calls beside it (see `calls`).
         let bin = home.path().join("bin");
@@ -116,9 +114,18 @@ impl TestRepo {
             .current_dir(self.path())
             .env("PATH", path)
             .env("HOME", self.home.path())
+            // The repository's config is all the git config there is.
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env_remove("XDG_CONFIG_HOME")
+            .env_remove("GIT_CONFIG_GLOBAL")
             .env("SANDDUNE_CACHE_DIR", cache_dir())
             .env_remove("ANTHROPIC_API_KEY");
         cmd
+    }
+
+    /// `command(args)` as one shell line, for a terminal to run.
+    pub fn shell_line(&self, args: &[&str]) -> String {
+        shell_line(&self.command(args))
     }
 
     /// The calls a fake agent recorded: {argv, prompt, cwd} each, logged
@@ -131,6 +138,25 @@ impl TestRepo {
             .map(|l| serde_json::from_str(l).unwrap())
             .collect()
     }
+}
+
+/// A command as one `env ... program args` shell line, with its env.
+pub fn shell_line(cmd: &Command) -> String {
+    let quote = |s: &std::ffi::OsStr| format!("'{}'", s.to_string_lossy().replace('\'', r"'\''"));
+    // env's -u options go before its assignments.
+    let (unset, set): (Vec<_>, Vec<_>) = cmd.get_envs().partition(|(_, v)| v.is_none());
+    let mut line = String::from("env");
+    for (key, _) in unset {
+        line += &format!(" -u {}", key.to_string_lossy());
+    }
+    for (key, value) in set {
+        line += &format!(" {}={}", key.to_string_lossy(), quote(value.unwrap()));
+    }
+    line += &format!(" {}", quote(cmd.get_program()));
+    for arg in cmd.get_args() {
+        line += &format!(" {}", quote(arg));
+    }
+    line
 }
 
 pub fn stderr(out: &Output) -> String {

@@ -641,12 +641,16 @@ async fn connect(engine: Engine) -> Result<(Docker, EngineInfo), String> {
         .map_err(|e| format!("{}: {e}", engine_name(engine)))?
         .version
         .unwrap_or_default();
+    // SAFETY: getuid/getgid cannot fail.
+    let (host_uid, host_gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // Docker and Podman 5 say `name=rootless` here; Podman 4's compat API
+    // does not, and a non-root user's Podman is rootless (a rootful socket
+    // shared with a user would refuse keep-id with the engine's own error).
     let rootless = info
         .ok()
         .and_then(|i| i.security_options)
-        .is_some_and(|opts| opts.iter().any(|o| o.contains("rootless")));
-    // SAFETY: getuid/getgid cannot fail.
-    let (host_uid, host_gid) = unsafe { (libc::getuid(), libc::getgid()) };
+        .is_some_and(|opts| opts.iter().any(|o| o.contains("rootless")))
+        || (matches!(engine, Engine::Podman) && host_uid != 0);
     Ok((
         docker,
         EngineInfo {

@@ -25,19 +25,11 @@ pub async fn demo(args: DemoArgs) -> Result<()> {
     git(repo, &["init", "-q", "-b", "main"])?;
     std::fs::write(repo.join("README.md"), "# demo\n").map_err(|e| Error::Other(e.into()))?;
     git(repo, &["add", "README.md"])?;
-    git(
-        repo,
-        &[
-            "-c",
-            "user.name=sanddune-demo",
-            "-c",
-            "user.email=demo@sanddune.invalid",
-            "commit",
-            "-q",
-            "-m",
-            "initial",
-        ],
-    )?;
+    // The throwaway repository's own identity, which the demo agent's
+    // commits in the sandbox get, so the demo needs no git setup.
+    git(repo, &["config", "user.name", "sanddune demo"])?;
+    git(repo, &["config", "user.email", "demo@sanddune.invalid"])?;
+    git(repo, &["commit", "-q", "-m", "initial"])?;
     println!("throwaway repository: {}", repo.display());
     println!(
         "sanddune run --sandbox test-isolated --agent demo --prompt \"Say hello in DEMO.md\"\n"

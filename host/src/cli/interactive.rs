@@ -1,10 +1,11 @@
 //! `sanddune interactive`: the agent's terminal UI in a sandbox, or on the
 //! host with `--sandbox no-sandbox` (permission prompts stay on).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::Args;
 
+use crate::config::CONFIG_FILE;
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
 use crate::run::{InteractiveOptions, InteractiveSandbox, Prompt};
@@ -74,6 +75,7 @@ pub async fn interactive(args: InteractiveArgs) -> Result<()> {
         &args.hook_host_sandbox_ready,
         &args.hook_sandbox_ready,
     );
+    options.commit = config.commit_options(Path::new(CONFIG_FILE))?;
     options.sandbox_config = args.sandbox_opts;
     options.agent_options = args.agent_opts;
     options.env = super::run::call_site_env(&config, args.env);

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 
-use crate::config::ProjectConfig;
+use crate::config::{CONFIG_FILE, ProjectConfig};
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
 use crate::run::{
@@ -253,6 +253,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         &args.hook_host_sandbox_ready,
         &args.hook_sandbox_ready,
     );
+    options.commit = config.commit_options(Path::new(CONFIG_FILE))?;
     options.copy_to_worktree = config
         .copy_to_worktree
         .iter()
@@ -330,6 +331,19 @@ pub(super) fn print_summary(result: &RunResult, cwd: &std::path::Path) {
     }
     if let Some(output) = &result.output {
         println!("output: {output}");
+    }
+    if !result.uncommitted_changes.is_empty() {
+        println!(
+            "{} uncommitted (in no commit):",
+            if result.completion_signal.is_some() {
+                "the agent said it was done, but left these changes"
+            } else {
+                "the agent left these changes"
+            }
+        );
+        for entry in &result.uncommitted_changes {
+            println!("  {entry}");
+        }
     }
     if let Some(path) = &result.preserved_worktree_path {
         println!("worktree kept (uncommitted changes): {path}");

@@ -1,6 +1,8 @@
 //! The environment a sandbox's commands get, from four layers, lowest first:
 //! the caller's process environment < `.sanddune/.env` < the agent provider's
-//! env ∪ the sandbox provider's env (disjoint) < the call site's env.
+//! env ∪ the sandbox provider's env (disjoint) < the call site's env. Under
+//! them all lies the git identity sanddune gives a sandbox (`identity`), so
+//! any layer can override it.
 //! Pure: the caller reads the files and the process environment.
 //!
 //! Only the keys the providers declare are taken from the process
@@ -17,6 +19,8 @@ pub type EnvMap = BTreeMap<String, String>;
 /// The four layers.
 #[derive(Clone, Debug, Default)]
 pub struct EnvLayers {
+    /// The git identity's env (below everything).
+    pub identity: EnvMap,
     /// Keys the agent and sandbox providers declare; the only ones read
     /// from the process environment.
     pub declared: Vec<String>,
@@ -39,7 +43,7 @@ pub fn resolve(layers: &EnvLayers) -> Result<EnvMap> {
             "env key `{key}` is set by both the agent provider and the sandbox provider: set it once, or at the call site (--env) where overlap is allowed"
         )));
     }
-    let mut env = EnvMap::new();
+    let mut env = layers.identity.clone();
     for key in &layers.declared {
         if let Some(value) = layers.process.get(key) {
             env.insert(key.clone(), value.clone());
@@ -54,6 +58,17 @@ pub fn resolve(layers: &EnvLayers) -> Result<EnvMap> {
         env.extend(layer.iter().map(|(k, v)| (k.clone(), v.clone())));
     }
     Ok(env)
+}
+
+/// Swap the identity layer of a resolved env from `old` to `new` (the
+/// sandbox's trailer hook is known only once the sandbox exists), leaving
+/// every key a higher layer set as it was.
+pub fn replace_identity(env: &mut EnvMap, old: &EnvMap, new: &EnvMap) {
+    for (key, value) in new {
+        if env.get(key) == old.get(key) {
+            env.insert(key.clone(), value.clone());
+        }
+    }
 }
 
 /// Parse a `.env` file: `KEY=VALUE` lines, `#` comments, blank lines, an
@@ -104,6 +119,7 @@ mod tests {
     #[test]
     fn layers_override_in_order() {
         let layers = EnvLayers {
+            identity: map(&[("GIT_CONFIG_COUNT", "2"), ("A", "identity")]),
             declared: vec!["API_KEY".into(), "A".into()],
             process: map(&[
                 ("API_KEY", "process"),
@@ -119,6 +135,7 @@ mod tests {
         assert_eq!(
             env,
             map(&[
+                ("GIT_CONFIG_COUNT", "2"),
                 ("API_KEY", "process"),
                 ("A", "dotenv"),
                 ("B", "agent"),
@@ -154,6 +171,28 @@ mod tests {
             ..Default::default()
         };
         assert_eq!(resolve(&layers).unwrap()["TOKEN"], "c");
+    }
+
+    #[test]
+    fn the_identity_layer_is_replaced_under_the_others() {
+        let old = map(&[("GIT_CONFIG_COUNT", "2"), ("GIT_CONFIG_KEY_0", "user.name")]);
+        let new = map(&[
+            ("GIT_CONFIG_COUNT", "3"),
+            ("GIT_CONFIG_KEY_0", "user.name"),
+            ("GIT_CONFIG_KEY_2", "core.hooksPath"),
+        ]);
+        let mut env = old.clone();
+        env.insert("OTHER".into(), "x".into());
+        replace_identity(&mut env, &old, &new);
+        assert_eq!(env["GIT_CONFIG_COUNT"], "3");
+        assert_eq!(env["GIT_CONFIG_KEY_2"], "core.hooksPath");
+        assert_eq!(env["OTHER"], "x");
+
+        // The call site set its own git config: it stays as given.
+        let mut env = old.clone();
+        env.insert("GIT_CONFIG_COUNT".into(), "1".into());
+        replace_identity(&mut env, &old, &new);
+        assert_eq!(env["GIT_CONFIG_COUNT"], "1");
     }
 
     #[test]

@@ -10,12 +10,14 @@ use serde::Serialize;
 
 use super::capture::{self, HostSessions};
 use super::env::EnvMap;
+use super::identity;
 use super::invoker::SandboxInvoker;
 use super::iteration::{self, StreamEvent, StreamEventCallback};
 use super::log::RunLog;
-use super::setup::{self, Place, PreparedAgent};
+use super::setup::{self, Place, PreparedAgent, Started};
 use super::strategy::{BranchStrategy, WorktreeStrategy};
 use super::structured::OutputError;
+use super::uncommitted;
 use super::{AgentOptions, Commit, RunResult, SandboxOptions};
 use crate::error::{Error, Result};
 use crate::plugin::PluginRuntime;
@@ -40,6 +42,8 @@ pub struct SandboxHandle {
     owns_place: bool,
     provider: SandboxProvider,
     sandbox: Option<Sandbox>,
+    /// The git identity's env in this sandbox (see `identity`).
+    commit_env: EnvMap,
     setup: SandboxOptions,
     runtime: PluginRuntime,
     log: RunLog,
@@ -52,7 +56,7 @@ impl SandboxHandle {
         place: Place,
         owns_place: bool,
         provider: SandboxProvider,
-        sandbox: Sandbox,
+        started: Started,
         setup: SandboxOptions,
         runtime: PluginRuntime,
         log: RunLog,
@@ -64,7 +68,8 @@ impl SandboxHandle {
             place,
             owns_place,
             provider,
-            sandbox: Some(sandbox),
+            sandbox: Some(started.sandbox),
+            commit_env: started.commit_env,
             setup,
             runtime,
             log,
@@ -100,6 +105,7 @@ impl SandboxHandle {
         let call_site: Vec<_> = self.setup.env.iter().chain(&options.env).cloned().collect();
         let env = setup::resolve_env(
             &self.place.root,
+            self.commit_env.clone(),
             declared,
             &options.agent_env,
             &self.setup.sandbox_env,
@@ -146,6 +152,7 @@ impl SandboxHandle {
             capture::transfer_in(&mut agent, sandbox, &home, host, source, session).await?;
             sandbox_home = Some(home);
         }
+        let before = uncommitted::status(sandbox).await.unwrap_or_default();
         let worktree = self.place.worktree.clone();
         let isolated = self.provider.info().kind == SandboxKind::Isolated;
         let synced = self.synced.clone().unwrap_or_else(|| base.clone());
@@ -189,6 +196,9 @@ impl SandboxHandle {
                 return Err(e);
             }
         };
+        let uncommitted = self
+            .left_uncommitted(&before, outcome.completion_signal.is_some())
+            .await;
         let commits: Vec<Commit> = repo
             .commits_since(&base, &self.place.branch)?
             .into_iter()
@@ -227,9 +237,49 @@ impl SandboxHandle {
             commits,
             branch: self.place.branch.clone(),
             preserved_worktree_path: None,
+            uncommitted_changes: uncommitted,
             log_file_path: log.path().map(|p| p.display().to_string()),
             output,
         })
+    }
+
+    /// What the agent changed and did not commit in this run, said in the
+    /// log and (isolated) brought out to the host worktree so that it is
+    /// kept. Finding out is best effort: a failure is a warning.
+    async fn left_uncommitted(&mut self, before: &[String], said_done: bool) -> Vec<String> {
+        let Some(sandbox) = self.sandbox.as_mut() else {
+            return vec![];
+        };
+        let left = match uncommitted::status(sandbox).await {
+            Ok(after) => uncommitted::new_entries(before, after),
+            Err(e) => {
+                self.log.line(&format!(
+                    "warning: cannot tell whether the agent left uncommitted changes: {e}"
+                ));
+                return vec![];
+            }
+        };
+        if left.is_empty() {
+            return left;
+        }
+        self.log.line(&format!(
+            "warning: the agent {} left uncommitted changes, which are in no commit: {}",
+            if said_done {
+                "said it was done but"
+            } else {
+                "stopped and"
+            },
+            left.join(", ")
+        ));
+        if self.provider.info().kind == SandboxKind::Isolated
+            && let Some(wt) = &self.place.worktree
+            && let Err(e) = uncommitted::bring_out(sandbox, wt).await
+        {
+            self.log.line(&format!(
+                "warning: the uncommitted changes could not be brought out of the sandbox: {e}"
+            ));
+        }
+        left
     }
 
     /// Tear down the sandbox, and the worktree when this handle owns it
@@ -410,19 +460,22 @@ impl WorktreeHandle {
         };
         let provider = setup::load_sandbox_provider(&runtime, &options.sandbox).await?;
         let place = self.place().clone();
+        let identity = identity::resolve(&place.root, &options.commit)?;
         let env = setup::resolve_env(
             &place.root,
+            identity.env(None),
             setup::declared_sandbox_keys(&provider),
             &[],
             &options.sandbox_env,
             &options.env,
         )?;
-        let sandbox = setup::start_sandbox(&provider, &place, env, &options, &self.log).await?;
+        let started =
+            setup::start_sandbox(&provider, &place, env, &options, &identity, &self.log).await?;
         Ok(SandboxHandle::new(
             place,
             owns,
             provider,
-            sandbox,
+            started,
             options,
             runtime,
             self.log.clone(),

@@ -8,8 +8,10 @@ use std::process::Stdio;
 
 use serde::Serialize;
 
+use super::env::{self, EnvMap};
 use super::handle::WorktreeHandle;
 use super::hooks::Hooks;
+use super::identity::{self, CommitOptions};
 use super::log::{LogMode, RunLog};
 use super::setup::{self, Place};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
@@ -47,6 +49,8 @@ pub struct InteractiveOptions {
     pub cwd: PathBuf,
     pub name: Option<String>,
     pub hooks: Hooks,
+    /// How the agent's commits in a sandbox are attributed.
+    pub commit: CommitOptions,
     pub abort: AbortHandle,
     pub runtime: Option<PluginRuntime>,
 }
@@ -67,6 +71,7 @@ impl InteractiveOptions {
             cwd: PathBuf::from("."),
             name: None,
             hooks: Hooks::default(),
+            commit: CommitOptions::default(),
             abort: AbortHandle::new(),
             runtime: None,
         }
@@ -82,6 +87,7 @@ impl InteractiveOptions {
             sandbox_env: self.sandbox_env.clone(),
             env: self.env.clone(),
             hooks: self.hooks.clone(),
+            commit: self.commit.clone(),
             copy_to_worktree: vec![],
             timeouts: Timeouts::default(),
             name: self.name.clone(),
@@ -137,6 +143,10 @@ pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResul
             copies: false,
         },
     )?;
+    if let InteractiveSandbox::Provider(_) = &options.sandbox {
+        // No worktree for a session whose agent could not commit.
+        identity::resolve(repo.root(), &options.commit)?;
+    }
     let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
     let id = setup::run_id();
     let place = setup::prepare_place(&repo, strategy, &id, &so, &log).await?;
@@ -231,8 +241,15 @@ async fn session_on(
     let mut declared = setup::agent_keys(&agent);
     let exit_code = match &o.sandbox {
         InteractiveSandbox::NoSandbox => {
-            let env =
-                setup::resolve_env(&place.root, declared, &o.agent_env, &o.sandbox_env, &o.env)?;
+            // The agent works as the user, whose own git config applies.
+            let env = setup::resolve_env(
+                &place.root,
+                EnvMap::new(),
+                declared,
+                &o.agent_env,
+                &o.sandbox_env,
+                &o.env,
+            )?;
             let prompt = match &template {
                 Some(t) => expand_on_host(t, place).await?,
                 None => String::new(),
@@ -245,6 +262,7 @@ async fn session_on(
                 agent.name(),
                 place.path().display()
             ));
+            log.finish();
             run_on_host(
                 command.argv,
                 command.stdin,
@@ -259,9 +277,19 @@ async fn session_on(
         InteractiveSandbox::Provider(p) => {
             let provider = setup::load_sandbox_provider(runtime, p).await?;
             declared.extend(setup::declared_sandbox_keys(&provider));
-            let env =
-                setup::resolve_env(&place.root, declared, &o.agent_env, &o.sandbox_env, &o.env)?;
-            let mut sandbox = setup::start_sandbox(&provider, place, env.clone(), so, log).await?;
+            let identity = identity::resolve(&place.root, &o.commit)?;
+            let mut env = setup::resolve_env(
+                &place.root,
+                identity.env(None),
+                declared,
+                &o.agent_env,
+                &o.sandbox_env,
+                &o.env,
+            )?;
+            let started =
+                setup::start_sandbox(&provider, place, env.clone(), so, &identity, log).await?;
+            env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
+            let mut sandbox = started.sandbox;
             let session = async {
                 let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
                 let prompt = match &template {
@@ -279,6 +307,7 @@ async fn session_on(
                     agent.name(),
                     provider.name()
                 ));
+                log.finish();
                 let code = sandbox
                     .interactive_exec(ExecRequest {
                         command: Command::Argv(command.argv),

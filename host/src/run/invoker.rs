@@ -236,6 +236,8 @@ impl AgentInvoker for SandboxInvoker<'_> {
         self.log.headline(&format!("iteration {iteration}"));
         let command = self.agent.build_print_command(&request).await?;
         let program = command.argv.first().cloned().unwrap_or_default();
+        self.log
+            .status(&format!("iteration {iteration}: `{program}` is working"));
         let exec = ExecRequest {
             command: Command::Argv(command.argv),
             cwd: None,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
 use super::iteration::StreamEvent;
 use crate::error::{Error, Result};
@@ -71,7 +71,10 @@ impl RunLog {
             LogMode::Terminal => {
                 let styled = std::io::stderr().is_terminal();
                 let spinner = styled.then(|| {
-                    let bar = ProgressBar::new_spinner();
+                    let bar = ProgressBar::with_draw_target(
+                        None,
+                        ProgressDrawTarget::term_like(Box::new(EchoRoom::default())),
+                    );
                     bar.set_style(
                         ProgressStyle::with_template("{spinner} {prefix}{msg} ({elapsed})")
                             .unwrap_or_else(|_| ProgressStyle::default_spinner()),
@@ -140,7 +143,9 @@ impl RunLog {
         }
     }
 
-    /// Stop the spinner (terminal mode).
+    /// Stop the spinner (terminal mode): at the end, and before an
+    /// interactive agent's UI takes the terminal. Lines after it print
+    /// plainly.
     pub fn finish(&self) {
         if let Some(bar) = &self.inner.spinner {
             bar.finish_and_clear();
@@ -172,6 +177,95 @@ impl Drop for Inner {
         if let Some(bar) = &self.spinner {
             bar.finish_and_clear();
         }
+    }
+}
+
+/// Stderr for the spinner, keeping two columns free at the end of its row.
+/// indicatif pads its last row to the terminal's edge, so the `^C` a
+/// terminal echoes when the user presses Ctrl-C would wrap onto a new row,
+/// and every redraw after it would clear the wrong row and leave the
+/// spinner behind. With room for the echo it stays on the spinner's row,
+/// which the next redraw clears. Only the last filler before a flush is
+/// shortened: earlier ones move the cursor to the next row.
+#[derive(Debug)]
+struct EchoRoom {
+    term: console::Term,
+    /// Spaces indicatif asked for last, not written yet.
+    filler: Mutex<usize>,
+}
+
+impl Default for EchoRoom {
+    fn default() -> Self {
+        Self {
+            term: console::Term::stderr(),
+            filler: Mutex::new(0),
+        }
+    }
+}
+
+impl EchoRoom {
+    fn take_filler(&self) -> usize {
+        std::mem::take(&mut *self.filler.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn write_filler(&self, n: usize) -> std::io::Result<()> {
+        self.term.write_str(&" ".repeat(n))
+    }
+}
+
+impl TermLike for EchoRoom {
+    fn width(&self) -> u16 {
+        self.term.size().1
+    }
+
+    fn height(&self) -> u16 {
+        self.term.size().0
+    }
+
+    fn move_cursor_up(&self, n: usize) -> std::io::Result<()> {
+        self.write_filler(self.take_filler())?;
+        self.term.move_cursor_up(n)
+    }
+
+    fn move_cursor_down(&self, n: usize) -> std::io::Result<()> {
+        self.write_filler(self.take_filler())?;
+        self.term.move_cursor_down(n)
+    }
+
+    fn move_cursor_right(&self, n: usize) -> std::io::Result<()> {
+        self.write_filler(self.take_filler())?;
+        self.term.move_cursor_right(n)
+    }
+
+    fn move_cursor_left(&self, n: usize) -> std::io::Result<()> {
+        self.write_filler(self.take_filler())?;
+        self.term.move_cursor_left(n)
+    }
+
+    fn write_line(&self, s: &str) -> std::io::Result<()> {
+        self.write_filler(self.take_filler())?;
+        self.term.write_line(s)
+    }
+
+    fn write_str(&self, s: &str) -> std::io::Result<()> {
+        let pending = self.take_filler();
+        if !s.is_empty() && s.bytes().all(|b| b == b' ') {
+            *self.filler.lock().unwrap_or_else(|e| e.into_inner()) = pending + s.len();
+            return Ok(());
+        }
+        self.write_filler(pending)?;
+        self.term.write_str(s)
+    }
+
+    fn clear_line(&self) -> std::io::Result<()> {
+        self.write_filler(self.take_filler())?;
+        self.term.clear_line()
+    }
+
+    fn flush(&self) -> std::io::Result<()> {
+        let filler = self.take_filler();
+        self.write_filler(filler.saturating_sub(2))?;
+        self.term.flush()
     }
 }
 

@@ -18,6 +18,7 @@ pub mod capture;
 pub mod env;
 mod handle;
 pub mod hooks;
+pub mod identity;
 mod interactive;
 pub mod invoker;
 pub mod iteration;
@@ -27,6 +28,7 @@ mod setup;
 pub mod strategy;
 pub mod structured;
 pub mod sync;
+mod uncommitted;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -36,6 +38,7 @@ use serde::Serialize;
 pub use abort::AbortHandle;
 pub use handle::{CloseResult, SandboxHandle, WorktreeHandle};
 pub use hooks::{Hooks, HostHook, SandboxHook};
+pub use identity::{CoAuthor, CommitOptions, GitIdentity};
 pub use interactive::{InteractiveOptions, InteractiveResult, InteractiveSandbox, interactive};
 pub use iteration::{
     AgentInvoker, IterationResult, IterationUsage, StreamEvent, StreamEventCallback,
@@ -107,6 +110,8 @@ pub struct RunOptions {
     /// Prefixes every log line and names the log file.
     pub name: Option<String>,
     pub hooks: Hooks,
+    /// How the agent's commits are attributed beyond your git identity.
+    pub commit: CommitOptions,
     /// Files and directories copied from the repository into the new
     /// worktree before the hooks run; relative to the repository (`cwd`).
     pub copy_to_worktree: Vec<PathBuf>,
@@ -145,6 +150,7 @@ impl RunOptions {
             cwd: PathBuf::from("."),
             name: None,
             hooks: Hooks::default(),
+            commit: CommitOptions::default(),
             copy_to_worktree: vec![],
             timeouts: Timeouts::default(),
             log: LogMode::default(),
@@ -165,6 +171,7 @@ impl RunOptions {
             sandbox_env: self.sandbox_env,
             env: self.env.clone(),
             hooks: self.hooks,
+            commit: self.commit,
             copy_to_worktree: self.copy_to_worktree,
             timeouts: self.timeouts,
             name: self.name,
@@ -203,6 +210,8 @@ pub struct SandboxOptions {
     /// Call-site env for every command in the sandbox; wins over all.
     pub env: Vec<(String, String)>,
     pub hooks: Hooks,
+    /// How the agent's commits in this sandbox are attributed.
+    pub commit: CommitOptions,
     /// Used only when the call creates the worktree.
     pub copy_to_worktree: Vec<PathBuf>,
     pub timeouts: Timeouts,
@@ -278,6 +287,11 @@ pub struct RunResult {
     /// Set when the worktree had uncommitted changes and was kept.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preserved_worktree_path: Option<String>,
+    /// What the agent changed and did not commit (`git status --porcelain`
+    /// entries that were not there before the run); they are in the kept
+    /// worktree, not in any commit.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub uncommitted_changes: Vec<String>,
     /// The run log, in file mode only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub log_file_path: Option<String>,

@@ -9,6 +9,7 @@ use super::capture::{self, HostSessions};
 use super::env::{self, EnvMap};
 use super::handle::SandboxHandle;
 use super::hooks::{self, HookLog};
+use super::identity::{self, CommitIdentity};
 use super::log::{LogMode, RunLog};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
 use super::{AgentOptions, Prompt, RunResult, SandboxOptions, sync};
@@ -125,9 +126,11 @@ fn read_dotenv(root: &Path) -> Result<EnvMap> {
 }
 
 /// The env of the sandbox's commands from the four layers (see `env`).
-/// `declared` are the keys read from the process env.
+/// `declared` are the keys read from the process env; `identity` lies
+/// below them all.
 pub(super) fn resolve_env(
     root: &Path,
+    identity: EnvMap,
     declared: Vec<String>,
     agent_env: &[(String, String)],
     sandbox_env: &[(String, String)],
@@ -135,6 +138,7 @@ pub(super) fn resolve_env(
 ) -> Result<EnvMap> {
     let map = |pairs: &[(String, String)]| pairs.iter().cloned().collect::<EnvMap>();
     env::resolve(&env::EnvLayers {
+        identity,
         declared,
         process: std::env::vars().collect(),
         dotenv: read_dotenv(root)?,
@@ -344,15 +348,23 @@ pub(super) fn release_worktree(repo: &Repo, wt: &Worktree, merged: bool) -> Resu
         .map(|p| p.display().to_string()))
 }
 
-/// Create the sandbox on `place`, sync the repository in (isolated), then
-/// run the onSandboxReady hooks. A failure closes the sandbox.
+/// A sandbox that is up, and the env its git identity needs from now on.
+pub(super) struct Started {
+    pub sandbox: Sandbox,
+    pub commit_env: EnvMap,
+}
+
+/// Create the sandbox on `place`, sync the repository in (isolated),
+/// install the commit trailer's hook (see `identity`), then run the
+/// onSandboxReady hooks. A failure closes the sandbox.
 pub(super) async fn start_sandbox(
     provider: &SandboxProvider,
     place: &Place,
     env: EnvMap,
     o: &SandboxOptions,
+    identity: &CommitIdentity,
     log: &RunLog,
-) -> Result<Sandbox> {
+) -> Result<Started> {
     let spec = SandboxSpec {
         run_id: place.run_id.clone(),
         name: o.name.clone().unwrap_or_else(|| place.branch.clone()),
@@ -378,6 +390,10 @@ pub(super) async fn start_sandbox(
             }
             sync::sync_in(&mut sandbox, wt).await?;
         }
+        let hooks_dir = match &identity.trailer {
+            Some(trailer) => Some(identity::install_trailer_hook(&mut sandbox, trailer).await?),
+            None => None,
+        };
         if !o.hooks.host_on_sandbox_ready.is_empty() || !o.hooks.sandbox_on_sandbox_ready.is_empty()
         {
             log.status("running onSandboxReady hooks");
@@ -389,13 +405,19 @@ pub(super) async fn start_sandbox(
             &o.abort,
             &hook_log(log),
         )
-        .await
+        .await?;
+        Ok(hooks_dir)
     };
-    if let Err(e) = ready.await {
-        let _ = sandbox.close().await;
-        return Err(e);
+    match ready.await {
+        Ok(hooks_dir) => Ok(Started {
+            sandbox,
+            commit_env: identity.env(hooks_dir.as_deref()),
+        }),
+        Err(e) => {
+            let _ = sandbox.close().await;
+            Err(e)
+        }
     }
-    Ok(sandbox)
 }
 
 /// `run`: everything, then teardown with the branch strategy's ending.
@@ -429,8 +451,10 @@ pub(super) async fn one_shot(
     let mut prepared = prepare_agent(&runtime, &ao, checked, &source, &target, None).await?;
     let mut declared = agent_keys(&prepared.agent);
     declared.extend(provider.capabilities().env_keys);
-    let env = resolve_env(
+    let identity = identity::resolve(repo.root(), &so.commit)?;
+    let mut env = resolve_env(
         repo.root(),
+        identity.env(None),
         declared,
         &ao.agent_env,
         &so.sandbox_env,
@@ -449,8 +473,8 @@ pub(super) async fn one_shot(
     // Side effects from here on.
     let log = open_log(&repo, &so.log, so.name.as_deref())?;
     let place = prepare_place(&repo, strategy, &id, &so, &log).await?;
-    let sandbox = match start_sandbox(&provider, &place, env.clone(), &so, &log).await {
-        Ok(sandbox) => sandbox,
+    let started = match start_sandbox(&provider, &place, env.clone(), &so, &identity, &log).await {
+        Ok(started) => started,
         Err(e) => {
             log.line(&format!("error: {e}"));
             log.finish();
@@ -460,7 +484,8 @@ pub(super) async fn one_shot(
             return Err(e);
         }
     };
-    let mut handle = SandboxHandle::new(place, true, provider, sandbox, so, runtime, log);
+    env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
+    let mut handle = SandboxHandle::new(place, true, provider, started, so, runtime, log);
     let result = handle.run_prepared(prepared, &ao, env, resume).await;
     handle.teardown(result).await
 }

@@ -7,7 +7,8 @@ use crate::error::{Error, Result};
 use crate::plugin::sandbox::{Command, ExecOutput, ExecRequest, Sandbox};
 use crate::worktree::{Worktree, git};
 
-async fn sandbox_sh(sandbox: &mut Sandbox, script: String) -> Result<ExecOutput> {
+/// A shell script in the sandbox's worktree; a non-zero exit is an error.
+pub(super) async fn sandbox_sh(sandbox: &mut Sandbox, script: String) -> Result<ExecOutput> {
     let request = ExecRequest {
         command: Command::Shell(script.clone()),
         cwd: None,
@@ -19,7 +20,7 @@ async fn sandbox_sh(sandbox: &mut Sandbox, script: String) -> Result<ExecOutput>
     let out = sandbox.exec(request, |_| {}).await?;
     if out.exit_code != 0 {
         return Err(Error::Plugin(format!(
-            "sync with sandbox `{}` failed: `{script}` exited {}: {}",
+            "in sandbox `{}`, `{script}` exited {}: {}",
             sandbox.provider_name(),
             out.exit_code,
             out.stderr.trim()

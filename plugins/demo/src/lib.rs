@@ -26,7 +26,7 @@ printf '%s\n' "- $first" >> DEMO.md
 printf '%s\n' '{"type":"tool","name":"Bash","input":{"command":"git commit"}}'
 subject=$(printf '%s\n' "$first" | cut -c1-60)
 if git add DEMO.md >&2 &&
-  git -c user.name=sanddune-demo -c user.email=demo@sanddune.invalid commit -q -m "demo: $subject" >&2
+  git commit -q -m "demo: $subject" >&2
 then
   printf '%s\n' '{"type":"done","text":"Committed. <promise>COMPLETE</promise>"}'
 else
@@ -283,11 +283,10 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         git(&dir, &["init", "-q"]);
-        let id = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"];
-        git(
-            &dir,
-            &[&id[..], &["commit", "-q", "--allow-empty", "-m", "init"]].concat(),
-        );
+        // The user's identity, as sanddune gives it to a sandbox.
+        git(&dir, &["config", "user.name", "t"]);
+        git(&dir, &["config", "user.email", "t@example.invalid"]);
+        git(&dir, &["commit", "-q", "--allow-empty", "-m", "init"]);
 
         let prompt = format!("\n{}\nsecond line\n", "x".repeat(80));
         let (ok, lines) = run_script(&dir, prompt.as_bytes());

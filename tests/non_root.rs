@@ -1,0 +1,190 @@
+//! sanddune as a non-root user, as most people run it: rootless Podman
+//! through the user's own API socket (keep-id user namespace), and Docker
+//! through the `docker` group with an image built for the user's UID. The
+//! files the agent writes must belong to the user.
+//!
+//! Needs root (the tests switch user with runuser) and the user that
+//! `tests/images/non-root-user.sh` sets up, named in
+//! SANDDUNE_TEST_NON_ROOT_USER (`.ci/run` does both). Without it each test
+//! says SKIPPED; with `CI` set that is a failure.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+use common::{TestRepo, USER_EMAIL, USER_NAME, stderr};
+
+/// The non-root user and its runtime dir, when set up.
+struct User {
+    name: String,
+    uid: u32,
+    runtime_dir: String,
+}
+
+fn user() -> Option<User> {
+    let name = std::env::var("SANDDUNE_TEST_NON_ROOT_USER").ok();
+    let uid = name.as_ref().and_then(|n| {
+        let out = Command::new("id").args(["-u", n]).output().ok()?;
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    });
+    match (name, uid) {
+        (Some(name), Some(uid)) => Some(User {
+            name,
+            uid,
+            runtime_dir: format!("/run/user/{uid}"),
+        }),
+        _ => {
+            let msg = "no non-root test user (run tests/images/non-root-user.sh as root and set SANDDUNE_TEST_NON_ROOT_USER)";
+            if std::env::var_os("CI").is_some() {
+                panic!("CI needs the non-root user: {msg}");
+            }
+            eprintln!("SKIPPED: {msg}");
+            None
+        }
+    }
+}
+
+/// A test repository the user owns.
+fn repo_of(user: &User) -> TestRepo {
+    let repo = TestRepo::new();
+    for dir in [repo.path(), repo.home.path()] {
+        let out = Command::new("chown")
+            .args(["-R", &format!("{}:", user.name)])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    repo
+}
+
+/// `sanddune` as the user in its repository: its own runtime dir (where
+/// rootless Podman's socket is) and its own component cache.
+fn sanddune_as(user: &User, repo: &TestRepo, args: &[&str]) -> Output {
+    let mut cmd = repo.command(args);
+    cmd.env("XDG_RUNTIME_DIR", &user.runtime_dir)
+        .env("SANDDUNE_CACHE_DIR", repo.home.path().join("cache"))
+        .env_remove("CONTAINER_HOST")
+        .env_remove("DOCKER_HOST");
+    let line = format!(
+        "cd '{}' && {}",
+        repo.path().display(),
+        common::shell_line(&cmd)
+    );
+    Command::new("runuser")
+        .args(["-u", &user.name, "--", "sh", "-c", &line])
+        .output()
+        .unwrap()
+}
+
+/// The run of the fake claude in `image`, its call log and HOME mounted
+/// from the test's home (see tests/containers.rs).
+fn run_args<'a>(
+    engine: &'a str,
+    image: &'a str,
+    branch: &'a str,
+    mounts: &'a [String],
+) -> Vec<&'a str> {
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        engine,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--branch",
+        branch,
+        "--sandbox-opt",
+        image,
+    ];
+    for m in mounts {
+        args.extend(["--sandbox-opt", m.as_str()]);
+    }
+    args
+}
+
+fn mounts(repo: &TestRepo) -> Vec<String> {
+    let home = repo.home.path().display();
+    vec![
+        format!("mount={home}:/home/agent"),
+        format!("mount={home}:/sanddune-fakes"),
+        format!(
+            "mount={}:/sanddune-fakes/bin:ro",
+            common::fakes_dir().display()
+        ),
+    ]
+}
+
+/// git as root (the test) in the user's repository.
+fn git(repo: &TestRepo, args: &[&str]) -> String {
+    common::git(
+        repo.path(),
+        &[&["-c", "safe.directory=*"][..], args].concat(),
+    )
+}
+
+/// Paths under `dir` that the user does not own.
+fn not_owned_by(user: &User, dir: &Path) -> Vec<String> {
+    let out = Command::new("find")
+        .arg(dir)
+        .args(["-not", "-user", &user.uid.to_string()])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+fn branch(prefix: &str) -> String {
+    format!("{prefix}-{}", std::process::id())
+}
+
+fn commits_as_the_user(engine: &str, image: &str) {
+    let Some(user) = user() else { return };
+    let repo = repo_of(&user);
+    let branch = branch(&format!("{engine}-non-root"));
+    let (image, mounts) = (format!("image={image}"), mounts(&repo));
+    let out = sanddune_as(&user, &repo, &run_args(engine, &image, &branch, &mounts));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        git(&repo, &["log", "-1", "--format=%s|%an <%ae>", &branch]),
+        format!("Fix typo in README|{USER_NAME} <{USER_EMAIL}>")
+    );
+    assert_eq!(
+        git(&repo, &["show", &format!("{branch}:README.md")]),
+        "# Project\n\nThis is the readme."
+    );
+    // Everything the run and the agent wrote is the user's.
+    assert_eq!(not_owned_by(&user, repo.path()), Vec::<String>::new());
+    assert_eq!(not_owned_by(&user, repo.home.path()), Vec::<String>::new());
+}
+
+#[test]
+fn rootless_podman_commits_as_the_user_and_everything_written_is_theirs() {
+    commits_as_the_user("podman", "sanddune-test:latest");
+}
+
+#[test]
+fn docker_as_a_non_root_user_commits_with_an_image_of_their_uid() {
+    commits_as_the_user("docker", "sanddune-test-non-root:latest");
+}
+
+#[test]
+fn docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix() {
+    let Some(user) = user() else { return };
+    let repo = repo_of(&user);
+    let branch = branch("docker-other-uid");
+    // The root image: its agent user is UID 0.
+    let (image, mounts) = ("image=sanddune-test:latest".to_string(), mounts(&repo));
+    let out = sanddune_as(&user, &repo, &run_args("docker", &image, &branch, &mounts));
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is UID:GID 0:0"), "{err}");
+    assert!(err.contains(&format!("AGENT_UID={}", user.uid)), "{err}");
+    assert!(err.contains("sanddune docker build-image"), "{err}");
+    assert!(repo.calls("claude").is_empty(), "the agent ran");
+    assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
+}

@@ -1,0 +1,183 @@
+//! The terminal as a person sees it: `sanddune run --log terminal` in a
+//! real terminal (tmux), read off the screen.
+
+mod common;
+
+use std::time::Duration;
+
+use common::TestRepo;
+use common::tmux::{self, Tmux};
+
+/// How long a screen may take: a run right after a build compiles every
+/// component first (shared cache), on a loaded 2-core machine.
+const PATIENCE: Duration = Duration::from_secs(180);
+
+/// A spinner row: a braille spinner glyph and the elapsed time.
+fn spinner_row(screen: &str) -> Option<&str> {
+    screen.lines().find(|l| {
+        l.trim_start()
+            .starts_with(|c: char| ('\u{2800}'..='\u{28ff}').contains(&c))
+            && l.trim_end().ends_with(')')
+    })
+}
+
+#[test]
+fn run_log_terminal_shows_a_spinner_then_the_events_and_a_clean_summary() {
+    if !tmux::available() {
+        return;
+    }
+    let repo = TestRepo::new();
+    let line = repo.shell_line(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo FAKE:slow",
+        "--log",
+        "terminal",
+    ]);
+    let term = Tmux::start(&line, repo.path(), 100, 30);
+
+    // While the agent works: its events so far, and under them the spinner
+    // saying what runs now.
+    let screen = term.wait_for("the spinner under the agent's events", PATIENCE, |s| {
+        s.contains("[1] Let me look at the repository.")
+            && spinner_row(s).is_some_and(|row| row.contains("iteration 1: `claude` is working"))
+    });
+    let events = screen.find("[1] Let me look").unwrap();
+    let spinner = screen.find("iteration 1: `claude` is working").unwrap();
+    assert!(
+        events < spinner,
+        "the spinner stays below the events:\n{screen}"
+    );
+
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 0, "{screen}");
+    // The summary, and no spinner left behind.
+    assert!(screen.contains("1 iteration"), "{screen}");
+    assert!(screen.contains("1 commit on main"), "{screen}");
+    assert!(screen.contains("Fix typo in README"), "{screen}");
+    assert!(screen.contains("[1] > Bash"), "{screen}");
+    assert_eq!(
+        spinner_row(&screen),
+        None,
+        "the spinner was not cleared:\n{screen}"
+    );
+    assert!(!screen.contains("is working"), "a stale status:\n{screen}");
+    // The iteration headline is bold on a terminal, and no escape codes
+    // leak into the text.
+    assert!(
+        !screen.contains("\\x1b") && !screen.contains("[1m"),
+        "{screen}"
+    );
+}
+
+#[test]
+fn a_failed_run_on_the_terminal_clears_the_spinner_and_says_why() {
+    if !tmux::available() {
+        return;
+    }
+    let repo = TestRepo::new();
+    let line = repo.shell_line(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note this FAKE:is-error",
+        "--log",
+        "terminal",
+    ]);
+    let term = Tmux::start(&line, repo.path(), 100, 30);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 1, "{screen}");
+    assert!(screen.contains("429 rate limit exceeded"), "{screen}");
+    assert_eq!(
+        spinner_row(&screen),
+        None,
+        "the spinner was not cleared:\n{screen}"
+    );
+}
+
+#[test]
+fn ctrl_c_on_the_terminal_stops_the_run_and_restores_the_screen() {
+    if !tmux::available() {
+        return;
+    }
+    let repo = TestRepo::new();
+    let line = repo.shell_line(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo FAKE:hang",
+        "--log",
+        "terminal",
+    ]);
+    let term = Tmux::start(&line, repo.path(), 100, 30);
+    term.wait_for("the agent to be running", PATIENCE, |s| {
+        spinner_row(s).is_some_and(|row| row.contains("is working"))
+    });
+    term.send_keys(&["C-c"]);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 130, "{screen}");
+    assert_eq!(
+        spinner_row(&screen),
+        None,
+        "the spinner was not cleared:\n{screen}"
+    );
+    assert!(screen.contains("aborted"), "{screen}");
+}
+
+#[test]
+fn interactive_without_a_sandbox_gives_the_agent_the_terminal() {
+    if !tmux::available() {
+        return;
+    }
+    let repo = TestRepo::new();
+    let line = repo.shell_line(&[
+        "interactive",
+        "--sandbox",
+        "no-sandbox",
+        "--agent",
+        "claude-code",
+    ]);
+    let term = Tmux::start(&line, repo.path(), 100, 30);
+    // The agent's own UI, on a terminal of the window's size.
+    term.wait_for("the agent's UI", PATIENCE, |s| {
+        s.contains("fake claude UI 100x30")
+    });
+    term.resize(120, 40);
+    term.wait_for("the resize to reach the agent", PATIENCE, |s| {
+        s.contains("window 120x40")
+    });
+    term.send_keys(&["add a haiku", "Enter"]);
+    term.wait_for("the agent to work on what was typed", PATIENCE, |s| {
+        s.contains("done: add a haiku")
+    });
+    // Ctrl-C is the agent's: it warns, and sanddune stays.
+    term.send_keys(&["C-c"]);
+    term.wait_for("the agent's answer to Ctrl-C", PATIENCE, |s| {
+        s.contains("Press Ctrl-C again to exit")
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(term.exit_status(), None, "{}", term.screen());
+    term.send_keys(&["C-c"]);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 0, "{screen}");
+    assert!(
+        screen.contains("agent exited with code 0; 1 commit on main"),
+        "{screen}"
+    );
+    // sanddune's spinner gave the terminal up before the UI started.
+    assert_eq!(spinner_row(&screen), None, "{screen}");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "main"]),
+        "Add a note"
+    );
+}
