@@ -13,6 +13,7 @@ pub mod error;
 pub mod plugin;
 pub mod prompt;
 pub mod run;
+pub mod workflow;
 pub mod worktree;
 
 pub use error::{Error, Result};
