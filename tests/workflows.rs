@@ -22,10 +22,22 @@ fn scaffolded(template: &str, issues: &[(&str, &str)]) -> TestRepo {
         .iter()
         .map(|(id, title)| json!({"id": id, "title": title, "body": format!("do {title}")}))
         .collect();
-    std::fs::write(repo.home.path().join("issues.json"), Value::from(issues).to_string()).unwrap();
+    std::fs::write(
+        repo.home.path().join("issues.json"),
+        Value::from(issues).to_string(),
+    )
+    .unwrap();
     let out = repo.sanddune(&[
-        "init", "--agent", "claude-code", "--sandbox", "docker", "--backlog", "github-issues",
-        "--template", template, "--no-build",
+        "init",
+        "--agent",
+        "claude-code",
+        "--sandbox",
+        "docker",
+        "--backlog",
+        "github-issues",
+        "--template",
+        template,
+        "--no-build",
     ]);
     assert!(out.status.success(), "init: {}", stderr(&out));
     // What a user has: an identity for the agent's commits.
@@ -35,13 +47,29 @@ fn scaffolded(template: &str, issues: &[(&str, &str)]) -> TestRepo {
     )
     .unwrap();
     repo.git(&["add", ".sanddune"]);
-    repo.git(&["-c", "user.name=t", "-c", "user.email=t@t.invalid", "commit", "-q", "-m", "sanddune init"]);
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t.invalid",
+        "commit",
+        "-q",
+        "-m",
+        "sanddune init",
+    ]);
     repo
 }
 
 fn workflow(repo: &TestRepo, name: &str, parallel: &str) -> (Output, Value) {
     let out = repo.sanddune(&[
-        "workflow", "run", name, "--sandbox", "test-isolated", "--parallel", parallel, "--json",
+        "workflow",
+        "run",
+        name,
+        "--sandbox",
+        "test-isolated",
+        "--parallel",
+        parallel,
+        "--json",
     ]);
     let result = serde_json::from_str(&stdout(&out))
         .unwrap_or_else(|e| panic!("bad JSON ({e}): {}\nstderr: {}", stdout(&out), stderr(&out)));
@@ -58,13 +86,20 @@ fn peak_concurrency(repo: &TestRepo) -> usize {
         .collect();
     spans
         .iter()
-        .map(|(start, _)| spans.iter().filter(|(s, e)| s <= start && start < e).count())
+        .map(|(start, _)| {
+            spans
+                .iter()
+                .filter(|(s, e)| s <= start && start < e)
+                .count()
+        })
         .max()
         .unwrap_or(0)
 }
 
 fn on_main(repo: &TestRepo, path: &str) -> bool {
-    repo.git(&["ls-tree", "-r", "--name-only", "main"]).lines().any(|l| l == path)
+    repo.git(&["ls-tree", "-r", "--name-only", "main"])
+        .lines()
+        .any(|l| l == path)
 }
 
 fn item_statuses(result: &Value, step: usize) -> Vec<String> {
@@ -89,30 +124,60 @@ fn parallel_planner_fans_out_and_the_queue_stops_at_the_first_conflict() {
     let repo = scaffolded("parallel-planner", &issues);
     let before = repo.git(&["rev-parse", "main"]);
     let (out, result) = workflow(&repo, "parallel-planner", "3");
-    assert_eq!(out.status.code(), Some(1), "a conflict is not a clean finish: {}", stderr(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "a conflict is not a clean finish: {}",
+        stderr(&out)
+    );
     assert_eq!(result["ok"], false);
 
     // The plan: every task of the backlog, through the structured output.
     let plan = &result["steps"][0];
     assert_eq!(plan["name"], "plan");
-    assert_eq!(plan["items"][0]["output"]["issues"].as_array().unwrap().len(), 6);
+    assert_eq!(
+        plan["items"][0]["output"]["issues"]
+            .as_array()
+            .unwrap()
+            .len(),
+        6
+    );
 
     // Six branches, one commit each, never more than three agents at once.
     assert_eq!(item_statuses(&result, 1), vec!["succeeded"; 6]);
     for (id, _) in issues {
         let branch = format!("sanddune/task-{id}");
-        assert_eq!(repo.git(&["rev-list", "--count", &format!("{before}..{branch}")]), "1");
-        assert!(repo.git(&["log", "-1", "--format=%s", &branch]).starts_with(&format!("Implement task {id}")));
+        assert_eq!(
+            repo.git(&["rev-list", "--count", &format!("{before}..{branch}")]),
+            "1"
+        );
+        assert!(
+            repo.git(&["log", "-1", "--format=%s", &branch])
+                .starts_with(&format!("Implement task {id}"))
+        );
     }
     let peak = peak_concurrency(&repo);
-    assert!((1..=3).contains(&peak), "at most 3 agents at once, saw {peak}");
+    assert!(
+        (1..=3).contains(&peak),
+        "at most 3 agents at once, saw {peak}"
+    );
 
     // The queue: 1-3 land, 4 conflicts with 2 in shared.txt, 5-6 wait.
     let queue = result["steps"][2]["merge"].as_array().unwrap();
-    let statuses: Vec<&str> = queue.iter().map(|q| q["status"].as_str().unwrap()).collect();
+    let statuses: Vec<&str> = queue
+        .iter()
+        .map(|q| q["status"].as_str().unwrap())
+        .collect();
     assert_eq!(
         statuses,
-        ["landed", "landed", "landed", "conflicted", "pending", "pending"],
+        [
+            "landed",
+            "landed",
+            "landed",
+            "conflicted",
+            "pending",
+            "pending"
+        ],
         "{queue:?}"
     );
     assert_eq!(queue[3]["branch"], "sanddune/task-4");
@@ -120,31 +185,58 @@ fn parallel_planner_fans_out_and_the_queue_stops_at_the_first_conflict() {
     for path in ["tasks/1.txt", "tasks/3.txt", "shared.txt"] {
         assert!(on_main(&repo, path), "{path} landed");
     }
-    assert!(!on_main(&repo, "tasks/5.txt"), "the queue stopped before task 5");
+    assert!(
+        !on_main(&repo, "tasks/5.txt"),
+        "the queue stopped before task 5"
+    );
     assert_eq!(
         std::fs::read_to_string(repo.path().join("shared.txt")).unwrap(),
         "written by task 2\n",
         "the host's working tree follows main"
     );
     // The conflicted and pending branches keep their commits; the host is clean.
-    assert!(repo.git(&["branch", "--list", "sanddune/task-*"]).lines().count() == 6);
+    assert!(
+        repo.git(&["branch", "--list", "sanddune/task-*"])
+            .lines()
+            .count()
+            == 6
+    );
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
-    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1, "clean worktrees are removed");
+    assert_eq!(
+        repo.git(&["worktree", "list"]).lines().count(),
+        1,
+        "clean worktrees are removed"
+    );
     let text = stderr(&out);
-    assert!(text.contains("[implement-4] started on sanddune/task-4"), "{text}");
-    assert!(text.contains("merge sanddune/task-4: CONFLICT in shared.txt"), "{text}");
+    assert!(
+        text.contains("[implement-4] started on sanddune/task-4"),
+        "{text}"
+    );
+    assert!(
+        text.contains("merge sanddune/task-4: CONFLICT in shared.txt"),
+        "{text}"
+    );
 }
 
 #[test]
 fn parallel_planner_with_review_reviews_in_each_branchs_sandbox() {
-    let issues = [("7", "alpha"), ("8", "beta"), ("9", "gamma"), ("10", "delta")];
+    let issues = [
+        ("7", "alpha"),
+        ("8", "beta"),
+        ("9", "gamma"),
+        ("10", "delta"),
+    ];
     let repo = scaffolded("parallel-planner-with-review", &issues);
     let (out, result) = workflow(&repo, "parallel-planner-with-review", "2");
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(result["ok"], true);
     for item in result["steps"][1]["items"].as_array().unwrap() {
         assert_eq!(item["status"], "succeeded");
-        assert_eq!(item["runs"].as_array().unwrap().len(), 2, "implement, then review");
+        assert_eq!(
+            item["runs"].as_array().unwrap().len(),
+            2,
+            "implement, then review"
+        );
         assert_eq!(item["commits"].as_array().unwrap().len(), 2, "{item}");
     }
     for (id, _) in issues {
@@ -158,7 +250,10 @@ fn parallel_planner_with_review_reviews_in_each_branchs_sandbox() {
     let queue = result["steps"][2]["merge"].as_array().unwrap();
     assert!(queue.iter().all(|q| q["status"] == "landed"), "{queue:?}");
     let peak = peak_concurrency(&repo);
-    assert!((1..=2).contains(&peak), "at most 2 agents at once, saw {peak}");
+    assert!(
+        (1..=2).contains(&peak),
+        "at most 2 agents at once, saw {peak}"
+    );
 }
 
 #[test]
@@ -180,10 +275,23 @@ fn sequential_reviewer_implements_then_reviews_then_merges() {
     let repo = scaffolded("sequential-reviewer", &[("4", "first"), ("5", "second")]);
     let (out, result) = workflow(&repo, "sequential-reviewer", "1");
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(result["steps"][0]["items"][0]["runs"].as_array().unwrap().len(), 2);
-    assert_eq!(repo.git(&["log", "-2", "--format=%s", "main"]), "Review task 4\nImplement task 4: first");
+    assert_eq!(
+        result["steps"][0]["items"][0]["runs"]
+            .as_array()
+            .unwrap()
+            .len(),
+        2
+    );
+    assert_eq!(
+        repo.git(&["log", "-2", "--format=%s", "main"]),
+        "Review task 4\nImplement task 4: first"
+    );
     assert!(!on_main(&repo, "tasks/5.txt"), "one task per run");
-    assert_eq!(repo.git(&["branch", "--list", "sanddune/*"]), "", "the temporary branch is gone");
+    assert_eq!(
+        repo.git(&["branch", "--list", "sanddune/*"]),
+        "",
+        "the temporary branch is gone"
+    );
 }
 
 #[test]
@@ -191,7 +299,10 @@ fn blank_runs_the_users_prompt() {
     let repo = scaffolded("blank", &[]);
     let (out, _) = workflow(&repo, "blank", "1");
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(repo.git(&["log", "-1", "--format=%s", "main"]), "Add a note");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "main"]),
+        "Add a note"
+    );
 }
 
 #[test]
@@ -206,11 +317,29 @@ fn an_empty_plan_fans_out_to_nothing() {
 fn init_refuses_an_existing_config_directory() {
     let repo = scaffolded("blank", &[]);
     let before = std::fs::read_to_string(repo.path().join(".sanddune/prompts/prompt.md")).unwrap();
-    let out = repo.sanddune(&["init", "--yes", "--no-build", "--template", "parallel-planner"]);
+    let out = repo.sanddune(&[
+        "init",
+        "--yes",
+        "--no-build",
+        "--template",
+        "parallel-planner",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains(".sanddune already exists: init never overwrites it"), "{}", stderr(&out));
-    assert_eq!(std::fs::read_to_string(repo.path().join(".sanddune/prompts/prompt.md")).unwrap(), before);
-    assert!(!repo.path().join(".sanddune/workflows/parallel-planner.toml").exists());
+    assert!(
+        stderr(&out).contains(".sanddune already exists: init never overwrites it"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join(".sanddune/prompts/prompt.md")).unwrap(),
+        before
+    );
+    assert!(
+        !repo
+            .path()
+            .join(".sanddune/workflows/parallel-planner.toml")
+            .exists()
+    );
 }
 
 #[test]
@@ -218,16 +347,49 @@ fn init_without_a_terminal_needs_flags_or_yes() {
     let repo = TestRepo::new();
     let out = repo.sanddune(&["init", "--agent", "codex", "--no-build"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("pass --sandbox, --backlog, --template (or --yes"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("pass --sandbox, --backlog, --template (or --yes"),
+        "{}",
+        stderr(&out)
+    );
     assert!(!repo.path().join(".sanddune").exists());
-    let out = repo.sanddune(&["init", "--yes", "--no-build", "--sandbox", "podman", "--backlog", "beads", "--template", "nope"]);
+    let out = repo.sanddune(&[
+        "init",
+        "--yes",
+        "--no-build",
+        "--sandbox",
+        "podman",
+        "--backlog",
+        "beads",
+        "--template",
+        "nope",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("unknown template `nope`"), "{}", stderr(&out));
-    assert!(!repo.path().join(".sanddune").exists(), "nothing is written on bad input");
-    let out = repo.sanddune(&["init", "--yes", "--no-build", "--sandbox", "podman", "--backlog", "beads"]);
+    assert!(
+        stderr(&out).contains("unknown template `nope`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !repo.path().join(".sanddune").exists(),
+        "nothing is written on bad input"
+    );
+    let out = repo.sanddune(&[
+        "init",
+        "--yes",
+        "--no-build",
+        "--sandbox",
+        "podman",
+        "--backlog",
+        "beads",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let containerfile = std::fs::read_to_string(repo.path().join(".sanddune/Containerfile")).unwrap();
-    assert!(containerfile.contains("@beads/bd") && !containerfile.contains("{{"), "{containerfile}");
+    let containerfile =
+        std::fs::read_to_string(repo.path().join(".sanddune/Containerfile")).unwrap();
+    assert!(
+        containerfile.contains("@beads/bd") && !containerfile.contains("{{"),
+        "{containerfile}"
+    );
     assert!(repo.path().join(".sanddune/workflows/blank.toml").exists());
 }
 
@@ -236,7 +398,9 @@ fn init_without_a_terminal_needs_flags_or_yes() {
 /// (a failure in CI).
 #[test]
 fn a_build_without_a_registry_keeps_the_scaffold() {
-    let socket = ["/var/run/docker.sock", "/run/docker.sock"].into_iter().find(|s| Path::new(s).exists());
+    let socket = ["/var/run/docker.sock", "/run/docker.sock"]
+        .into_iter()
+        .find(|s| Path::new(s).exists());
     let Some(_) = socket else {
         let msg = "no Docker engine at /var/run/docker.sock";
         if std::env::var_os("CI").is_some() {
@@ -246,10 +410,20 @@ fn a_build_without_a_registry_keeps_the_scaffold() {
         return;
     };
     let repo = TestRepo::new();
-    let out = repo.sanddune(&["init", "--yes", "--sandbox", "docker", "--image-name", "sanddune-init-test:none"]);
+    let out = repo.sanddune(&[
+        "init",
+        "--yes",
+        "--sandbox",
+        "docker",
+        "--image-name",
+        "sanddune-init-test:none",
+    ]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let text = stderr(&out);
-    assert!(text.contains("building sanddune-init-test:none failed"), "{text}");
+    assert!(
+        text.contains("building sanddune-init-test:none failed"),
+        "{text}"
+    );
     assert!(text.contains("the scaffold is in place"), "{text}");
     assert!(repo.path().join(".sanddune/Dockerfile").exists());
 }
@@ -257,33 +431,85 @@ fn a_build_without_a_registry_keeps_the_scaffold() {
 #[test]
 fn workflow_file_mistakes_are_named() {
     let repo = scaffolded("parallel-planner", &[]);
-    let file = repo.path().join(".sanddune/workflows/parallel-planner.toml");
+    let file = repo
+        .path()
+        .join(".sanddune/workflows/parallel-planner.toml");
     let good = std::fs::read_to_string(&file).unwrap();
     let cases = [
-        (good.replace("forEach = \"plan.issues\"", "forEach = \"plann.issues\""),
-         "forEach = \"plann.issues\": `plann` is not an earlier step with an output (have: plan)"),
-        (good.replace("maxIterations = 20", "maxIteration = 20"), "step `implement`: unknown key `maxIteration`"),
-        (good.replace("merge = \"implement\"", "merge = \"plan\""), "only a step with forEach has branches to merge"),
-        (good.replace("{{item.id}}", "{{item.id}} {{args.LABEL}}"), "`{{args.LABEL}}` names no key declared in [args]"),
+        (
+            good.replace("forEach = \"plan.issues\"", "forEach = \"plann.issues\""),
+            "forEach = \"plann.issues\": `plann` is not an earlier step with an output (have: plan)",
+        ),
+        (
+            good.replace("maxIterations = 20", "maxIteration = 20"),
+            "step `implement`: unknown key `maxIteration`",
+        ),
+        (
+            good.replace("merge = \"implement\"", "merge = \"plan\""),
+            "only a step with forEach has branches to merge",
+        ),
+        (
+            good.replace("{{item.id}}", "{{item.id}} {{args.LABEL}}"),
+            "`{{args.LABEL}}` names no key declared in [args]",
+        ),
         (good.replace("description =", "description = 1 #"), "line 1"),
-        (good.replace("prompts/implement.md", "prompts/missing.md"), "promptFile = \"prompts/missing.md\": no such file"),
+        (
+            good.replace("prompts/implement.md", "prompts/missing.md"),
+            "promptFile = \"prompts/missing.md\": no such file",
+        ),
     ];
     for (text, want) in cases {
         std::fs::write(&file, &text).unwrap();
-        let out = repo.sanddune(&["workflow", "run", "parallel-planner", "--sandbox", "test-isolated"]);
+        let out = repo.sanddune(&[
+            "workflow",
+            "run",
+            "parallel-planner",
+            "--sandbox",
+            "test-isolated",
+        ]);
         assert_eq!(out.status.code(), Some(2), "{want}: {}", stderr(&out));
-        assert!(stderr(&out).contains(want), "want `{want}` in: {}", stderr(&out));
-        assert!(stderr(&out).contains("parallel-planner.toml"), "names the file: {}", stderr(&out));
+        assert!(
+            stderr(&out).contains(want),
+            "want `{want}` in: {}",
+            stderr(&out)
+        );
+        assert!(
+            stderr(&out).contains("parallel-planner.toml"),
+            "names the file: {}",
+            stderr(&out)
+        );
     }
     let out = repo.sanddune(&["workflow", "run", "nightly"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("no workflow `nightly`"), "{}", stderr(&out));
-    assert!(stderr(&out).contains("(have: parallel-planner)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no workflow `nightly`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("(have: parallel-planner)"),
+        "{}",
+        stderr(&out)
+    );
     std::fs::write(&file, good).unwrap();
-    let out = repo.sanddune(&["workflow", "run", "--sandbox", "test-isolated", "--arg", "LABEL=x"]);
+    let out = repo.sanddune(&[
+        "workflow",
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--arg",
+        "LABEL=x",
+    ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr(&out).contains("has no argument `LABEL` (declared: none)"), "{}", stderr(&out));
-    assert!(!repo.home.path().join("fake-agents.jsonl").exists(), "no agent ran");
+    assert!(
+        stderr(&out).contains("has no argument `LABEL` (declared: none)"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        !repo.home.path().join("fake-agents.jsonl").exists(),
+        "no agent ran"
+    );
 }
 
 #[test]
@@ -291,7 +517,15 @@ fn ctrl_c_stops_every_branch_and_keeps_the_worktrees() {
     let repo = scaffolded("parallel-planner", &[("1", "a"), ("2", "b"), ("3", "c")]);
     std::fs::write(repo.home.path().join("fake-sleep-implement"), "30").unwrap();
     let child = repo
-        .command(&["workflow", "run", "parallel-planner", "--sandbox", "test-isolated", "--parallel", "2"])
+        .command(&[
+            "workflow",
+            "run",
+            "parallel-planner",
+            "--sandbox",
+            "test-isolated",
+            "--parallel",
+            "2",
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -300,15 +534,31 @@ fn ctrl_c_stops_every_branch_and_keeps_the_worktrees() {
     let worktrees = repo.path().join(".sanddune/worktrees");
     let started = std::time::Instant::now();
     while !worktrees.join("sanddune-task-1").exists() {
-        assert!(started.elapsed().as_secs() < 60, "the fan-out never started");
+        assert!(
+            started.elapsed().as_secs() < 60,
+            "the fan-out never started"
+        );
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let pid = child.id().to_string();
-    assert!(std::process::Command::new("kill").args(["-INT", &pid]).status().unwrap().success());
+    assert!(
+        std::process::Command::new("kill")
+            .args(["-INT", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
-    assert!(worktrees.join("sanddune-task-1").exists(), "the aborted branch's worktree is kept");
+    assert!(
+        worktrees.join("sanddune-task-1").exists(),
+        "the aborted branch's worktree is kept"
+    );
     assert!(!on_main(&repo, "tasks/1.txt"));
-    assert!(stderr(&out).contains("interrupted (Ctrl-C)"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("interrupted (Ctrl-C)"),
+        "{}",
+        stderr(&out)
+    );
 }

@@ -101,21 +101,33 @@ const PLAN_SCHEMA: &str = include_str!("../templates/plan.schema.json");
 
 /// A template's workflow file and the prompts it uses.
 fn template_files(template: &str) -> Option<(&'static str, Vec<(&'static str, &'static str)>)> {
-    let plan = ("prompts/plan.md", include_str!("../templates/prompts/plan.md"));
+    let plan = (
+        "prompts/plan.md",
+        include_str!("../templates/prompts/plan.md"),
+    );
     let implement = (
         "prompts/implement.md",
         include_str!("../templates/prompts/implement.md"),
     );
-    let review = ("prompts/review.md", include_str!("../templates/prompts/review.md"));
+    let review = (
+        "prompts/review.md",
+        include_str!("../templates/prompts/review.md"),
+    );
     let schema = ("plan.schema.json", PLAN_SCHEMA);
     Some(match template {
         "blank" => (
             include_str!("../templates/workflows/blank.toml"),
-            vec![("prompts/prompt.md", include_str!("../templates/prompts/prompt.md"))],
+            vec![(
+                "prompts/prompt.md",
+                include_str!("../templates/prompts/prompt.md"),
+            )],
         ),
         "simple-loop" => (
             include_str!("../templates/workflows/simple-loop.toml"),
-            vec![("prompts/loop.md", include_str!("../templates/prompts/loop.md"))],
+            vec![(
+                "prompts/loop.md",
+                include_str!("../templates/prompts/loop.md"),
+            )],
         ),
         "sequential-reviewer" => (
             include_str!("../templates/workflows/sequential-reviewer.toml"),
@@ -158,7 +170,11 @@ pub fn check(c: &Choices) -> Result<(), String> {
         &c.backlog,
         BACKLOG_MANAGERS.iter().map(|b| b.name).collect(),
     )?;
-    one_of("template", &c.template, TEMPLATES.iter().map(|t| t.0).collect())
+    one_of(
+        "template",
+        &c.template,
+        TEMPLATES.iter().map(|t| t.0).collect(),
+    )
 }
 
 /// The image build file's name for a sandbox provider.
@@ -185,7 +201,10 @@ pub fn render(c: &Choices) -> Result<Vec<(String, String)>, String> {
         None => defaults.push_str("\n# model = \"...\"  (the agent's default when unset)"),
     }
     if let Some(image) = &c.image_name {
-        defaults.push_str(&format!("\nsandboxOptions = {{ image = {} }}", toml_string(image)));
+        defaults.push_str(&format!(
+            "\nsandboxOptions = {{ image = {} }}",
+            toml_string(image)
+        ));
     }
     let args = BTreeMap::from([
         ("BACKLOG_MANAGER_TOOLS", backlog.tools.to_string()),
@@ -213,7 +232,10 @@ pub fn render(c: &Choices) -> Result<Vec<(String, String)>, String> {
         env_example.push_str(&format!("# {}\n{key}=\n", backlog.label));
     }
     let mut files = vec![
-        (build_file(&c.sandbox).to_string(), substitute(DOCKERFILE, &args)),
+        (
+            build_file(&c.sandbox).to_string(),
+            substitute(DOCKERFILE, &args),
+        ),
         ("config.toml".to_string(), CONFIG.to_string()),
         (".gitignore".to_string(), GITIGNORE.to_string()),
         (".env.example".to_string(), env_example),
@@ -280,15 +302,32 @@ mod tests {
                     .iter()
                     .find(|(p, _)| p.starts_with("workflows/"))
                     .unwrap();
-                let w = crate::workflow::file::parse(text, template, std::path::Path::new(path), dir.path())
-                    .unwrap_or_else(|e| panic!("{template}: {e}"));
+                let w = crate::workflow::file::parse(
+                    text,
+                    template,
+                    std::path::Path::new(path),
+                    dir.path(),
+                )
+                .unwrap_or_else(|e| panic!("{template}: {e}"));
                 assert_eq!(w.defaults.sandbox.as_deref(), Some("podman"));
                 assert_eq!(w.defaults.model.as_deref(), Some("claude-sonnet-4-5"));
-                assert_eq!(w.defaults.sandbox_options, vec![("image".into(), "me/img:1".into())]);
+                assert_eq!(
+                    w.defaults.sandbox_options,
+                    vec![("image".into(), "me/img:1".into())]
+                );
                 // Only prompt arguments and built-ins are left for later.
                 for (path, text) in &files {
-                    for key in ["BACKLOG_MANAGER_TOOLS", "AGENT_INSTALL", "LIST_TASKS_COMMAND", "DEFAULTS", "ENGINE"] {
-                        assert!(!text.contains(&format!("{{{{{key}}}}}")), "{template} {path}: {key}");
+                    for key in [
+                        "BACKLOG_MANAGER_TOOLS",
+                        "AGENT_INSTALL",
+                        "LIST_TASKS_COMMAND",
+                        "DEFAULTS",
+                        "ENGINE",
+                    ] {
+                        assert!(
+                            !text.contains(&format!("{{{{{key}}}}}")),
+                            "{template} {path}: {key}"
+                        );
                     }
                 }
             }
@@ -307,14 +346,21 @@ mod tests {
         })
         .unwrap();
         assert_eq!(files[0].0, "Dockerfile");
-        assert!(files[0].1.contains("apt-get install -y --no-install-recommends gh"));
+        assert!(
+            files[0]
+                .1
+                .contains("apt-get install -y --no-install-recommends gh")
+        );
         let implement = render(&choices("parallel-planner", "github-issues"))
             .unwrap()
             .into_iter()
             .find(|(p, _)| p == "prompts/implement.md")
             .unwrap()
             .1;
-        assert!(implement.contains("!`gh issue view {{TASK_ID}} --comments`"), "{implement}");
+        assert!(
+            implement.contains("!`gh issue view {{TASK_ID}} --comments`"),
+            "{implement}"
+        );
     }
 
     #[test]
@@ -322,7 +368,10 @@ mod tests {
         let mut c = choices("blank", "github-issues");
         c.template = "fancy".into();
         let e = render(&c).unwrap_err();
-        assert!(e.contains("unknown template `fancy`") && e.contains("parallel-planner-with-review"), "{e}");
+        assert!(
+            e.contains("unknown template `fancy`") && e.contains("parallel-planner-with-review"),
+            "{e}"
+        );
         c.template = "blank".into();
         c.backlog = "jira".into();
         assert!(render(&c).unwrap_err().contains("github-issues, beads"));

@@ -185,7 +185,12 @@ struct Prompter {
 
 impl Prompter {
     /// A flag's value (checked later), else an answer, else the first option.
-    fn choose(&mut self, what: &str, given: Option<String>, options: &[(&str, &str)]) -> Result<String> {
+    fn choose(
+        &mut self,
+        what: &str,
+        given: Option<String>,
+        options: &[(&str, &str)],
+    ) -> Result<String> {
         if let Some(value) = given {
             return Ok(value);
         }
@@ -194,7 +199,15 @@ impl Prompter {
         }
         eprintln!("{what}:");
         for (i, (name, label)) in options.iter().enumerate() {
-            eprintln!("  {}) {name}{}", i + 1, if name == label { String::new() } else { format!(" - {label}") });
+            eprintln!(
+                "  {}) {name}{}",
+                i + 1,
+                if name == label {
+                    String::new()
+                } else {
+                    format!(" - {label}")
+                }
+            );
         }
         loop {
             let answer = self.line(&format!("{what} [1]"))?;

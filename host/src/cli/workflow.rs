@@ -14,6 +14,8 @@ use crate::workflow::{
 };
 use crate::worktree::Repo;
 
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 pub enum WorkflowCommands {
     /// Run a workflow (the only one when NAME is left out).
@@ -109,17 +111,15 @@ async fn run(args: RunArgs) -> Result<()> {
         options.timeouts.copy_to_worktree = Duration::from_millis(ms);
     }
     if matches!(args.log, LogArg::Terminal) {
-        options.on_stream_event = Some(Arc::new(|label: &str, event: &StreamEvent| {
-            match event {
-                StreamEvent::Text { text, .. } => {
-                    for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                        eprintln!("[{label}] {line}");
-                    }
+        options.on_stream_event = Some(Arc::new(|label: &str, event: &StreamEvent| match event {
+            StreamEvent::Text { text, .. } => {
+                for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                    eprintln!("[{label}] {line}");
                 }
-                StreamEvent::ToolCall { name, input, .. } => {
-                    let input: String = input.chars().take(120).collect();
-                    eprintln!("[{label}] > {name} {input}");
-                }
+            }
+            StreamEvent::ToolCall { name, input, .. } => {
+                let input: String = input.chars().take(120).collect();
+                eprintln!("[{label}] > {name} {input}");
             }
         }));
     }
@@ -173,7 +173,11 @@ fn print_progress(event: &WorkflowEvent) {
             ItemStatus::NotStarted => eprintln!("[{label}] not started (aborted)"),
             _ => eprintln!(
                 "[{label}] {}: {}",
-                if result.status == ItemStatus::Aborted { "aborted" } else { "failed" },
+                if result.status == ItemStatus::Aborted {
+                    "aborted"
+                } else {
+                    "failed"
+                },
                 result.error.as_deref().unwrap_or("")
             ),
         },

@@ -26,9 +26,18 @@ use crate::worktree::Repo;
 /// A workflow event, for progress per branch.
 #[derive(Clone, Debug)]
 pub enum WorkflowEvent {
-    StepStarted { step: String, items: Option<usize> },
-    ItemStarted { label: String, branch: Option<String> },
-    ItemFinished { label: String, result: ItemResult },
+    StepStarted {
+        step: String,
+        items: Option<usize>,
+    },
+    ItemStarted {
+        label: String,
+        branch: Option<String>,
+    },
+    ItemFinished {
+        label: String,
+        result: ItemResult,
+    },
     Landing(QueuedBranch),
 }
 
@@ -195,7 +204,9 @@ impl Workflow {
             ..Scope::default()
         };
         self.check_plugins(&options)?;
-        Repo::discover(&std::path::absolute(&options.cwd).map_err(|e| Error::input(e.to_string()))?)?;
+        Repo::discover(
+            &std::path::absolute(&options.cwd).map_err(|e| Error::input(e.to_string()))?,
+        )?;
         let runtime = match &options.runtime {
             Some(rt) => rt.clone(),
             None => PluginRuntime::new(RuntimeConfig::default())?,
@@ -230,8 +241,15 @@ impl Workflow {
                         stop = true;
                     }
                     Ok(None) => {
-                        emit(&ctx, WorkflowEvent::StepStarted { step: step.name.clone(), items: None });
-                        let item = run_item(ctx.clone(), step.name.clone(), scope.clone(), None).await;
+                        emit(
+                            &ctx,
+                            WorkflowEvent::StepStarted {
+                                step: step.name.clone(),
+                                items: None,
+                            },
+                        );
+                        let item =
+                            run_item(ctx.clone(), step.name.clone(), scope.clone(), None).await;
                         stop = item.status != ItemStatus::Succeeded;
                         if let Some(output) = &item.output {
                             scope.outputs.insert(step.name.clone(), output.clone());
@@ -239,10 +257,13 @@ impl Workflow {
                         step_result.items.push(item);
                     }
                     Ok(Some(items)) => {
-                        emit(&ctx, WorkflowEvent::StepStarted {
-                            step: step.name.clone(),
-                            items: Some(items.len()),
-                        });
+                        emit(
+                            &ctx,
+                            WorkflowEvent::StepStarted {
+                                step: step.name.clone(),
+                                items: Some(items.len()),
+                            },
+                        );
                         let results = fan_out(
                             items,
                             ctx.options.parallel,
@@ -263,7 +284,9 @@ impl Workflow {
                             .iter()
                             .map(|r| r.output.clone().unwrap_or(Value::Null))
                             .collect();
-                        scope.outputs.insert(step.name.clone(), Value::Array(outputs));
+                        scope
+                            .outputs
+                            .insert(step.name.clone(), Value::Array(outputs));
                         step_result.items = results;
                     }
                 },
@@ -294,7 +317,11 @@ impl Workflow {
                 return Err(Error::input(format!(
                     "workflow `{}` has no argument `{key}` (declared: {})",
                     self.name,
-                    if declared.is_empty() { "none".into() } else { declared.join(", ") }
+                    if declared.is_empty() {
+                        "none".into()
+                    } else {
+                        declared.join(", ")
+                    }
                 )));
             }
             args.insert(key.clone(), value.clone());
@@ -305,7 +332,9 @@ impl Workflow {
     /// Every agent step needs a sandbox provider and every run an agent.
     fn check_plugins(&self, o: &WorkflowOptions) -> Result<()> {
         for step in &self.steps {
-            let StepKind::Agent(a) = &step.kind else { continue };
+            let StepKind::Agent(a) = &step.kind else {
+                continue;
+            };
             if o.sandbox.is_none() && a.sandbox.is_none() && self.defaults.sandbox.is_none() {
                 return Err(Error::input(format!(
                     "step `{}` has no sandbox provider: set `sandbox` in [defaults] or the step, or pass --sandbox",
@@ -357,7 +386,13 @@ fn items_of(step: &AgentStep, scope: &Scope) -> Result<Option<Vec<Value>>, Strin
 }
 
 fn agent_step<'a>(ctx: &'a Context, step: &str) -> &'a AgentStep {
-    match ctx.workflow.steps.iter().find(|s| s.name == step).map(|s| &s.kind) {
+    match ctx
+        .workflow
+        .steps
+        .iter()
+        .find(|s| s.name == step)
+        .map(|s| &s.kind)
+    {
         Some(StepKind::Agent(a)) => a,
         _ => unreachable!("items run only for agent steps"),
     }
@@ -365,7 +400,12 @@ fn agent_step<'a>(ctx: &'a Context, step: &str) -> &'a AgentStep {
 
 /// One item (or the single run) of an agent step: its runs one after
 /// another in one sandbox.
-async fn run_item(ctx: Arc<Context>, step: String, scope: Scope, index: Option<usize>) -> ItemResult {
+async fn run_item(
+    ctx: Arc<Context>,
+    step: String,
+    scope: Scope,
+    index: Option<usize>,
+) -> ItemResult {
     let a = agent_step(&ctx, &step);
     let label = match index {
         Some(i) => format!("{step}-{i}"),
@@ -389,7 +429,13 @@ async fn run_item(ctx: Arc<Context>, step: String, scope: Scope, index: Option<u
         result.status = ItemStatus::NotStarted;
         return result;
     }
-    emit(&ctx, WorkflowEvent::ItemStarted { label: label.clone(), branch });
+    emit(
+        &ctx,
+        WorkflowEvent::ItemStarted {
+            label: label.clone(),
+            branch,
+        },
+    );
     let outcome = match strategy {
         Ok(strategy) => run_runs(&ctx, a, &scope, &label, strategy, &mut result).await,
         Err(e) => Err(e),
@@ -397,7 +443,13 @@ async fn run_item(ctx: Arc<Context>, step: String, scope: Scope, index: Option<u
     if let Err(e) = outcome {
         result.fail(&e);
     }
-    emit(&ctx, WorkflowEvent::ItemFinished { label, result: result.clone() });
+    emit(
+        &ctx,
+        WorkflowEvent::ItemFinished {
+            label,
+            result: result.clone(),
+        },
+    );
     result
 }
 
@@ -413,7 +465,11 @@ async fn run_runs(
     let multi = a.runs.len() > 1;
     let mut agents = Vec::with_capacity(a.runs.len());
     for run in &a.runs {
-        let name = if multi { format!("{label}/{}", run.name) } else { label.to_string() };
+        let name = if multi {
+            format!("{label}/{}", run.name)
+        } else {
+            label.to_string()
+        };
         agents.push(agent_options(ctx, run, scope, &name)?);
     }
     if !multi {
@@ -461,7 +517,12 @@ async fn run_runs(
 
 /// After a failure: an aborted item keeps its worktree as it is; otherwise
 /// close it (a dirty one is kept anyway).
-async fn keep_or_close(ctx: &Context, wt: crate::run::WorktreeHandle, e: &Error, result: &mut ItemResult) {
+async fn keep_or_close(
+    ctx: &Context,
+    wt: crate::run::WorktreeHandle,
+    e: &Error,
+    result: &mut ItemResult,
+) {
     if matches!(e, Error::Aborted(_)) || ctx.options.abort.is_aborted() {
         result.preserved_worktree_path = Some(wt.path().display().to_string());
         return;
@@ -556,7 +617,11 @@ fn agent_options(ctx: &Context, run: &AgentRun, scope: &Scope, name: &str) -> Re
         RunPrompt::File(path) => Prompt::File(w.dir.join(path)),
     };
     let mut ao = AgentOptions::new(PluginRef::parse(agent), prompt);
-    ao.model = o.model.clone().or(run.model.clone()).or(w.defaults.model.clone());
+    ao.model = o
+        .model
+        .clone()
+        .or(run.model.clone())
+        .or(w.defaults.model.clone());
     ao.agent_options = w
         .defaults
         .agent_options
@@ -566,12 +631,14 @@ fn agent_options(ctx: &Context, run: &AgentRun, scope: &Scope, name: &str) -> Re
         .cloned()
         .collect();
     for (key, value) in &run.prompt_args {
-        let value = refs::render(value, scope).map_err(|e| {
-            Error::input(format!("run `{name}`, prompt argument {key}: {e}"))
-        })?;
+        let value = refs::render(value, scope)
+            .map_err(|e| Error::input(format!("run `{name}`, prompt argument {key}: {e}")))?;
         ao.prompt_args.push((key.clone(), value));
     }
-    ao.max_iterations = run.max_iterations.or(w.defaults.max_iterations).unwrap_or(1);
+    ao.max_iterations = run
+        .max_iterations
+        .or(w.defaults.max_iterations)
+        .unwrap_or(1);
     if !run.completion_signals.is_empty() {
         ao.completion_signals = run.completion_signals.clone();
     }
@@ -589,8 +656,19 @@ fn agent_options(ctx: &Context, run: &AgentRun, scope: &Scope, name: &str) -> Re
 }
 
 /// The merge queue over an earlier fan-out step's branches, in item order.
-fn merge_step(ctx: &Context, step: &str, from: &str, so_far: &WorkflowResult) -> Result<Vec<QueuedBranch>> {
-    emit(ctx, WorkflowEvent::StepStarted { step: step.to_string(), items: None });
+fn merge_step(
+    ctx: &Context,
+    step: &str,
+    from: &str,
+    so_far: &WorkflowResult,
+) -> Result<Vec<QueuedBranch>> {
+    emit(
+        ctx,
+        WorkflowEvent::StepStarted {
+            step: step.to_string(),
+            items: None,
+        },
+    );
     let items = so_far
         .steps
         .iter()
@@ -609,7 +687,9 @@ fn merge_step(ctx: &Context, step: &str, from: &str, so_far: &WorkflowResult) ->
             Some((branch, work))
         })
         .collect();
-    let repo = Repo::discover(&std::path::absolute(&ctx.options.cwd).map_err(|e| Error::input(e.to_string()))?)?;
+    let repo = Repo::discover(
+        &std::path::absolute(&ctx.options.cwd).map_err(|e| Error::input(e.to_string()))?,
+    )?;
     Ok(merge_queue::land(&repo, branches, |q| {
         emit(ctx, WorkflowEvent::Landing(q.clone()))
     }))

@@ -42,9 +42,9 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::WORKFLOWS_DIR;
 use super::refs::{self, RESERVED};
 use super::{AgentRun, AgentStep, Defaults, RunPrompt, Step, StepKind, StepStrategy, Workflow};
-use super::WORKFLOWS_DIR;
 use crate::error::{Error, Result};
 use crate::run::StructuredOutput;
 
@@ -193,7 +193,11 @@ pub fn load(repo_root: &Path, name: Option<&str>) -> Result<Workflow> {
             return Err(Error::input(format!(
                 "no workflow `{name}` in {} (have: {})",
                 repo_root.join(WORKFLOWS_DIR).display(),
-                if known.is_empty() { "none".into() } else { names() }
+                if known.is_empty() {
+                    "none".into()
+                } else {
+                    names()
+                }
             )));
         }
         Err(e) => return Err(Error::input(format!("cannot read {}: {e}", path.display()))),
@@ -205,7 +209,8 @@ pub fn load(repo_root: &Path, name: Option<&str>) -> Result<Workflow> {
 pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow> {
     let bad = |msg: String| Error::input(format!("{}: {msg}", path.display()));
     let file: FileWorkflow = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
-    let line = |at: std::ops::Range<usize>| text[..at.start.min(text.len())].matches('\n').count() + 1;
+    let line =
+        |at: std::ops::Range<usize>| text[..at.start.min(text.len())].matches('\n').count() + 1;
     if file.steps.is_empty() {
         return Err(bad("no steps: add at least one [[steps]]".into()));
     }
@@ -274,7 +279,11 @@ pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow
                     "{}: forEach = \"{}\": `{root}` is not an earlier step with an output (have: {})",
                     at(for_each.span()),
                     for_each.get_ref(),
-                    if outputs.is_empty() { "none".into() } else { outputs.join(", ") }
+                    if outputs.is_empty() {
+                        "none".into()
+                    } else {
+                        outputs.join(", ")
+                    }
                 )));
             }
         }
@@ -315,7 +324,10 @@ pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow
         let mut runs = vec![run(s.run, &name, &here, dir).map_err(bad)?];
         for then in s.then {
             let then_name = then.name.get_ref().clone();
-            let there = format!("line {}, step `{name}`, then `{then_name}`", line(then.name.span()));
+            let there = format!(
+                "line {}, step `{name}`, then `{then_name}`",
+                line(then.name.span())
+            );
             check_name(&then_name).map_err(|e| bad(format!("{there}: {e}")))?;
             runs.push(run(then.run, &then_name, &there, dir).map_err(bad)?);
         }
@@ -348,7 +360,11 @@ pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow
                 step if outputs.iter().any(|o| o == step) => None,
                 _ => Some(format!(
                     "is not args, item, index or an earlier step with an output (have: {})",
-                    if outputs.is_empty() { "none".into() } else { outputs.join(", ") }
+                    if outputs.is_empty() {
+                        "none".into()
+                    } else {
+                        outputs.join(", ")
+                    }
                 )),
             };
             if let Some(problem) = problem {
@@ -431,11 +447,13 @@ fn run(r: FileRun, name: &str, here: &str, dir: &Path) -> Result<AgentRun, Strin
     let output = match r.output {
         Some(o) => {
             let file = dir.join(&o.schema_file);
-            let text = std::fs::read_to_string(&file).map_err(|e| {
-                format!("{here}: output.schemaFile = \"{}\": {e}", o.schema_file)
-            })?;
+            let text = std::fs::read_to_string(&file)
+                .map_err(|e| format!("{here}: output.schemaFile = \"{}\": {e}", o.schema_file))?;
             let schema = serde_json::from_str(&text).map_err(|e| {
-                format!("{here}: output.schemaFile {} is not JSON: {e}", file.display())
+                format!(
+                    "{here}: output.schemaFile {} is not JSON: {e}",
+                    file.display()
+                )
             })?;
             let output = StructuredOutput { tag: o.tag, schema };
             output.check().map_err(|e| format!("{here}: {e}"))?;
@@ -489,6 +507,12 @@ fn sanitize(path: &Path) -> String {
         .and_then(|s| s.to_str())
         .unwrap_or("workflow")
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '-' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '-'
+            }
+        })
         .collect()
 }

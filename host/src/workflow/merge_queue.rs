@@ -65,7 +65,11 @@ fn land_one(repo: &Repo, branch: &str) -> Landing {
     });
     match ahead {
         Ok(false) => return Landing::UpToDate,
-        Err(e) => return Landing::Failed { error: e.to_string() },
+        Err(e) => {
+            return Landing::Failed {
+                error: e.to_string(),
+            };
+        }
         Ok(true) => {}
     }
     match repo.try_merge_into_head(branch) {

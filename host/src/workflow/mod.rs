@@ -68,7 +68,9 @@ pub struct Step {
 pub enum StepKind {
     Agent(AgentStep),
     /// Land the branches of this earlier fan-out step, one at a time.
-    Merge { from: String },
+    Merge {
+        from: String,
+    },
 }
 
 /// Where an agent step's commits go.

@@ -143,11 +143,17 @@ mod tests {
     fn references_render() {
         let cases = [
             ("{{args.LABEL}}", "ready"),
-            ("issue {{ item.id }} on {{item.branch}}", "issue 7 on sanddune/issue-7"),
+            (
+                "issue {{ item.id }} on {{item.branch}}",
+                "issue 7 on sanddune/issue-7",
+            ),
             ("#{{index}}", "#2"),
             ("{{plan.issues.0.title}}", "Fix auth"),
             ("{{plan.issues.0.n}}", "3"),
-            ("{{plan.issues.0}}", r#"{"id":"7","n":3,"title":"Fix auth"}"#),
+            (
+                "{{plan.issues.0}}",
+                r#"{"id":"7","n":3,"title":"Fix auth"}"#,
+            ),
             ("no references", "no references"),
         ];
         for (text, want) in cases {
@@ -160,7 +166,11 @@ mod tests {
         let mut no_item = scope();
         no_item.item = None;
         let cases = [
-            ("{{args.NOPE}}", &scope(), "no workflow argument `NOPE` (declared: `LABEL`)"),
+            (
+                "{{args.NOPE}}",
+                &scope(),
+                "no workflow argument `NOPE` (declared: `LABEL`)",
+            ),
             ("{{plann.issues}}", &scope(), "no earlier step `plann`"),
             ("{{plan.issues.5}}", &scope(), "`plan.issues` has no `5`"),
             ("{{item.id}}", &no_item, "only in a step with forEach"),
