@@ -516,3 +516,100 @@ fn sanitize(path: &Path) -> String {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_in(dir: &Path, text: &str) -> Result<Workflow> {
+        std::fs::write(dir.join("p.md"), "do it").unwrap();
+        parse(text, "w", Path::new("/r/.sanddune/workflows/w.toml"), dir)
+    }
+
+    #[test]
+    fn a_fan_out_with_then_and_a_merge_parses() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("s.json"), r#"{"type":"object"}"#).unwrap();
+        let w = parse_in(
+            dir.path(),
+            r#"
+[args]
+N = "3"
+[defaults]
+sandbox = "docker"
+[[steps]]
+name = "plan"
+promptFile = "p.md"
+promptArgs = { N = "{{args.N}}" }
+output = { tag = "plan", schemaFile = "s.json" }
+[[steps]]
+name = "work"
+forEach = "plan.items"
+promptFile = "p.md"
+promptArgs = { ID = "{{item.id}}", FIRST = "{{plan.items.0}}" }
+  [[steps.then]]
+  name = "review"
+  prompt = "review it"
+[[steps]]
+name = "land"
+merge = "work"
+"#,
+        )
+        .unwrap();
+        assert_eq!(w.steps.len(), 3);
+        let StepKind::Agent(work) = &w.steps[1].kind else {
+            panic!()
+        };
+        assert_eq!(work.runs.len(), 2);
+        assert_eq!(
+            work.strategy,
+            StepStrategy::Branch("sanddune/w/work-{{index}}".into())
+        );
+        assert!(matches!(&w.steps[2].kind, StepKind::Merge { from } if from == "work"));
+    }
+
+    #[test]
+    fn mistakes_name_the_line_and_the_step() {
+        let dir = tempfile::tempdir().unwrap();
+        let cases = [
+            ("", "no steps"),
+            (
+                "[[steps]]\nname = \"item\"\nprompt = \"x\"",
+                "line 2, step `item`: `item` is reserved",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nprompt = \"x\"\n[[steps]]\nname = \"a\"\nprompt = \"y\"",
+                "line 5, step `a`: a second step named `a`",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nstrategy = \"sideways\"\nprompt = \"x\"",
+                "line 3, step `a`: strategy = \"sideways\"",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nprompt = \"x\"\nprompt-file = \"p.md\"",
+                "unknown key `prompt-file`",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nprompt = \"x\"\npromptArgs = { A = \"1\" }",
+                "promptArgs need a promptFile",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nstrategy = \"head\"\npromptFile = \"p.md\"\n[[steps.then]]\nname = \"b\"\nprompt = \"y\"",
+                "which head has none of",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\npromptFile = \"p.md\"\npromptArgs = { X = \"{{item.id}}\" }",
+                "`item` exists only with forEach",
+            ),
+            (
+                "[[steps]]\nname = \"m\"\nmerge = \"a\"",
+                "no earlier step has that name",
+            ),
+            ("[[step]]\nname = \"a\"", "line 1"),
+        ];
+        for (text, want) in cases {
+            let e = parse_in(dir.path(), text).unwrap_err().to_string();
+            assert!(e.contains(want) && e.contains("w.toml"), "{text}\n=> {e}");
+        }
+    }
+}
