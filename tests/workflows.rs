@@ -257,6 +257,44 @@ fn parallel_planner_with_review_reviews_in_each_branchs_sandbox() {
 }
 
 #[test]
+fn a_failed_item_is_reported_and_the_queue_goes_on_past_it() {
+    let issues = [
+        ("1", "alpha"),
+        ("2", "broken"),
+        ("3", "nothing"),
+        ("4", "beta"),
+    ];
+    let repo = scaffolded("parallel-planner", &issues);
+    let (out, result) = workflow(&repo, "parallel-planner", "4");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert_eq!(
+        item_statuses(&result, 1),
+        ["succeeded", "failed", "succeeded", "succeeded"]
+    );
+    let failed = &result["steps"][1]["items"][1];
+    assert!(
+        failed["error"].as_str().unwrap().contains("500 overloaded"),
+        "{failed}"
+    );
+    let queue = result["steps"][2]["merge"].as_array().unwrap();
+    let statuses: Vec<&str> = queue
+        .iter()
+        .map(|q| q["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["landed", "failed", "up-to-date", "landed"],
+        "{queue:?}"
+    );
+    assert!(on_main(&repo, "tasks/1.txt") && on_main(&repo, "tasks/4.txt"));
+    assert!(
+        stderr(&out).contains("[implement-2] failed:"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
 fn simple_loop_takes_tasks_until_none_is_left() {
     let repo = scaffolded("simple-loop", &[("1", "a"), ("2", "b"), ("3", "c")]);
     let (out, result) = workflow(&repo, "simple-loop", "1");

@@ -10,7 +10,7 @@ use crate::worktree::{MergeOutcome, Repo};
 
 /// What became of one branch in the queue.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase", tag = "status")]
+#[serde(rename_all = "kebab-case", tag = "status")]
 pub enum Landing {
     /// Merged: fast-forward or a merge commit.
     Landed { commit: String },
