@@ -199,7 +199,7 @@ impl Workflow {
     /// argument, a step without a sandbox or agent) is an `Err` before
     /// anything starts; what happens after is in the result.
     pub async fn run(&self, options: WorkflowOptions) -> Result<WorkflowResult> {
-        let scope = Scope {
+        let mut scope = Scope {
             args: self.resolve_args(&options.args)?,
             ..Scope::default()
         };
@@ -216,7 +216,6 @@ impl Workflow {
             options,
             runtime,
         });
-        let mut scope = scope;
         let mut result = WorkflowResult {
             workflow: self.name.clone(),
             steps: vec![],

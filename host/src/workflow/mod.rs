@@ -23,7 +23,8 @@ pub mod refs;
 use std::path::PathBuf;
 
 pub use engine::{
-    ItemResult, ItemStatus, StepResult, WorkflowEvent, WorkflowOptions, WorkflowResult,
+    ItemResult, ItemStatus, LabelledEventCallback, StepResult, WorkflowEvent,
+    WorkflowEventCallback, WorkflowOptions, WorkflowResult,
 };
 pub use fan_out::{default_parallel, fan_out};
 pub use merge_queue::{Landing, QueuedBranch};
