@@ -96,10 +96,30 @@ fn peak_concurrency(repo: &TestRepo) -> usize {
         .unwrap_or(0)
 }
 
+/// Bad input: exit code 2, and the message says `want`.
+fn assert_refused(out: &Output, want: &str) {
+    assert_eq!(out.status.code(), Some(2), "{want}: {}", stderr(out));
+    assert!(
+        stderr(out).contains(want),
+        "want `{want}` in: {}",
+        stderr(out)
+    );
+}
+
 fn on_main(repo: &TestRepo, path: &str) -> bool {
     repo.git(&["ls-tree", "-r", "--name-only", "main"])
         .lines()
         .any(|l| l == path)
+}
+
+/// The merge step's landings, in order (the step after the fan-out).
+fn queue_statuses(result: &Value) -> Vec<String> {
+    result["steps"][2]["merge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["status"].as_str().unwrap().to_string())
+        .collect()
 }
 
 fn item_statuses(result: &Value, step: usize) -> Vec<String> {
@@ -164,10 +184,7 @@ fn parallel_planner_fans_out_and_the_queue_stops_at_the_first_conflict() {
 
     // The queue: 1-3 land, 4 conflicts with 2 in shared.txt, 5-6 wait.
     let queue = result["steps"][2]["merge"].as_array().unwrap();
-    let statuses: Vec<&str> = queue
-        .iter()
-        .map(|q| q["status"].as_str().unwrap())
-        .collect();
+    let statuses = queue_statuses(&result);
     assert_eq!(
         statuses,
         [
@@ -277,10 +294,7 @@ fn a_failed_item_is_reported_and_the_queue_goes_on_past_it() {
         "{failed}"
     );
     let queue = result["steps"][2]["merge"].as_array().unwrap();
-    let statuses: Vec<&str> = queue
-        .iter()
-        .map(|q| q["status"].as_str().unwrap())
-        .collect();
+    let statuses = queue_statuses(&result);
     assert_eq!(
         statuses,
         ["landed", "failed", "up-to-date", "landed"],
@@ -362,12 +376,7 @@ fn init_refuses_an_existing_config_directory() {
         "--template",
         "parallel-planner",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains(".sanddune already exists: init never overwrites it"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, ".sanddune already exists: init never overwrites it");
     assert_eq!(
         std::fs::read_to_string(repo.path().join(".sanddune/prompts/prompt.md")).unwrap(),
         before
@@ -384,12 +393,7 @@ fn init_refuses_an_existing_config_directory() {
 fn init_without_a_terminal_needs_flags_or_yes() {
     let repo = TestRepo::new();
     let out = repo.sanddune(&["init", "--agent", "codex", "--no-build"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("pass --sandbox, --backlog, --template (or --yes"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, "pass --sandbox, --backlog, --template (or --yes");
     assert!(!repo.path().join(".sanddune").exists());
     let out = repo.sanddune(&[
         "init",
@@ -402,12 +406,7 @@ fn init_without_a_terminal_needs_flags_or_yes() {
         "--template",
         "nope",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("unknown template `nope`"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, "unknown template `nope`");
     assert!(
         !repo.path().join(".sanddune").exists(),
         "nothing is written on bad input"
@@ -505,30 +504,12 @@ fn workflow_file_mistakes_are_named() {
             "--sandbox",
             "test-isolated",
         ]);
-        assert_eq!(out.status.code(), Some(2), "{want}: {}", stderr(&out));
-        assert!(
-            stderr(&out).contains(want),
-            "want `{want}` in: {}",
-            stderr(&out)
-        );
-        assert!(
-            stderr(&out).contains("parallel-planner.toml"),
-            "names the file: {}",
-            stderr(&out)
-        );
+        assert_refused(&out, want);
+        assert_refused(&out, "parallel-planner.toml");
     }
     let out = repo.sanddune(&["workflow", "run", "nightly"]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("no workflow `nightly`"),
-        "{}",
-        stderr(&out)
-    );
-    assert!(
-        stderr(&out).contains("(have: parallel-planner)"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, "no workflow `nightly`");
+    assert_refused(&out, "(have: parallel-planner)");
     std::fs::write(&file, good).unwrap();
     let out = repo.sanddune(&[
         "workflow",
@@ -538,12 +519,7 @@ fn workflow_file_mistakes_are_named() {
         "--arg",
         "LABEL=x",
     ]);
-    assert_eq!(out.status.code(), Some(2));
-    assert!(
-        stderr(&out).contains("has no argument `LABEL` (declared: none)"),
-        "{}",
-        stderr(&out)
-    );
+    assert_refused(&out, "has no argument `LABEL` (declared: none)");
     assert!(
         !repo.home.path().join("fake-agents.jsonl").exists(),
         "no agent ran"
