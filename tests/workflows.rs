@@ -347,13 +347,29 @@ fn sequential_reviewer_implements_then_reviews_then_merges() {
 }
 
 #[test]
-fn blank_runs_the_users_prompt() {
+fn blank_runs_the_users_prompt_with_progress_in_terminal_mode() {
     let repo = scaffolded("blank", &[]);
-    let (out, _) = workflow(&repo, "blank", "1");
+    // The only workflow, so no name; terminal mode streams the agent's text.
+    let out = repo.sanddune(&[
+        "workflow",
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--log",
+        "terminal",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
         repo.git(&["log", "-1", "--format=%s", "main"]),
         "Add a note"
+    );
+    let text = stderr(&out);
+    assert!(text.contains("[run] Added a note."), "{text}");
+    assert!(text.contains("[run] done: 1 commit"), "{text}");
+    assert!(
+        stdout(&out).contains("run: succeeded, 1 commit on main"),
+        "{}",
+        stdout(&out)
     );
 }
 
