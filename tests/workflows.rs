@@ -544,17 +544,28 @@ fn workflow_file_mistakes_are_named() {
 
 #[test]
 fn ctrl_c_stops_every_branch_and_keeps_the_worktrees() {
-    let repo = scaffolded("parallel-planner", &[("1", "a"), ("2", "b"), ("3", "c")]);
+    ctrl_c_keeps_the_worktrees("parallel-planner", "--json");
+}
+
+/// The same with `then`: the runs share a sandbox on a worktree handle.
+#[test]
+fn ctrl_c_keeps_the_worktrees_of_a_step_with_then() {
+    ctrl_c_keeps_the_worktrees("parallel-planner-with-review", "--log=file");
+}
+
+fn ctrl_c_keeps_the_worktrees(template: &str, output: &str) {
+    let repo = scaffolded(template, &[("1", "a"), ("2", "b"), ("3", "c")]);
     std::fs::write(repo.home.path().join("fake-sleep-implement"), "30").unwrap();
     let child = repo
         .command(&[
             "workflow",
             "run",
-            "parallel-planner",
+            template,
             "--sandbox",
             "test-isolated",
             "--parallel",
             "2",
+            output,
         ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -591,4 +602,17 @@ fn ctrl_c_stops_every_branch_and_keeps_the_worktrees() {
         "{}",
         stderr(&out)
     );
+    if output == "--json" {
+        let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+        assert_eq!(result["aborted"], "interrupted (Ctrl-C)");
+        assert_eq!(
+            item_statuses(&result, 1),
+            ["aborted", "aborted", "not-started"]
+        );
+        assert_eq!(
+            result["steps"].as_array().unwrap().len(),
+            2,
+            "no merge after an abort"
+        );
+    }
 }
