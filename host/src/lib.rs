@@ -10,9 +10,11 @@ pub mod cli;
 pub mod config;
 pub mod conformance;
 pub mod error;
+pub mod init;
 pub mod plugin;
 pub mod prompt;
 pub mod run;
+pub mod workflow;
 pub mod worktree;
 
 pub use error::{Error, Result};

@@ -51,10 +51,10 @@ pub enum PodmanCommands {
 pub struct ImageArgs {
     /// Image name; default sanddune:<repo-dir-name>.
     #[arg(long)]
-    image_name: Option<String>,
+    pub(super) image_name: Option<String>,
     /// The repository.
     #[arg(long, default_value = ".")]
-    cwd: PathBuf,
+    pub(super) cwd: PathBuf,
 }
 
 pub async fn docker(command: DockerCommands) -> Result<()> {
@@ -274,7 +274,7 @@ fn glob(pattern: &[u8], name: &[u8]) -> bool {
 
 const BUILD_FILE: &str = ".sanddune-build-file";
 
-async fn build_image(
+pub(super) async fn build_image(
     engine: Engine,
     args: &ImageArgs,
     flag: Option<PathBuf>,

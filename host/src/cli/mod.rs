@@ -3,12 +3,14 @@
 mod demo;
 mod docker;
 mod gc;
+mod init;
 mod inspect;
 mod interactive;
 mod plugin;
 mod plugin_test;
 mod run;
 mod scaffold;
+mod workflow;
 
 use clap::{Parser, Subcommand};
 
@@ -29,6 +31,8 @@ struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Subcommand)]
 enum Commands {
+    /// Scaffold .sanddune/ (image build file, config, prompts, a workflow) and build the image.
+    Init(init::InitArgs),
     /// Run an agent in a sandbox until it signals completion or hits --max-iterations.
     Run(run::RunArgs),
     /// The agent's terminal UI in a sandbox (or on the host: --sandbox no-sandbox).
@@ -53,6 +57,11 @@ enum Commands {
     },
     /// Remove containers that a crashed sanddune left behind.
     Gc(gc::GcArgs),
+    /// Run the workflows in .sanddune/workflows: plan, fan out, review, land.
+    Workflow {
+        #[command(subcommand)]
+        command: workflow::WorkflowCommands,
+    },
 }
 
 #[derive(Subcommand)]
@@ -91,6 +100,7 @@ pub fn main() -> i32 {
     };
     let result = rt.block_on(async {
         match cli.command {
+            Commands::Init(args) => init::init(args).await,
             Commands::Run(args) => run::run(args).await,
             Commands::Interactive(args) => interactive::interactive(args).await,
             Commands::Plugin { command } => match command {
@@ -106,6 +116,7 @@ pub fn main() -> i32 {
             Commands::Docker { command } => docker::docker(command).await,
             Commands::Podman { command } => docker::podman(command).await,
             Commands::Gc(args) => gc::gc(args).await,
+            Commands::Workflow { command } => workflow::workflow(command).await,
         }
     });
     match result {

@@ -13,12 +13,15 @@ pub enum MergeOutcome {
     UpToDate,
     FastForward(String),
     MergeCommit(String),
+    /// The branch conflicts with the target in these paths; nothing changed.
+    Conflicted(Vec<String>),
 }
 
 fn err(what: &str, e: git2::Error) -> Error {
     Error::Other(anyhow::anyhow!("merge-to-head: {what}: {}", e.message()))
 }
 
+/// Merge, or report the conflicting paths without changing anything.
 pub fn merge_into_head(repo: &Repository, branch: &str) -> Result<MergeOutcome> {
     let head = repo.head().map_err(|e| err("read HEAD", e))?;
     let target_name = head.shorthand().unwrap_or("HEAD").to_string();
@@ -54,9 +57,14 @@ pub fn merge_into_head(repo: &Repository, branch: &str) -> Result<MergeOutcome> 
         .merge_commits(&ours, &theirs, None)
         .map_err(|e| err("merge", e))?;
     if index.has_conflicts() {
-        return Err(Error::Agent(format!(
-            "the agent's branch `{branch}` conflicts with `{target_name}`; its commits are kept on `{branch}`: merge it by hand"
-        )));
+        let conflicts = index.conflicts().map_err(|e| err("read conflicts", e))?;
+        let mut paths: Vec<String> = conflicts
+            .filter_map(|c| c.ok())
+            .filter_map(|c| c.our.or(c.their).or(c.ancestor))
+            .map(|entry| String::from_utf8_lossy(&entry.path).into_owned())
+            .collect();
+        paths.dedup();
+        return Ok(MergeOutcome::Conflicted(paths));
     }
     let tree_id = index
         .write_tree_to(repo)

@@ -475,6 +475,18 @@ impl Repo {
     /// Serialized with every other git-metadata change on this repository:
     /// parallel runs merging into one target take turns.
     pub fn merge_into_head(&self, branch: &str) -> Result<MergeOutcome> {
+        match self.try_merge_into_head(branch)? {
+            MergeOutcome::Conflicted(_) => Err(Error::Agent(format!(
+                "the agent's branch `{branch}` conflicts with `{}`; its commits are kept on `{branch}`: merge it by hand",
+                self.current_branch()?
+            ))),
+            done => Ok(done),
+        }
+    }
+
+    /// [`Repo::merge_into_head`], with a conflict as an outcome (its paths;
+    /// nothing changed) rather than an error: the merge queue goes on from it.
+    pub fn try_merge_into_head(&self, branch: &str) -> Result<MergeOutcome> {
         let _git = GitLock::acquire(&self.git_dir())?;
         merge::merge_into_head(&self.repo, branch)
     }

@@ -1,0 +1,249 @@
+//! `sanddune workflow run | list`: the workflows in `.sanddune/workflows/`.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use super::run::{LogArg, call_site_env, hooks, project_config};
+use crate::error::{Error, Result};
+use crate::run::{LogMode, StreamEvent};
+use crate::workflow::{
+    ItemStatus, Landing, WorkflowEvent, WorkflowOptions, WorkflowResult, default_parallel, file,
+};
+use crate::worktree::Repo;
+
+// Parsed once per process: the size of the largest variant does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Subcommand)]
+pub enum WorkflowCommands {
+    /// Run a workflow (the only one when NAME is left out).
+    Run(RunArgs),
+    /// The workflows of this repository.
+    List {
+        #[arg(long, default_value = ".")]
+        cwd: PathBuf,
+    },
+}
+
+#[derive(Args)]
+pub struct RunArgs {
+    /// The workflow: .sanddune/workflows/NAME.toml.
+    name: Option<String>,
+    /// A workflow argument KEY=VALUE (repeatable; only declared keys).
+    #[arg(long = "arg", value_parser = super::key_value)]
+    args: Vec<(String, String)>,
+    /// At most this many agents at once (default: the number of cores).
+    #[arg(long)]
+    parallel: Option<usize>,
+    /// Sandbox provider for every step, over the file's.
+    #[arg(long)]
+    sandbox: Option<String>,
+    /// Agent provider for every run, over the file's.
+    #[arg(long)]
+    agent: Option<String>,
+    /// Model for every run, over the file's.
+    #[arg(long)]
+    model: Option<String>,
+    /// Sandbox provider option KEY=VALUE (repeatable).
+    #[arg(long = "sandbox-opt", value_parser = super::key_value)]
+    sandbox_opts: Vec<(String, String)>,
+    /// Agent provider option KEY=VALUE (repeatable).
+    #[arg(long = "agent-opt", value_parser = super::key_value)]
+    agent_opts: Vec<(String, String)>,
+    /// Env for every run's commands, KEY=VALUE (repeatable).
+    #[arg(long = "env", value_parser = super::key_value)]
+    env: Vec<(String, String)>,
+    /// file: one run log per agent run under .sanddune/logs (default);
+    /// terminal: every agent's output on stderr, prefixed with its branch.
+    #[arg(long, value_enum, default_value = "file")]
+    log: LogArg,
+    /// The repository.
+    #[arg(long, default_value = ".")]
+    cwd: PathBuf,
+    /// Print the workflow result as JSON on stdout.
+    #[arg(long)]
+    json: bool,
+}
+
+pub async fn workflow(command: WorkflowCommands) -> Result<()> {
+    match command {
+        WorkflowCommands::Run(args) => run(args).await,
+        WorkflowCommands::List { cwd } => {
+            let repo = Repo::discover(&cwd)?;
+            let found = file::list(repo.root())?;
+            if found.is_empty() {
+                println!("no workflows in .sanddune/workflows (sanddune init writes one)");
+            }
+            for (name, description) in found {
+                println!("{name:<30} {description}");
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn run(args: RunArgs) -> Result<()> {
+    let repo = Repo::discover(&args.cwd)?;
+    let workflow = file::load(repo.root(), args.name.as_deref())?;
+    let config = project_config(&args.cwd)?;
+    if args.parallel == Some(0) {
+        return Err(Error::input("--parallel must be at least 1"));
+    }
+    let mut options = WorkflowOptions {
+        cwd: args.cwd.clone(),
+        args: args.args,
+        parallel: args.parallel.unwrap_or_else(default_parallel),
+        sandbox: args.sandbox,
+        agent: args.agent,
+        model: args.model,
+        sandbox_options: args.sandbox_opts,
+        agent_options: args.agent_opts,
+        env: call_site_env(&config, args.env),
+        hooks: hooks(&config, &[], &[], &[]),
+        copy_to_worktree: config.copy_to_worktree.clone(),
+        log: LogMode::File,
+        on_event: Some(Arc::new(print_progress)),
+        ..WorkflowOptions::default()
+    };
+    if let Some(ms) = config.timeouts.copy_to_worktree_ms {
+        options.timeouts.copy_to_worktree = Duration::from_millis(ms);
+    }
+    if matches!(args.log, LogArg::Terminal) {
+        options.on_stream_event = Some(Arc::new(|label: &str, event: &StreamEvent| match event {
+            StreamEvent::Text { text, .. } => {
+                for line in text.lines().filter(|l| !l.trim().is_empty()) {
+                    eprintln!("[{label}] {line}");
+                }
+            }
+            StreamEvent::ToolCall { name, input, .. } => {
+                let input: String = input.chars().take(120).collect();
+                eprintln!("[{label}] > {name} {input}");
+            }
+        }));
+    }
+    super::abort_on_ctrl_c(&options.abort);
+    eprintln!(
+        "workflow `{}`: {} step{}, up to {} agent{} at once",
+        workflow.name,
+        workflow.steps.len(),
+        if workflow.steps.len() == 1 { "" } else { "s" },
+        options.parallel,
+        if options.parallel == 1 { "" } else { "s" }
+    );
+    let result = workflow.run(options).await?;
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&result).map_err(|e| Error::Other(e.into()))?
+        );
+    } else {
+        print_summary(&result);
+    }
+    if let Some(reason) = result.aborted {
+        return Err(Error::Aborted(reason));
+    }
+    if !result.ok {
+        return Err(Error::Agent(format!(
+            "workflow `{}` did not finish cleanly (see above)",
+            result.workflow
+        )));
+    }
+    Ok(())
+}
+
+/// One line per step, branch and landing, as they happen.
+fn print_progress(event: &WorkflowEvent) {
+    match event {
+        WorkflowEvent::StepStarted { step, items } => match items {
+            Some(n) => eprintln!("== {step}: {n} item{}", if *n == 1 { "" } else { "s" }),
+            None => eprintln!("== {step}"),
+        },
+        WorkflowEvent::ItemStarted { label, branch } => match branch {
+            Some(b) => eprintln!("[{label}] started on {b}"),
+            None => eprintln!("[{label}] started"),
+        },
+        WorkflowEvent::ItemFinished { label, result } => match result.status {
+            ItemStatus::Succeeded => eprintln!(
+                "[{label}] done: {} commit{}",
+                result.commits.len(),
+                if result.commits.len() == 1 { "" } else { "s" }
+            ),
+            ItemStatus::NotStarted => eprintln!("[{label}] not started (aborted)"),
+            _ => eprintln!(
+                "[{label}] {}: {}",
+                if result.status == ItemStatus::Aborted {
+                    "aborted"
+                } else {
+                    "failed"
+                },
+                result.error.as_deref().unwrap_or("")
+            ),
+        },
+        WorkflowEvent::Landing(q) => eprintln!("merge {}: {}", q.branch, landing(&q.landing)),
+    }
+}
+
+fn landing(l: &Landing) -> String {
+    match l {
+        Landing::Landed { commit } => format!("landed ({})", &commit[..commit.len().min(10)]),
+        Landing::UpToDate => "up to date (nothing ahead of the target)".into(),
+        Landing::Conflicted { paths } => format!(
+            "CONFLICT in {}; the queue stops here, the branch keeps its commits",
+            paths.join(", ")
+        ),
+        Landing::Failed { error } => format!("failed: {error}"),
+        Landing::Pending => "pending (the queue stopped before it)".into(),
+    }
+}
+
+fn print_summary(result: &WorkflowResult) {
+    for step in &result.steps {
+        if let Some(error) = &step.error {
+            println!("{}: could not start: {error}", step.name);
+        }
+        for item in &step.items {
+            let status = match item.status {
+                ItemStatus::Succeeded => "succeeded",
+                ItemStatus::Failed => "failed",
+                ItemStatus::Aborted => "aborted",
+                ItemStatus::NotStarted => "not started",
+            };
+            let label = match item.index {
+                Some(i) => format!("{}-{i}", step.name),
+                None => step.name.clone(),
+            };
+            print!(
+                "{label}: {status}, {} commit{}",
+                item.commits.len(),
+                if item.commits.len() == 1 { "" } else { "s" }
+            );
+            if let Some(branch) = &item.branch {
+                print!(" on {branch}");
+            }
+            println!();
+            if let Some(path) = &item.preserved_worktree_path {
+                println!("  worktree kept: {path}");
+            }
+        }
+        if let Some(queue) = &step.merge {
+            let count = |f: fn(&Landing) -> bool| queue.iter().filter(|q| f(&q.landing)).count();
+            println!(
+                "{}: {} landed, {} up to date, {} conflicted, {} failed, {} pending",
+                step.name,
+                count(|l| matches!(l, Landing::Landed { .. })),
+                count(|l| matches!(l, Landing::UpToDate)),
+                count(|l| matches!(l, Landing::Conflicted { .. })),
+                count(|l| matches!(l, Landing::Failed { .. })),
+                count(|l| matches!(l, Landing::Pending)),
+            );
+            for q in queue {
+                println!("  {}: {}", q.branch, landing(&q.landing));
+            }
+        }
+    }
+    if let Some(reason) = &result.aborted {
+        println!("aborted: {reason}; the worktrees are kept");
+    }
+}

@@ -1,0 +1,121 @@
+//! Workflows: several agent runs composed declaratively, the way a backlog
+//! is worked: plan, implement each task on its own branch at once, review,
+//! land the branches. A workflow is a list of steps (ADR 0011):
+//!
+//! - an agent step runs one agent, or several one after another in one
+//!   sandbox (`then`: implement, then review), with the options of
+//!   `sanddune run`; it may ask for a structured output, which later steps
+//!   read through value references ([`refs`]);
+//! - with `forEach` it fans out over a list from an earlier output, each
+//!   item on its own branch, at most `parallel` at once ([`fan_out`]);
+//! - a merge step lands the branches of a fan-out step through the merge
+//!   queue ([`merge_queue`]).
+//!
+//! Files live in `.sanddune/workflows/<name>.toml` ([`file`]); the library
+//! builds the same [`Workflow`] in code and runs it with [`Workflow::run`].
+
+mod engine;
+pub mod fan_out;
+pub mod file;
+pub mod merge_queue;
+pub mod refs;
+
+use std::path::PathBuf;
+
+pub use engine::{
+    ItemResult, ItemStatus, LabelledEventCallback, StepResult, WorkflowEvent,
+    WorkflowEventCallback, WorkflowOptions, WorkflowResult,
+};
+pub use fan_out::{default_parallel, fan_out};
+pub use merge_queue::{Landing, QueuedBranch};
+
+use crate::run::StructuredOutput;
+
+/// Where a repository keeps its workflow files.
+pub const WORKFLOWS_DIR: &str = ".sanddune/workflows";
+
+/// A workflow: named steps run in order.
+#[derive(Clone, Debug)]
+pub struct Workflow {
+    pub name: String,
+    pub description: String,
+    /// Workflow arguments and their defaults (`--arg KEY=VALUE` overrides
+    /// them; an undeclared key is refused).
+    pub args: Vec<(String, String)>,
+    pub defaults: Defaults,
+    pub steps: Vec<Step>,
+    /// Where relative prompt and schema files resolve: the config directory.
+    pub dir: PathBuf,
+}
+
+/// What every agent run gets unless its step says otherwise.
+#[derive(Clone, Debug, Default)]
+pub struct Defaults {
+    pub sandbox: Option<String>,
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub max_iterations: Option<u32>,
+    pub sandbox_options: Vec<(String, String)>,
+    pub agent_options: Vec<(String, String)>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Step {
+    pub name: String,
+    pub kind: StepKind,
+}
+
+#[derive(Clone, Debug)]
+pub enum StepKind {
+    Agent(AgentStep),
+    /// Land the branches of this earlier fan-out step, one at a time.
+    Merge {
+        from: String,
+    },
+}
+
+/// Where an agent step's commits go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StepStrategy {
+    /// The sandbox provider's default branch strategy (one run only).
+    Default,
+    Head,
+    MergeToHead,
+    /// A branch; a template with value references (`{{item.branch}}`).
+    Branch(String),
+}
+
+#[derive(Clone, Debug)]
+pub struct AgentStep {
+    pub sandbox: Option<String>,
+    pub sandbox_options: Vec<(String, String)>,
+    /// A reference to a list in an earlier output: one branch per item.
+    pub for_each: Option<String>,
+    pub strategy: StepStrategy,
+    /// Agent runs, one after another in one sandbox; at least one.
+    pub runs: Vec<AgentRun>,
+}
+
+/// One agent run inside a step: the options of `sanddune run`.
+#[derive(Clone, Debug)]
+pub struct AgentRun {
+    pub name: String,
+    pub agent: Option<String>,
+    pub model: Option<String>,
+    pub prompt: RunPrompt,
+    /// Prompt arguments; values may hold value references.
+    pub prompt_args: Vec<(String, String)>,
+    pub max_iterations: Option<u32>,
+    pub idle_timeout_secs: Option<u64>,
+    pub completion_signals: Vec<String>,
+    pub agent_options: Vec<(String, String)>,
+    pub output: Option<StructuredOutput>,
+}
+
+#[derive(Clone, Debug)]
+pub enum RunPrompt {
+    /// Passed literally, like `--prompt`.
+    Inline(String),
+    /// A prompt template, relative to [`Workflow::dir`].
+    File(PathBuf),
+}
