@@ -12,11 +12,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{TestRepo, plugin_file, stderr};
+use sanddune::capability::Capabilities;
 use sanddune::capability::Limits;
 use sanddune::plugin::sandbox::{
     Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
 };
-use sanddune::plugin::{PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
+use sanddune::plugin::{Approval, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 
 const IMAGE: &str = "sanddune-test:latest";
 
@@ -297,6 +298,7 @@ fn runtime() -> PluginRuntime {
             cpu_ticks_per_call: 3_000,
             http: Default::default(),
         },
+        ..Default::default()
     })
     .unwrap()
 }
@@ -503,7 +505,8 @@ async fn hostile(repo: &TestRepo, attack: &str, target: &str) -> String {
             Some(PluginKind::Sandbox),
         )
         .unwrap();
-    plugin.approve_containers();
+    plugin.approval =
+        Approval::Approved(Capabilities::from_requests([("containers", "")]).unwrap());
     let provider = SandboxProvider::from_plugin(plugin).await.unwrap();
     let config = [("attack", attack), ("image", IMAGE), ("target", target)];
     let err = match provider.create(&spec(repo, &run_id, &config)).await {
@@ -591,22 +594,69 @@ async fn a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_container
 }
 
 #[test]
-fn a_third_party_provider_asking_for_containers_is_refused_without_approval() {
+fn a_component_file_asking_for_containers_is_refused_before_anything_exists() {
     // No engine needed: the refusal comes before the provider runs.
     let repo = TestRepo::new();
-    let docker_file = plugin_file("sanddune-plugin-docker");
+    let file = plugin_file("sanddune-test-plugin-hostile-containers");
     let out = repo.sanddune(&[
         "run",
         "--sandbox",
-        docker_file.to_str().unwrap(),
+        file.to_str().unwrap(),
         "--agent",
         "claude-code",
         "--prompt",
         "fix the typo",
     ]);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("asks for the containers capability"), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("asks for containers"), "{err}");
+    assert!(err.contains("pass --yes"), "{err}");
+    assert!(
+        !repo.path().join(".sanddune").exists(),
+        "a refusal leaves no trace (no log file)"
+    );
+}
+
+#[test]
+fn docker_exported_builtins_run_as_files_like_the_builtins() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (docker, claude) = (
+        dir.path().join("docker.wasm"),
+        dir.path().join("claude-code.wasm"),
+    );
+    for (name, file) in [("docker", &docker), ("claude-code", &claude)] {
+        let out = repo.sanddune(&["plugin", "export", name, "-o", file.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    // The README's usage, as written: no approval asked, it is the built-in.
+    let branch = unique("exported");
+    let mounts = fake_mounts(&repo);
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        docker.to_str().unwrap(),
+        "--agent",
+        claude.to_str().unwrap(),
+        "--prompt",
+        "fix the typo",
+        "--branch",
+        &branch,
+        "--sandbox-opt",
+        &image,
+    ];
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &branch]),
+        "Fix typo in README"
+    );
+    assert_no_container_left("docker", "name", &branch);
 }
 
 #[test]

@@ -148,12 +148,14 @@ pub(super) fn resolve_env(
     })
 }
 
+/// The keys the agent reads from the caller's environment: those it needs
+/// and the optional ones its CLI honours (a gateway URL, a cloud switch).
 pub(super) fn agent_keys(agent: &AgentProvider) -> Vec<String> {
-    agent
-        .info()
-        .env
+    let info = agent.info();
+    info.env
         .iter()
         .flat_map(|r| r.any_of.clone())
+        .chain(info.optional_env.iter().cloned())
         .collect()
 }
 
