@@ -881,14 +881,23 @@ async fn docker_networks_are_attached_by_name() {
     }
 }
 
-/// `sanddune interactive --sandbox docker` in a real terminal (tmux): the
+#[test]
+fn docker_interactive_gives_the_agent_a_tty_in_the_container() {
+    interactive_gives_the_agent_a_tty_in_the_container("docker");
+}
+
+#[test]
+fn podman_interactive_gives_the_agent_a_tty_in_the_container() {
+    interactive_gives_the_agent_a_tty_in_the_container("podman");
+}
+
+/// `sanddune interactive --sandbox ENGINE` in a real terminal (tmux): the
 /// agent's UI runs in the container on a TTY of the window's size, a
 /// resize reaches it, typed prompts and Ctrl-C are the agent's, the
 /// terminal comes back and the commit is handled as for `run`.
-#[test]
-fn docker_interactive_gives_the_agent_a_tty_in_the_container() {
+fn interactive_gives_the_agent_a_tty_in_the_container(engine: &str) {
     use common::tmux::{self, Tmux};
-    if !tmux::available() || !engine_ready("docker") {
+    if !tmux::available() || !engine_ready(engine) {
         return;
     }
     let patience = Duration::from_secs(60);
@@ -898,7 +907,7 @@ fn docker_interactive_gives_the_agent_a_tty_in_the_container() {
     let mut args = vec![
         "interactive",
         "--sandbox",
-        "docker",
+        engine,
         "--agent",
         "claude-code",
         "--sandbox-opt",
