@@ -261,16 +261,16 @@ fn a_stream_that_ends_early_or_drops_loses_no_output() {
     let script = "for i in 1 2 3 4 5 6; do echo line$i; sleep 0.1; done; exit 3";
     let want: Vec<String> = (1..=6).map(|i| format!("line{i}")).collect();
 
-    mock.inject(Fault::EndStreamEarly);
+    mock.inject(Fault::EndStreamEarly { command_contains: "line$i".into() });
     let (code, out, _) = run(&sb, shell(script)).unwrap();
     assert_eq!((code, &out), (3, &want));
 
-    mock.inject(Fault::DropMidExec { after_logs: 2 });
+    mock.inject(Fault::DropMidExec { after_logs: 2, command_contains: "line$i".into() });
     let (code, out, _) = run(&sb, shell(script)).unwrap();
     assert_eq!((code, &out), (3, &want), "each line exactly once");
 
     // When reattaching fails too, the error says what was lost.
-    mock.inject(Fault::DropMidExec { after_logs: 1 });
+    mock.inject(Fault::DropMidExec { after_logs: 1, command_contains: String::new() });
     mock.inject(Fault::Status { op: Op::Logs, status: 404, code: "not_found".into(), retry_after: None, times: 1 });
     let e = run(&sb, shell(script)).unwrap_err();
     assert!(e.contains("reattaching") && e.contains("404"), "{e}");
@@ -298,5 +298,79 @@ fn attach_reopens_the_sandbox_from_its_state() {
     assert_eq!(run(&other, shell("cat shared.txt")).unwrap().1, vec!["from the first instance"]);
     drop(other);
     assert!(!mock.sandboxes()[0].deleted, "dropping an attached handle keeps the sandbox");
+    sb.close().unwrap();
+}
+
+/// The host cancels a provider's requests on abort and on the idle
+/// timeout; in that call no request may be sent. This transport plays the
+/// host: once `cancel` is set, everything in flight and new fails as
+/// cancelled.
+#[derive(Clone)]
+struct Cancellable {
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+struct CancellableBody {
+    inner: Box<dyn sanddune_plugin_vercel::transport::Body>,
+    cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+use sanddune_plugin_vercel::transport::{BaseUrl, Request, Response, Transport, TransportError};
+use std::sync::atomic::Ordering::SeqCst;
+
+const CANCELLED: &str = "request cancelled by the host: the run was aborted or timed out";
+
+impl sanddune_plugin_vercel::transport::Body for CancellableBody {
+    fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
+        if self.cancel.load(SeqCst) {
+            return Err(TransportError::Cancelled(CANCELLED.into()));
+        }
+        self.inner.next_chunk()
+    }
+}
+
+impl Transport for Cancellable {
+    fn send(&self, base: &BaseUrl, request: Request) -> Result<Response, TransportError> {
+        if self.cancel.load(SeqCst) {
+            return Err(TransportError::Cancelled(CANCELLED.into()));
+        }
+        let r = NativeHttp.send(base, request)?;
+        Ok(Response {
+            status: r.status,
+            headers: r.headers,
+            body: Box::new(CancellableBody { inner: r.body, cancel: self.cancel.clone() }),
+        })
+    }
+
+    fn sleep(&self, d: Duration) {
+        std::thread::sleep(d)
+    }
+}
+
+#[test]
+fn a_cancelled_exec_is_killed_at_the_next_call() {
+    let mock = VercelMock::start();
+    let t = Cancellable { cancel: Default::default() };
+    let sb = VercelSandbox::create(t.clone(), &creds, &config(&mock), "r", "n", vec![]).unwrap();
+    let e = sb
+        .exec(shell("echo started; sleep 30"), &mut |_, line| {
+            if line == "started" {
+                t.cancel.store(true, SeqCst);
+            }
+        })
+        .err()
+        .unwrap();
+    assert!(e.contains("cancelled"), "{e}");
+    assert_eq!(mock.running_commands().len(), 1, "the command outlives the cancelled call");
+    // The next call (the host's next use of the sandbox) kills it first.
+    t.cancel.store(false, SeqCst);
+    assert!(sb.exists("nothing-here").is_ok());
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !mock.running_commands().is_empty() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(mock.running_commands().is_empty(), "the cancelled command was not killed");
+    let kills = mock.seen().iter().filter(|s| s.path.ends_with("/kill")).count();
+    assert_eq!(kills, 1);
     sb.close().unwrap();
 }

@@ -60,12 +60,14 @@ pub enum Fault {
         retry_after: Option<u64>,
         times: usize,
     },
-    /// The next command stream ends cleanly after its output, without the
-    /// final line carrying the exit code. The command runs on.
-    EndStreamEarly,
-    /// The next command stream's connection is cut after `after_logs` log
-    /// lines. The command runs on.
-    DropMidExec { after_logs: usize },
+    /// The next command stream (of a command whose program and arguments,
+    /// joined by spaces, contain `command_contains`) ends cleanly after its
+    /// output, without the final line carrying the exit code. The command
+    /// runs on.
+    EndStreamEarly { command_contains: String },
+    /// The next such command stream's connection is cut after `after_logs`
+    /// log lines. The command runs on.
+    DropMidExec { after_logs: usize, command_contains: String },
 }
 
 impl Fault {
@@ -149,6 +151,8 @@ impl Cmd {
 
 #[derive(Default)]
 struct State {
+    /// PATH of the commands the mock runs.
+    path: String,
     sandboxes: Vec<Sandbox>,
     cmds: BTreeMap<String, Cmd>,
     faults: VecDeque<Fault>,
@@ -170,7 +174,14 @@ fn now_ms() -> u64 {
 
 impl VercelMock {
     /// Start on `127.0.0.1` at a free port, serving from its own threads.
+    /// Commands get this process's PATH.
     pub fn start() -> VercelMock {
+        Self::start_with_path(&std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()))
+    }
+
+    /// `start`, with `path` as the PATH of every command (a test's fake
+    /// agents first, as the image of a real sandbox would have the agent).
+    pub fn start_with_path(path: &str) -> VercelMock {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
@@ -181,6 +192,7 @@ impl VercelMock {
             .expect("binding the mock's port");
         let url = format!("http://{}", listener.local_addr().unwrap());
         let state: Shared = Arc::default();
+        state.lock().unwrap().path = path.to_string();
         let counter = Arc::new(AtomicU64::new(1));
         let (s, c) = (state.clone(), counter.clone());
         runtime.spawn(async move {
@@ -404,7 +416,7 @@ async fn route(
         Op::Delete => delete(state, parts[2], &q),
         _ => {
             let sid = parts[3];
-            let (cwd, root, home, env) = {
+            let (cwd, root, home, env, path_var) = {
                 let st = state.lock().unwrap();
                 let Some(sb) = st.sandboxes.iter().find(|s| s.session == sid) else {
                     return error(404, "not_found", "Session not found");
@@ -420,9 +432,9 @@ async fn route(
                         return error(410, "sandbox_stopped", "The sandbox has been stopped");
                     }
                 }
-                (sb.cwd.clone(), sb.root_path.clone(), sb.home.clone(), sb.env.clone())
+                (sb.cwd.clone(), sb.root_path.clone(), sb.home.clone(), sb.env.clone(), st.path.clone())
             };
-            let sb = Sbx { session: sid.to_string(), cwd, root, home, env };
+            let sb = Sbx { session: sid.to_string(), cwd, root, home, env, path: path_var };
             match op {
                 Op::RunCommand => run_command(state, counter, &sb, json_body()).await,
                 Op::GetCommand => get_command(state, parts[5], q.get("wait").is_some_and(|w| w == "true")).await,
@@ -439,6 +451,7 @@ async fn route(
 }
 
 struct Sbx {
+    path: String,
     session: String,
     cwd: PathBuf,
     root: PathBuf,
@@ -632,7 +645,7 @@ async fn run_command(state: &Shared, counter: &AtomicU64, sb: &Sbx, body: Value)
         .args(&args)
         .current_dir(&cwd)
         .env_clear()
-        .env("PATH", std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()))
+        .env("PATH", &sb.path)
         .env("HOME", &sb.home)
         .env("USER", "vercel-sandbox")
         .env("LANG", "C.UTF-8")
@@ -798,9 +811,18 @@ async fn follow_logs(
 
 fn stream_command(state: &Shared, id: &str, first: Value) -> Response<Body> {
     let (tx, rx) = mpsc::channel(64);
+    let line = std::iter::once(first["name"].as_str().unwrap_or(""))
+        .chain(first["args"].as_array().into_iter().flatten().filter_map(Value::as_str))
+        .collect::<Vec<_>>()
+        .join(" ");
     let fault = {
         let mut st = state.lock().unwrap();
-        let pos = st.faults.iter().position(|f| matches!(f, Fault::EndStreamEarly | Fault::DropMidExec { .. }));
+        let pos = st.faults.iter().position(|f| match f {
+            Fault::EndStreamEarly { command_contains } | Fault::DropMidExec { command_contains, .. } => {
+                line.contains(command_contains.as_str())
+            }
+            Fault::Status { .. } => false,
+        });
         pos.and_then(|i| st.faults.remove(i))
     };
     let (state, id) = (state.clone(), id.to_string());
@@ -809,7 +831,7 @@ fn stream_command(state: &Shared, id: &str, first: Value) -> Response<Body> {
             return;
         }
         let stop_after = match fault {
-            Some(Fault::DropMidExec { after_logs }) => Some(after_logs),
+            Some(Fault::DropMidExec { after_logs, .. }) => Some(after_logs),
             _ => None,
         };
         let Some(_) = follow_logs(&state, &id, &tx, 0, stop_after).await else { return };
@@ -817,7 +839,7 @@ fn stream_command(state: &Shared, id: &str, first: Value) -> Response<Body> {
             Some(Fault::DropMidExec { .. }) => {
                 let _ = tx.send(Err(std::io::Error::other("injected: connection dropped mid-exec"))).await;
             }
-            Some(Fault::EndStreamEarly) => {}
+            Some(Fault::EndStreamEarly { .. }) => {}
             _ => {
                 let done = state.lock().unwrap().cmds.get(&id).map(Cmd::json);
                 if let Some(done) = done {
