@@ -55,3 +55,60 @@ fn the_official_sdk_accepts_the_mock() {
     let view = &mock.sandboxes()[0];
     assert!(view.deleted && view.status == "stopped");
 }
+
+#[test]
+fn the_official_sdk_takes_the_mocks_faults_as_the_real_apis() {
+    use sanddune_vercel_mock::{Fault, Op};
+    if !have("node") {
+        assert!(std::env::var_os("CI").is_none(), "node is missing under CI: .ci/run installs nodejs");
+        eprintln!("SKIPPED: node is not installed");
+        return;
+    }
+    let dir = sdk_dir();
+    if !dir.join("node_modules/@vercel/sandbox").exists() {
+        let status = Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--quiet"]).current_dir(&dir).status().unwrap();
+        assert!(status.success());
+    }
+    let mock = VercelMock::start();
+    mock.inject(Fault::status(Op::Create, 503, "unavailable"));
+    mock.inject(Fault::Status { op: Op::RunCommand, status: 429, code: "rate_limited".into(), retry_after: Some(1), times: 1 });
+    mock.inject(Fault::EndStreamEarly { command_contains: "early-end".into() });
+    mock.inject(Fault::Status { op: Op::ReadFile, status: 500, code: "internal".into(), retry_after: None, times: 3 });
+    let out = Command::new("node")
+        .arg("faults.mjs")
+        .current_dir(&dir)
+        .env("VERCEL_MOCK_URL", mock.url())
+        .env("VERCEL_SANDBOX_TELEMETRY_DISABLED", "1")
+        .env_remove("VERCEL_OIDC_TOKEN")
+        // The 410 is injected once the steps before it are through.
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = out;
+    let mut go = out.stdin.take();
+    let mut stdout = std::io::BufReader::new(out.stdout.take().unwrap());
+    let mut text = String::new();
+    use std::io::BufRead;
+    loop {
+        let mut line = String::new();
+        if stdout.read_line(&mut line).unwrap() == 0 {
+            break;
+        }
+        if line.trim() == "ok 500 after retries" {
+            mock.inject(Fault::status(Op::RunCommand, 410, "sandbox_stopped"));
+            if let Some(mut stdin) = go.take() {
+                std::io::Write::write_all(&mut stdin, b"go\n").unwrap();
+            }
+        }
+        text.push_str(&line);
+    }
+    let status = out.wait().unwrap();
+    let mut err = String::new();
+    std::io::Read::read_to_string(&mut out.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(status.success(), "the SDK took a fault differently:\n{text}\n{err}");
+    for step in ["create retried after 503", "429 retried after Retry-After", "stream ended early", "500 after retries", "410 sandbox_stopped", "stop"] {
+        assert!(text.lines().any(|l| l == format!("ok {step}")), "step {step} missing:\n{text}\n{err}");
+    }
+}
