@@ -441,6 +441,19 @@ impl<T: Transport> Api<T> {
         }
     }
 
+    /// `POST .../extend-timeout {duration}` (ms).
+    pub fn extend_timeout(&self, session: &str, duration_ms: u64) -> Result<()> {
+        let path = self.path(&format!("/v2/sandboxes/sessions/{session}/extend-timeout"), &[]);
+        let body = json!({ "duration": duration_ms });
+        let mut r = self.send(
+            "extending the sandbox's timeout",
+            &|| self.request(Method::Post, path.clone(), Some(body.clone()), false),
+            true,
+        )?;
+        let _ = r.read_all();
+        Ok(())
+    }
+
     /// `DELETE /v2/sandboxes/{name}?projectId=`; gone already is fine.
     pub fn delete(&self, name: &str) -> Result<()> {
         let path = self.path(&format!("/v2/sandboxes/{}", encode(name)), &[("projectId", &self.creds.project_id)]);

@@ -56,17 +56,39 @@ pub struct State {
     pub cwd: String,
     /// A directory for the provider's own files (stdin of commands).
     pub scratch: String,
+    /// The sandbox's `timeout`, and when (wall clock, ms) Vercel stops it
+    /// unless it is extended.
+    pub timeout_ms: u64,
+    pub expires_ms: Cell<u64>,
+}
+
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
 }
 
 impl State {
     pub fn encode(&self) -> String {
-        json!({"name": self.name, "session": self.session, "cwd": self.cwd, "scratch": self.scratch}).to_string()
+        json!({
+            "name": self.name, "session": self.session, "cwd": self.cwd, "scratch": self.scratch,
+            "timeoutMs": self.timeout_ms, "expiresMs": self.expires_ms.get(),
+        })
+        .to_string()
     }
 
     pub fn decode(text: &str) -> Result<State, String> {
         let v: Value = serde_json::from_str(text).map_err(|_| format!("not a vercel sandbox state: {text}"))?;
         let f = |k: &str| v[k].as_str().map(str::to_string).ok_or_else(|| format!("vercel sandbox state without {k}"));
-        Ok(State { name: f("name")?, session: f("session")?, cwd: f("cwd")?, scratch: f("scratch")? })
+        Ok(State {
+            name: f("name")?,
+            session: f("session")?,
+            cwd: f("cwd")?,
+            scratch: f("scratch")?,
+            timeout_ms: v["timeoutMs"].as_u64().unwrap_or(0),
+            expires_ms: Cell::new(v["expiresMs"].as_u64().unwrap_or(u64::MAX)),
+        })
     }
 }
 
@@ -107,6 +129,7 @@ impl<T: Transport> VercelSandbox<T> {
         let options: Options = config::options(config)?;
         let api = Api::new(options.api_url.clone(), creds, transport);
         let tag_name: String = name.chars().take(200).collect();
+        let requested = now_ms();
         let created = api.create(&options, &[(TAG_RUN, run_id), (TAG_NAME, &tag_name)]).map_err(err)?;
         let mut sandbox = VercelSandbox {
             api,
@@ -115,6 +138,9 @@ impl<T: Transport> VercelSandbox<T> {
                 session: created.session_id.clone(),
                 cwd: created.cwd.clone(),
                 scratch: String::new(),
+                timeout_ms: options.timeout_ms,
+                // Counted from before the request: never later than Vercel's.
+                expires_ms: Cell::new(requested + options.timeout_ms),
             },
             env: sandbox_env(env),
             closed: Cell::new(false),
@@ -195,6 +221,7 @@ impl<T: Transport> VercelSandbox<T> {
         if self.closed.get() {
             return Err(format!("the Vercel sandbox {} was closed", self.state.name));
         }
+        self.keep_alive();
         // Commands cut off by a cancelled call: kill them now.
         let pending: Vec<String> = self.pending_kills.borrow_mut().drain(..).collect();
         for cmd in pending {
@@ -205,6 +232,25 @@ impl<T: Transport> VercelSandbox<T> {
             }
         }
         Ok(())
+    }
+
+    /// Vercel stops a sandbox when its `timeout` is up. A run that is still
+    /// using it extends it by another `timeout` when less than half of it
+    /// (at most 10 minutes) is left; the plan's maximum still applies.
+    fn keep_alive(&self) {
+        let timeout = self.state.timeout_ms;
+        if timeout == 0 {
+            return;
+        }
+        let margin = (timeout / 2).min(600_000);
+        if now_ms() + margin < self.state.expires_ms.get() {
+            return;
+        }
+        // A refusal (the plan's maximum) is not fatal: the sandbox runs
+        // until it stops, and calls then say that it has.
+        if self.api.extend_timeout(&self.state.session, timeout).is_ok() {
+            self.state.expires_ms.set(self.state.expires_ms.get() + timeout);
+        }
     }
 
     /// Run a command and send its output lines to `sink` as they arrive.

@@ -374,3 +374,30 @@ fn a_cancelled_exec_is_killed_at_the_next_call() {
     assert_eq!(kills, 1);
     sb.close().unwrap();
 }
+
+#[test]
+fn a_sandbox_in_use_is_extended_before_its_timeout() {
+    let mock = VercelMock::start();
+    let mut cfg = config(&mock);
+    cfg.push(("timeout".into(), "3s".into()));
+    let sb = VercelSandbox::create(NativeHttp, &creds, &cfg, "r", "n", vec![]).unwrap();
+    // Six seconds of use of a sandbox that times out after three: each exec
+    // near the end of the timeout extends it.
+    for _ in 0..6 {
+        let (code, out, _) = run(&sb, shell("echo alive")).unwrap();
+        assert_eq!((code, out), (0, vec!["alive".to_string()]));
+        std::thread::sleep(Duration::from_millis(1000));
+    }
+    assert_eq!(mock.sandboxes()[0].status, "running");
+    let extended = mock.seen().iter().filter(|s| s.path.ends_with("/extend-timeout")).count();
+    assert!((2..=6).contains(&extended), "{extended}");
+    sb.close().unwrap();
+
+    // Unused, the mock stops it like Vercel does.
+    let idle = VercelSandbox::create(NativeHttp, &creds, &cfg, "r", "n", vec![]).unwrap();
+    std::thread::sleep(Duration::from_millis(3500));
+    assert!(mock.sandboxes().iter().any(|s| s.status == "stopped" && !s.deleted));
+    let e = run(&idle, shell("true")).unwrap_err();
+    assert!(e.contains("410") && e.contains("stopped"), "{e}");
+    idle.close().unwrap();
+}

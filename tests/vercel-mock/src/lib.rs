@@ -44,6 +44,7 @@ pub enum Op {
     ReadFile,
     Mkdir,
     Stop,
+    ExtendTimeout,
     Delete,
     List,
     Any,
@@ -194,6 +195,24 @@ impl VercelMock {
         let state: Shared = Arc::default();
         state.lock().unwrap().path = path.to_string();
         let counter = Arc::new(AtomicU64::new(1));
+        // Like the real service, a sandbox stops when its timeout is up.
+        let reaped = state.clone();
+        runtime.spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(100)).await;
+                let expired: Vec<String> = {
+                    let st = reaped.lock().unwrap();
+                    st.sandboxes
+                        .iter()
+                        .filter(|s| s.status == "running" && now_ms() >= s.created + s.timeout)
+                        .map(|s| s.session.clone())
+                        .collect()
+                };
+                for sid in expired {
+                    stop(&reaped, &sid);
+                }
+            }
+        });
         let (s, c) = (state.clone(), counter.clone());
         runtime.spawn(async move {
             loop {
@@ -358,6 +377,7 @@ fn op_of(method: &str, parts: &[&str]) -> Option<Op> {
         ("POST", ["v2", "sandboxes", "sessions", _, "fs", "read"]) => Op::ReadFile,
         ("POST", ["v2", "sandboxes", "sessions", _, "fs", "mkdir"]) => Op::Mkdir,
         ("POST", ["v2", "sandboxes", "sessions", _, "stop"]) => Op::Stop,
+        ("POST", ["v2", "sandboxes", "sessions", _, "extend-timeout"]) => Op::ExtendTimeout,
         ("DELETE", ["v2", "sandboxes", _]) => Op::Delete,
         _ => return None,
     })
@@ -405,7 +425,7 @@ async fn route(
         }
     }
     let json_body = || serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
-    if matches!(op, Op::Create | Op::RunCommand | Op::Kill | Op::ReadFile | Op::Mkdir)
+    if matches!(op, Op::Create | Op::RunCommand | Op::Kill | Op::ReadFile | Op::Mkdir | Op::ExtendTimeout)
         && !content_type.is_some_and(|c| c.starts_with("application/json"))
     {
         return error(400, "bad_request", "content-type must be application/json");
@@ -444,6 +464,7 @@ async fn route(
                 Op::ReadFile => read_file(&sb, json_body()),
                 Op::Mkdir => mkdir(&sb, json_body()),
                 Op::Stop => stop(state, sid),
+                Op::ExtendTimeout => extend(state, sid, json_body()),
                 _ => error(404, "not_found", path),
             }
         }
@@ -607,6 +628,16 @@ fn stop(state: &Shared, sid: &str) -> Response<Body> {
     let sb = st.sandboxes.iter_mut().find(|s| s.session == sid).unwrap();
     sb.status = "stopped".into();
     ok(json!({"session": session_json(sb), "sandbox": sandbox_json(sb)}))
+}
+
+fn extend(state: &Shared, sid: &str, body: Value) -> Response<Body> {
+    let Some(duration) = body["duration"].as_u64() else {
+        return error(400, "bad_request", "duration is required");
+    };
+    let mut st = state.lock().unwrap();
+    let sb = st.sandboxes.iter_mut().find(|s| s.session == sid).unwrap();
+    sb.timeout += duration;
+    ok(json!({"session": session_json(sb)}))
 }
 
 fn delete(state: &Shared, name: &str, q: &BTreeMap<String, String>) -> Response<Body> {
