@@ -85,6 +85,16 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
             };
             println!("  worktree:   {worktree}");
             println!("  http:       {}", list(&caps.http));
+            for option in &caps.http_options {
+                let default = info
+                    .config
+                    .iter()
+                    .find(|o| &o.name == option)
+                    .and_then(|o| o.default_value.as_deref())
+                    .map(|d| format!(" (default {d})"))
+                    .unwrap_or_default();
+                println!("  http:       the origin of option `{option}`{default}");
+            }
             println!("  env keys:   {}", list(&caps.env_keys));
             println!(
                 "  containers: {}",

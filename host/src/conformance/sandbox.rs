@@ -53,10 +53,11 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         checks: vec![],
     };
     report.push("describe", describe(provider));
-    let asks_http = !provider.http_origins().is_empty();
+    let caps = provider.capabilities();
+    let asks_http = !caps.http.is_empty() || !caps.http_options.is_empty();
     const NO_HTTP: &str = "the provider asks for no outgoing HTTP";
     match asks_http {
-        true => report.push("http-origins", http_origins(provider)),
+        true => report.push("http-origins", http_origins(provider, config)),
         false => report.skip("http-origins", NO_HTTP),
     }
     let dirs = match HostDirs::new() {
@@ -294,10 +295,12 @@ fn describe(provider: &SandboxProvider) -> Checked {
     Ok(kind.into())
 }
 
-/// Every origin it declares is one the host can grant: `https://host[:port]`
-/// (plain http for loopback only), nothing after the authority.
-fn http_origins(provider: &SandboxProvider) -> Checked {
-    let origins = provider.http_origins();
+/// Every origin it declares, or that its `http-option` options hold under
+/// the kit's `--sandbox-opt`s, is one the host can grant:
+/// `https://host[:port]` (plain http for loopback only), nothing after the
+/// authority.
+fn http_origins(provider: &SandboxProvider, config: &[(String, String)]) -> Checked {
+    let origins = provider.http_origins(config)?;
     HttpGrant::parse(&origins)?;
     Ok(origins.join(", "))
 }

@@ -116,9 +116,33 @@ impl SandboxProvider {
         &self.info.name
     }
 
-    /// The origins the provider asks to reach with outgoing HTTP.
-    pub fn http_origins(&self) -> Vec<String> {
-        self.capabilities().http
+    /// The origins this provider may reach with outgoing HTTP under
+    /// `config` (the user's `--sandbox-opt`s): its `http` items, and for
+    /// each `http-option` the origin of the URL that option holds (the
+    /// user's value, else the option's default). An option whose URL the
+    /// HTTP policy could not grant is an error naming it.
+    pub fn http_origins(
+        &self,
+        config: &[(String, String)],
+    ) -> std::result::Result<Vec<String>, String> {
+        let caps = self.capabilities();
+        let mut origins = caps.http.clone();
+        for option in &caps.http_options {
+            let declared = self.info.config.iter().find(|o| &o.name == option);
+            let Some(declared) = declared else {
+                return Err(format!(
+                    "it asks for `http-option={option}` but has no option `{option}`"
+                ));
+            };
+            let default = declared.default_value.as_deref();
+            let origin = crate::capability::http::origin_of_option(option, config, default)?;
+            if let Some(origin) = origin.map(|o| o.to_string())
+                && !origins.contains(&origin)
+            {
+                origins.push(origin);
+            }
+        }
+        Ok(origins)
     }
 
     /// What the provider gets: what it asks for, cut down to what the user
@@ -169,10 +193,15 @@ impl SandboxProvider {
                 .cloned()
                 .collect(),
             containers,
-            http: if caps.http.is_empty() {
-                None
-            } else {
-                Some(HttpGrant::parse(&caps.http).map_err(Error::input)?)
+            http: {
+                let origins = self.http_origins(&spec.config).map_err(|e| {
+                    Error::input(format!("sandbox provider `{}`: {e}", self.info.name))
+                })?;
+                if origins.is_empty() {
+                    None
+                } else {
+                    Some(HttpGrant::parse(&origins).map_err(Error::input)?)
+                }
             },
         })
     }
