@@ -79,7 +79,7 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         git_dir: worktree.join(".git"),
         worktree: worktree.clone(),
         branch: "main".into(),
-        env: vec![("SANDDUNE_CONFORMANCE_CREATE".into(), "from-create".into())],
+        env: declared_env(provider),
         config: config.to_vec(),
     };
     let sandbox = match provider.create(&spec).await {
@@ -150,6 +150,20 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         false => report.skip("http-refusal-survived", NO_HTTP),
     }
     report
+}
+
+/// The sandbox's env: the keys the provider declares (its credentials),
+/// read from the process environment as a run reads them (ADR 0002), and a
+/// marker the `exec-env` check looks for.
+fn declared_env(provider: &SandboxProvider) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = provider
+        .capabilities()
+        .env_keys
+        .into_iter()
+        .filter_map(|key| std::env::var(&key).ok().map(|value| (key, value)))
+        .collect();
+    env.push(("SANDDUNE_CONFORMANCE_CREATE".into(), "from-create".into()));
+    env
 }
 
 /// The host side: a throwaway repository with one commit, a directory
