@@ -81,11 +81,11 @@ fn a_run_on_vercel_brings_the_agents_commit_to_head() {
     for seen in mock.seen() {
         assert_eq!(seen.authorization.as_deref(), Some(format!("Bearer {TOKEN}").as_str()));
         assert!(seen.query.contains(&format!("teamId={TEAM}")), "{seen:?}");
-        assert!(seen.status < 400, "{seen:?}");
+        // (a 404 reading a file is the API's "no such file")
+        assert!(seen.status < 400 || seen.status == 404 && seen.path.ends_with("/fs/read"), "{seen:?}");
     }
-    // The token is the provider's: it never reached a command's env.
-    let token_seen = mock.seen().len();
-    assert!(token_seen > 3);
+    // The credentials are the provider's: none reached the agent's env.
+    assert_eq!(calls[0]["cloud_keys"], serde_json::json!([]), "{}", calls[0]);
     assert!(!stdout(&out).contains(TOKEN) && !stderr(&out).contains(TOKEN), "the token leaked into the output");
 }
 

@@ -32,10 +32,9 @@ mod component {
     use sanddune::plugin::output::OutputSink;
     use sanddune::plugin::types::{CapabilityRequest, OutputLine, OutputStream};
 
-    use crate::config::{DEFAULT_API_URL, ENV_KEYS, OPTIONS};
+    use crate::config::{ENV_KEYS, OPTIONS};
     use crate::ndjson::Stream;
     use crate::provider::{self, ExecSpec, VercelSandbox};
-    use crate::transport::BaseUrl;
     use crate::wasi_http::WasiHttp;
 
     pub use wasi::clocks::monotonic_clock;
@@ -56,8 +55,14 @@ mod component {
         type Sandbox = Vercel;
 
         fn describe() -> ProviderInfo {
-            let origin = BaseUrl::parse(DEFAULT_API_URL).expect("default api url").origin();
-            let mut capabilities = vec![CapabilityRequest { kind: "http".into(), value: origin }];
+            // The API's origin comes from the `api-url` option (default
+            // https://vercel.com): a proxy, or the tests' loopback mock. The
+            // scratch dir is where the host stages the files it copies in and
+            // out; the env keys are the credentials.
+            let mut capabilities = vec![
+                CapabilityRequest { kind: "http-option".into(), value: "api-url".into() },
+                CapabilityRequest { kind: "scratch-dir".into(), value: String::new() },
+            ];
             capabilities.extend(ENV_KEYS.iter().map(|k| CapabilityRequest { kind: "env".into(), value: k.to_string() }));
             ProviderInfo {
                 name: "vercel".into(),

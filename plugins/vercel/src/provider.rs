@@ -288,7 +288,7 @@ impl<T: Transport> VercelSandbox<T> {
         let env: serde_json::Map<String, Value> = self
             .env
             .iter()
-            .chain(spec.env.iter())
+            .chain(spec.env.iter().filter(|(k, _)| !ENV_KEYS.contains(&k.as_str())))
             .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
             .collect();
         let mut body = json!({

@@ -119,7 +119,10 @@ fn exec_streams_output_delivers_stdin_and_keeps_credentials_out() {
         ..shell("")
     };
     assert_eq!(run(&sb, spec).unwrap().1, vec!["a b|$GREETING|"]);
-    let spec = ExecSpec { env: vec![("EXTRA".into(), "x".into())], ..shell("echo \"$GREETING $EXTRA ${VERCEL_TOKEN:-none}\"") };
+    let spec = ExecSpec {
+        env: vec![("EXTRA".into(), "x".into()), ("VERCEL_TOKEN".into(), TOKEN.into())],
+        ..shell("echo \"$GREETING $EXTRA ${VERCEL_TOKEN:-none}\"")
+    };
     assert_eq!(run(&sb, spec).unwrap().1, vec!["hello x none"]);
     // cwd relative to the worktree.
     sb.mkdir("sub", false).unwrap();
