@@ -62,6 +62,15 @@ pub struct State {
     pub expires_ms: Cell<u64>,
 }
 
+/// A random start for an instance's counter of stdin files, so the
+/// instances attached to one sandbox (lanes) never pick the same name.
+/// (`std::process::id` is unsupported on wasm32-wasip2; std seeds each
+/// `RandomState` from the platform's random source.)
+fn random_start() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    std::collections::hash_map::RandomState::new().build_hasher().finish()
+}
+
 fn now_ms() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -144,7 +153,7 @@ impl<T: Transport> VercelSandbox<T> {
             },
             env: sandbox_env(env),
             closed: Cell::new(false),
-            counter: Cell::new(0),
+            counter: Cell::new(random_start()),
             pending_kills: RefCell::new(vec![]),
         };
         match sandbox.finish_create(&created.status) {
@@ -197,7 +206,7 @@ impl<T: Transport> VercelSandbox<T> {
             state,
             env: sandbox_env(env),
             closed: Cell::new(false),
-            counter: Cell::new(0),
+            counter: Cell::new(random_start()),
             pending_kills: RefCell::new(vec![]),
         })
     }
@@ -269,9 +278,9 @@ impl<T: Transport> VercelSandbox<T> {
         // runs. Without bytes stdin is /dev/null, never an open pipe.
         let stdin_file = match spec.stdin.filter(|d| !d.is_empty()) {
             Some(data) => {
-                let n = self.counter.get() + 1;
+                let n = self.counter.get().wrapping_add(1);
                 self.counter.set(n);
-                let file = format!("{}/stdin-{}-{n}", self.state.scratch, std::process::id());
+                let file = format!("{}/stdin-{n:016x}", self.state.scratch);
                 let archive = archive::tar_gz(&[Entry { path: &file, data: &data, mode: 0o600 }])?;
                 self.api.write_files(&self.state.session, &archive).map_err(err)?;
                 file
