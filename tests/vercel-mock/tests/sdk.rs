@@ -2,36 +2,73 @@
 //! (pinned in tests/sdk/vercel) runs create, streamed exec, file write and
 //! read, mkdir, kill, list, stop and delete against it, and fails on any
 //! response its schemas reject.
+//!
+//! The SDK is installed by the test itself (`npm ci` from the pinned
+//! lockfile) under `target/tmp/vercel-sdk`, so a cached target dir skips
+//! the install; a changed lockfile installs again.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use sanddune_vercel_mock::VercelMock;
 
-fn sdk_dir() -> PathBuf {
+/// The pinned SDK's sources: package.json, package-lock.json, the scripts.
+fn sdk_sources() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sdk/vercel")
 }
+
+const SDK_FILES: &[&str] = &["package.json", "package-lock.json", "check.mjs", "faults.mjs"];
 
 fn have(program: &str) -> bool {
     Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success())
 }
 
-#[test]
-fn the_official_sdk_accepts_the_mock() {
+/// The directory the scripts run in, with the pinned SDK installed beside
+/// them: None (with a message) without node, except under CI, where
+/// .ci/run installs nodejs and its absence fails the test.
+fn sdk_dir() -> Option<PathBuf> {
     if !have("node") {
         assert!(std::env::var_os("CI").is_none(), "node is missing under CI: .ci/run installs nodejs");
         eprintln!("SKIPPED: node is not installed, so the @vercel/sandbox SDK cannot run against the mock");
-        return;
+        return None;
     }
-    let dir = sdk_dir();
-    if !dir.join("node_modules/@vercel/sandbox").exists() {
+    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let installed = INSTALLED.get_or_init(|| install(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vercel-sdk")));
+    Some(installed.clone().unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Copy the SDK's files to `dir` and `npm ci` there unless the same
+/// lockfile is already installed.
+fn install(dir: &Path) -> Result<PathBuf, String> {
+    let src = sdk_sources();
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let lock = std::fs::read(src.join("package-lock.json")).map_err(|e| format!("reading the lockfile: {e}"))?;
+    let installed_lock = dir.join("node_modules/.sanddune-installed-lock.json");
+    let current = std::fs::read(&installed_lock).is_ok_and(|l| l == lock)
+        && dir.join("node_modules/@vercel/sandbox/package.json").exists();
+    for file in SDK_FILES {
+        std::fs::copy(src.join(file), dir.join(file)).map_err(|e| format!("copying {file}: {e}"))?;
+    }
+    if !current {
+        let started = std::time::Instant::now();
         let status = Command::new("npm")
             .args(["ci", "--no-audit", "--no-fund", "--quiet"])
-            .current_dir(&dir)
+            .current_dir(dir)
             .status()
-            .expect("npm is needed to install the pinned SDK (npm ci in tests/sdk/vercel)");
-        assert!(status.success(), "npm ci in {} failed", dir.display());
+            .map_err(|e| format!("npm is needed to install the pinned SDK (npm ci in {}): {e}", dir.display()))?;
+        if !status.success() {
+            return Err(format!("npm ci in {} failed: {status}", dir.display()));
+        }
+        std::fs::write(&installed_lock, &lock).map_err(|e| format!("writing {}: {e}", installed_lock.display()))?;
+        eprintln!("installed @vercel/sandbox in {} in {:.1?}", dir.display(), started.elapsed());
     }
+    Ok(dir.to_path_buf())
+}
+
+#[test]
+fn the_official_sdk_accepts_the_mock() {
+    let Some(dir) = sdk_dir() else { return };
     let mock = VercelMock::start();
     let out = Command::new("node")
         .arg("check.mjs")
@@ -59,16 +96,7 @@ fn the_official_sdk_accepts_the_mock() {
 #[test]
 fn the_official_sdk_takes_the_mocks_faults_as_the_real_apis() {
     use sanddune_vercel_mock::{Fault, Op};
-    if !have("node") {
-        assert!(std::env::var_os("CI").is_none(), "node is missing under CI: .ci/run installs nodejs");
-        eprintln!("SKIPPED: node is not installed");
-        return;
-    }
-    let dir = sdk_dir();
-    if !dir.join("node_modules/@vercel/sandbox").exists() {
-        let status = Command::new("npm").args(["ci", "--no-audit", "--no-fund", "--quiet"]).current_dir(&dir).status().unwrap();
-        assert!(status.success());
-    }
+    let Some(dir) = sdk_dir() else { return };
     let mock = VercelMock::start();
     mock.inject(Fault::status(Op::Create, 503, "unavailable"));
     mock.inject(Fault::Status { op: Op::RunCommand, status: 429, code: "rate_limited".into(), retry_after: Some(1), times: 1 });
