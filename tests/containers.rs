@@ -880,3 +880,58 @@ async fn docker_networks_are_attached_by_name() {
             .unwrap();
     }
 }
+
+/// `sanddune interactive --sandbox docker` in a real terminal (tmux): the
+/// agent's UI runs in the container on a TTY of the window's size, a
+/// resize reaches it, typed prompts and Ctrl-C are the agent's, the
+/// terminal comes back and the commit is handled as for `run`.
+#[test]
+fn docker_interactive_gives_the_agent_a_tty_in_the_container() {
+    use common::tmux::{self, Tmux};
+    if !tmux::available() || !engine_ready("docker") {
+        return;
+    }
+    let patience = Duration::from_secs(60);
+    let repo = TestRepo::new();
+    let image = format!("image={IMAGE}");
+    let mounts = fake_mounts(&repo);
+    let mut args = vec![
+        "interactive",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--sandbox-opt",
+        &image,
+    ];
+    args.extend(mounts.iter().map(String::as_str));
+    // Afterwards the shell reports whether its terminal is cooked again.
+    let line = format!(
+        "{}; s=$?; stty -a | grep -q -- ' icanon' && echo terminal-cooked; (exit $s)",
+        repo.shell_line(&args)
+    );
+    let term = Tmux::start(&line, repo.path(), 100, 30);
+    term.wait_for("the agent's UI in the container", patience, |s| {
+        s.contains("fake claude UI 100x30")
+    });
+    term.resize(120, 40);
+    term.wait_for("the resize to reach the container's TTY", patience, |s| {
+        s.contains("window 120x40")
+    });
+    term.send_keys(&["add a haiku", "Enter"]);
+    term.wait_for("the agent to work on what was typed", patience, |s| {
+        s.contains("done: add a haiku")
+    });
+    term.send_keys(&["C-c"]);
+    term.wait_for("the agent's answer to Ctrl-C", patience, |s| {
+        s.contains("Press Ctrl-C again to exit")
+    });
+    term.send_keys(&["C-c"]);
+    let (status, screen) = term.wait_exit(patience);
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("agent exited with code 0"), "{screen}");
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // Raw mode was given back.
+    assert!(screen.contains("terminal-cooked"), "{screen}");
+}

@@ -5,8 +5,8 @@ mod common;
 
 use std::time::Duration;
 
-use common::TestRepo;
 use common::tmux::{self, Tmux};
+use common::{TestRepo, plugin_file};
 
 /// How long a screen may take: a run right after a build compiles every
 /// component first (shared cache), on a loaded 2-core machine.
@@ -179,5 +179,54 @@ fn interactive_without_a_sandbox_gives_the_agent_the_terminal() {
     assert_eq!(
         repo.git(&["log", "-1", "--format=%s", "main"]),
         "Add a note"
+    );
+}
+
+/// A component file named on the command line at a terminal: sanddune asks
+/// y/N, listing exactly what the file asks for; "n" refuses with exit 2
+/// before anything exists, "y" runs it.
+#[test]
+fn a_component_file_is_approved_or_refused_at_the_terminal_prompt() {
+    if !tmux::available() {
+        return;
+    }
+    let file = plugin_file("sanddune-test-plugin-v0-1-sandbox");
+    let file = file.to_str().unwrap();
+    let args = [
+        "run",
+        "--sandbox",
+        file,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--log",
+        "terminal",
+    ];
+    let question = "asks for program=sh, worktree=read-write. Approve? [y/N]";
+
+    let repo = TestRepo::new();
+    let term = Tmux::start(&repo.shell_line(&args), repo.path(), 250, 30);
+    term.wait_for("the approval question", PATIENCE, |s| s.contains(question));
+    term.send_keys(&["n", "Enter"]);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 2, "{screen}");
+    assert!(screen.contains("was not approved: nothing ran"), "{screen}");
+    assert!(
+        !repo.path().join(".sanddune").exists(),
+        "a refusal leaves nothing behind"
+    );
+    assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]), "1");
+
+    let repo = TestRepo::new();
+    let term = Tmux::start(&repo.shell_line(&args), repo.path(), 250, 30);
+    term.wait_for("the approval question", PATIENCE, |s| s.contains(question));
+    term.send_keys(&["y", "Enter"]);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("1 commit on main"), "{screen}");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s"]),
+        "Fix typo in README"
     );
 }

@@ -19,7 +19,7 @@ from wit_world.exports.sandbox_provider import (
     ProviderInfo,
     SandboxKind,
 )
-from wit_world.imports.types import CapabilityRequest
+from wit_world.imports.sanddune_plugin_types import CapabilityRequest
 
 from paths import normalize
 from sandbox_provider import Sandbox

@@ -42,7 +42,11 @@ as_user() {
 }
 socket=$run/podman/podman.sock
 if ! as_user curl -sf --unix-socket "$socket" http://d/_ping >/dev/null 2>&1; then
-    (cd / && as_user nohup podman system service --time=0 "unix://$socket" >"/tmp/podman-$user.log" 2>&1 &)
+    # The redirections are the background subshell's own, so no descriptor
+    # of this script's stdout stays open in it: a caller reading that
+    # stdout (`$(non-root-user.sh)`) would otherwise wait for the service.
+    (cd / && as_user nohup podman system service --time=0 "unix://$socket") \
+        </dev/null >"/tmp/podman-$user.log" 2>&1 &
 fi
 for _ in $(seq 120); do
     as_user curl -sf --unix-socket "$socket" http://d/_ping >/dev/null 2>&1 && break

@@ -19,9 +19,8 @@ use std::sync::Arc;
 
 use wasmtime::component::{Component, InstancePre};
 use wasmtime::{Engine, Store};
-use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
-use crate::capability::{Grants, Limits, PluginState};
+use crate::capability::{Grants, Limits, PluginState, filesystem};
 use crate::error::{Error, Result};
 
 pub use approval::{Approval, FileApproval};
@@ -319,43 +318,8 @@ impl PluginRuntime {
 
     /// A fresh store for a plugin, with only `grants` visible to it.
     fn store(&self, name: &str, grants: Grants) -> Result<Store<PluginState>> {
-        let mut wasi = WasiCtxBuilder::new();
-        wasi.allow_tcp(false)
-            .allow_udp(false)
-            .allow_ip_name_lookup(false);
-        for (key, value) in &grants.env {
-            wasi.env(key, value);
-        }
-        let mut dirs: Vec<(&Path, bool)> = grants
-            .directories
-            .iter()
-            .map(|(p, w)| (p.as_path(), *w))
-            .collect();
-        if let Some(scratch) = &grants.scratch_dir {
-            dirs.push((scratch, true));
-        }
-        for (path, writable) in dirs {
-            let perms = if writable {
-                FsPerms::ReadWrite
-            } else {
-                FsPerms::ReadOnly
-            };
-            let guest = path
-                .to_str()
-                .ok_or_else(|| Error::input(format!("non-UTF-8 path {}", path.display())))?;
-            wasi.preopened_dir(path, guest, perms).map_err(|e| {
-                Error::Other(anyhow::anyhow!(
-                    "cannot grant {} to `{name}`: {e}",
-                    path.display()
-                ))
-            })?;
-        }
-        let state = PluginState::new(
-            name.into(),
-            Arc::new(grants),
-            wasi.build(),
-            self.inner.limits,
-        );
+        let wasi = filesystem::wasi_ctx(name, &grants)?;
+        let state = PluginState::new(name.into(), Arc::new(grants), wasi, self.inner.limits);
         let mut store = Store::new(&self.inner.engine, state);
         store.limiter(|s| s);
         store.epoch_deadline_callback(|mut ctx| {
