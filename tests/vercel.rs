@@ -148,3 +148,37 @@ fn a_sandbox_that_stops_mid_run_fails_the_run_and_is_still_deleted() {
     let sandboxes = mock.sandboxes();
     assert!(sandboxes.iter().all(|s| s.deleted), "{sandboxes:?}");
 }
+
+#[test]
+fn the_api_origin_comes_from_the_api_url_option() {
+    let repo = TestRepo::new();
+    // plugin inspect names the option and its default.
+    let out = repo.sanddune(&["plugin", "inspect", "vercel"]);
+    let text = stdout(&out);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        text.contains("http:       the origin of option `api-url` (default https://vercel.com/api)"),
+        "{text}"
+    );
+    // An origin the HTTP policy refuses (plain http off loopback) fails the
+    // run before a request is made, naming the option.
+    let out = repo
+        .command(&[
+            "run",
+            "--sandbox",
+            "vercel",
+            "--sandbox-opt",
+            "api-url=http://api.example.com/api",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "fix the typo",
+        ])
+        .envs(CREDENTIALS.iter().copied())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("option `api-url`"), "{err}");
+    assert!(repo.calls("claude").is_empty());
+}

@@ -84,7 +84,9 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 DirectoryAccess::ReadWrite => "read-write",
             };
             println!("  worktree:   {worktree}");
-            println!("  http:       {}", list(&caps.http));
+            if !caps.http.is_empty() || caps.http_options.is_empty() {
+                println!("  http:       {}", list(&caps.http));
+            }
             for option in &caps.http_options {
                 let default = info
                     .config
