@@ -483,7 +483,7 @@ struct Sbx {
 impl Sbx {
     /// A sandbox path (absolute, or relative to `cwd`) as a host path,
     /// refused when it leaves the sandbox's directory.
-    fn resolve(&self, path: &str, cwd: Option<&str>) -> Result<PathBuf, Response<Body>> {
+    fn resolve(&self, path: &str, cwd: Option<&str>) -> Result<PathBuf, Box<Response<Body>>> {
         let base = cwd.map(PathBuf::from).unwrap_or_else(|| self.cwd.clone());
         let joined = base.join(path);
         let mut clean = PathBuf::new();
@@ -497,7 +497,7 @@ impl Sbx {
             }
         }
         if !clean.starts_with(&self.root) {
-            return Err(error(400, "bad_request", &format!("path {path} is outside this mock sandbox")));
+            return Err(Box::new(error(400, "bad_request", &format!("path {path} is outside this mock sandbox"))));
         }
         Ok(clean)
     }
@@ -669,7 +669,7 @@ async fn run_command(state: &Shared, counter: &AtomicU64, sb: &Sbx, body: Value)
     let args: Vec<String> = body["args"].as_array().into_iter().flatten().filter_map(|a| a.as_str().map(str::to_string)).collect();
     let cwd = match sb.resolve(body["cwd"].as_str().unwrap_or("."), None) {
         Ok(c) => c,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     let mut command = tokio::process::Command::new(&name);
     command
@@ -937,7 +937,7 @@ async fn write_files(sb: &Sbx, content_type: Option<&str>, x_cwd: Option<String>
     };
     for name in String::from_utf8_lossy(&listed).lines() {
         if let Err(r) = sb.resolve(name, Some(&dir)) {
-            return r;
+            return *r;
         }
     }
     let target = PathBuf::from(&dir);
@@ -974,7 +974,7 @@ fn read_file(sb: &Sbx, body: Value) -> Response<Body> {
     };
     let full = match sb.resolve(path, body["cwd"].as_str()) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match std::fs::read(&full) {
         Ok(data) => full_octets(data),
@@ -992,7 +992,7 @@ fn mkdir(sb: &Sbx, body: Value) -> Response<Body> {
     };
     let full = match sb.resolve(path, body["cwd"].as_str()) {
         Ok(p) => p,
-        Err(r) => return r,
+        Err(r) => return *r,
     };
     match std::fs::create_dir(&full) {
         Ok(()) => ok(json!({})),

@@ -41,10 +41,13 @@ mod tests {
             .collect()
     }
 
+    /// The options given, the option's default, the origin granted.
+    type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, Option<&'a str>);
+
     #[test]
     fn the_option_or_its_default_names_the_origin() {
         let default = Some("https://vercel.com/api");
-        let cases: &[(&[(&str, &str)], Option<&str>, Option<&str>)] = &[
+        let cases: &[Case] = &[
             (&[], default, Some("https://vercel.com")),
             (
                 &[("api-url", "http://127.0.0.1:4567")],
