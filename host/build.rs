@@ -20,6 +20,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("pi", "sanddune-plugin-pi"),
     ("docker", "sanddune-plugin-docker"),
     ("podman", "sanddune-plugin-podman"),
+    ("vercel", "sanddune-plugin-vercel"),
 ];
 
 /// Components built only for the tests (not embedded).

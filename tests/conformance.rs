@@ -1,5 +1,6 @@
 //! The conformance kit through the real binary: every built-in provider
-//! passes `sanddune plugin test`, a misbehaving one fails the checks it
+//! passes `sanddune plugin test` (vercel against the loopback mock of its
+//! API), a misbehaving one fails the checks it
 //! should, and the Python and JavaScript example providers pass and do a
 //! real `sanddune run`.
 //!
@@ -90,6 +91,44 @@ fn test_isolated_passes_every_sandbox_check() {
     assert_passes(
         &plugin_test(&repo, &[file.to_str().unwrap()]),
         SANDBOX_CHECKS,
+    );
+}
+
+/// The vercel built-in against the loopback mock of the Vercel Sandbox API
+/// (tests/vercel-mock), its `api-url` pointed there: every sandbox check,
+/// the origin it reaches is the mock's, and a refused request is an error.
+#[test]
+fn vercel_passes_every_sandbox_check_against_the_mock() {
+    use sanddune_vercel_mock::{PROJECT, TEAM, TOKEN, VercelMock};
+    let repo = TestRepo::new();
+    let mock = VercelMock::start();
+    let api = format!("api-url={}", mock.url());
+    let credentials = [
+        ("VERCEL_TOKEN", TOKEN),
+        ("VERCEL_TEAM_ID", TEAM),
+        ("VERCEL_PROJECT_ID", PROJECT),
+    ];
+    let out = repo.sanddune_with_env(
+        &["plugin", "test", "vercel", "--sandbox-opt", &api],
+        &credentials,
+    );
+    assert_passes(&out, SANDBOX_CHECKS);
+    let text = stdout(&out);
+    let origins = check_line(&text, "http-origins");
+    assert!(
+        origins.starts_with("PASS ") && origins.contains(&format!("({})", mock.url())),
+        "{origins}"
+    );
+    let refusal = check_line(&text, "http-refusal-survived");
+    assert!(
+        refusal.starts_with("PASS ") && refusal.contains("failed cleanly"),
+        "{refusal}"
+    );
+    let sandboxes = mock.sandboxes();
+    assert!(!sandboxes.is_empty());
+    assert!(
+        sandboxes.iter().all(|s| s.deleted),
+        "every sandbox the kit made is deleted: {sandboxes:?}"
     );
 }
 

@@ -41,6 +41,11 @@ pub struct Capabilities {
     /// before 0.2 call it `hosts`; nothing was ever granted under it.
     #[serde(default, alias = "hosts")]
     pub http: Vec<String>,
+    /// Config options whose URL's origin the plugin may reach (`http-option`:
+    /// a cloud API's base URL, which the user may point elsewhere). Left out
+    /// of a record when empty, so records without it read as before.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub http_options: Vec<String>,
     #[serde(default)]
     pub env_keys: Vec<String>,
     #[serde(default)]
@@ -48,7 +53,7 @@ pub struct Capabilities {
 }
 
 /// The syntax of one item, for errors.
-pub const ITEM_SYNTAX: &str = "program=NAME, scratch-dir, worktree=read-only|read-write, env=KEY, containers or http=https://HOST[:PORT]";
+pub const ITEM_SYNTAX: &str = "program=NAME, scratch-dir, worktree=read-only|read-write, env=KEY, containers, http=https://HOST[:PORT] or http-option=OPTION";
 
 impl Capabilities {
     /// The set a plugin's requests describe; an unknown kind or a malformed
@@ -83,13 +88,16 @@ impl Capabilities {
                 &mut self.http,
                 &check_origin(o).map_err(|e| format!("`http={o}`: {e}"))?,
             ),
+            ("http-option", o) if !o.is_empty() => push_new(&mut self.http_options, o),
             ("worktree", "read-only") => {
                 self.worktree = self.worktree.max(DirectoryAccess::ReadOnly)
             }
             ("worktree", "read-write") => self.worktree = DirectoryAccess::ReadWrite,
             ("scratch-dir", "") => self.scratch_dir = true,
             ("containers", "") => self.containers = true,
-            ("program" | "env" | "worktree" | "scratch-dir" | "containers", _) => return Err(bad()),
+            ("program" | "env" | "worktree" | "scratch-dir" | "containers" | "http-option", _) => {
+                return Err(bad());
+            }
             _ => {
                 return Err(format!(
                     "unknown capability `{kind}`: this sanddune knows {ITEM_SYNTAX}; a newer sanddune may know it"
@@ -113,6 +121,7 @@ impl Capabilities {
             items.push("containers".into());
         }
         items.extend(self.http.iter().map(|o| item("http", o)));
+        items.extend(self.http_options.iter().map(|o| item("http-option", o)));
         items
     }
 
@@ -142,6 +151,7 @@ impl Capabilities {
             scratch_dir: asked.scratch_dir && self.scratch_dir,
             worktree: asked.worktree.min(self.worktree),
             http: keep(&asked.http, &self.http),
+            http_options: keep(&asked.http_options, &self.http_options),
             env_keys: keep(&asked.env_keys, &self.env_keys),
             containers: asked.containers && self.containers,
         }
@@ -274,5 +284,20 @@ mod tests {
         let caps: Capabilities = toml::from_str(old).unwrap();
         assert_eq!(caps.programs, ["sh"]);
         assert!(caps.scratch_dir);
+    }
+
+    #[test]
+    fn http_option_names_a_config_option() {
+        let caps =
+            Capabilities::from_requests([("http-option", "api-url"), ("scratch-dir", "")]).unwrap();
+        assert_eq!(caps.http_options, ["api-url"]);
+        assert_eq!(caps.items(), ["scratch-dir", "http-option=api-url"]);
+        assert!(Capabilities::from_requests([("http-option", "")]).is_err());
+        let none = Capabilities::default();
+        assert_eq!(none.missing(&caps), ["scratch-dir", "http-option=api-url"]);
+        assert!(none.restrict(&caps).http_options.is_empty());
+        let mut approved = Capabilities::default();
+        approved.add_item("http-option=api-url").unwrap();
+        assert_eq!(approved.restrict(&caps).http_options, ["api-url"]);
     }
 }

@@ -84,7 +84,19 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 DirectoryAccess::ReadWrite => "read-write",
             };
             println!("  worktree:   {worktree}");
-            println!("  http:       {}", list(&caps.http));
+            if !caps.http.is_empty() || caps.http_options.is_empty() {
+                println!("  http:       {}", list(&caps.http));
+            }
+            for option in &caps.http_options {
+                let default = info
+                    .config
+                    .iter()
+                    .find(|o| &o.name == option)
+                    .and_then(|o| o.default_value.as_deref())
+                    .map(|d| format!(" (default {d})"))
+                    .unwrap_or_default();
+                println!("  http:       the origin of option `{option}`{default}");
+            }
             println!("  env keys:   {}", list(&caps.env_keys));
             println!(
                 "  containers: {}",

@@ -53,10 +53,11 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         checks: vec![],
     };
     report.push("describe", describe(provider));
-    let asks_http = !provider.http_origins().is_empty();
+    let caps = provider.capabilities();
+    let asks_http = !caps.http.is_empty() || !caps.http_options.is_empty();
     const NO_HTTP: &str = "the provider asks for no outgoing HTTP";
     match asks_http {
-        true => report.push("http-origins", http_origins(provider)),
+        true => report.push("http-origins", http_origins(provider, config)),
         false => report.skip("http-origins", NO_HTTP),
     }
     let dirs = match HostDirs::new() {
@@ -78,7 +79,7 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         git_dir: worktree.join(".git"),
         worktree: worktree.clone(),
         branch: "main".into(),
-        env: vec![("SANDDUNE_CONFORMANCE_CREATE".into(), "from-create".into())],
+        env: declared_env(provider),
         config: config.to_vec(),
     };
     let sandbox = match provider.create(&spec).await {
@@ -149,6 +150,20 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         false => report.skip("http-refusal-survived", NO_HTTP),
     }
     report
+}
+
+/// The sandbox's env: the keys the provider declares (its credentials),
+/// read from the process environment as a run reads them (ADR 0002), and a
+/// marker the `exec-env` check looks for.
+fn declared_env(provider: &SandboxProvider) -> Vec<(String, String)> {
+    let mut env: Vec<(String, String)> = provider
+        .capabilities()
+        .env_keys
+        .into_iter()
+        .filter_map(|key| std::env::var(&key).ok().map(|value| (key, value)))
+        .collect();
+    env.push(("SANDDUNE_CONFORMANCE_CREATE".into(), "from-create".into()));
+    env
 }
 
 /// The host side: a throwaway repository with one commit, a directory
@@ -294,10 +309,12 @@ fn describe(provider: &SandboxProvider) -> Checked {
     Ok(kind.into())
 }
 
-/// Every origin it declares is one the host can grant: `https://host[:port]`
-/// (plain http for loopback only), nothing after the authority.
-fn http_origins(provider: &SandboxProvider) -> Checked {
-    let origins = provider.http_origins();
+/// Every origin it declares, or that its `http-option` options hold under
+/// the kit's `--sandbox-opt`s, is one the host can grant:
+/// `https://host[:port]` (plain http for loopback only), nothing after the
+/// authority.
+fn http_origins(provider: &SandboxProvider, config: &[(String, String)]) -> Checked {
+    let origins = provider.http_origins(config)?;
     HttpGrant::parse(&origins)?;
     Ok(origins.join(", "))
 }

@@ -9,6 +9,7 @@ pub mod builtin;
 pub mod cache;
 pub mod engine;
 pub mod sandbox;
+mod staging;
 pub mod store;
 pub mod wit;
 

@@ -8,6 +8,7 @@ use wasmtime::component::ResourceAny;
 
 use super::api::EnvVar;
 use super::approval::{self, Approval};
+use super::staging::Staging;
 use super::wit::SandboxBindings;
 use super::{Plugin, PluginKind, PluginRef, PluginRuntime, one_line};
 use crate::capability::output::{OutputLine, OutputSink, OutputStream};
@@ -116,9 +117,33 @@ impl SandboxProvider {
         &self.info.name
     }
 
-    /// The origins the provider asks to reach with outgoing HTTP.
-    pub fn http_origins(&self) -> Vec<String> {
-        self.capabilities().http
+    /// The origins this provider may reach with outgoing HTTP under
+    /// `config` (the user's `--sandbox-opt`s): its `http` items, and for
+    /// each `http-option` the origin of the URL that option holds (the
+    /// user's value, else the option's default). An option whose URL the
+    /// HTTP policy could not grant is an error naming it.
+    pub fn http_origins(
+        &self,
+        config: &[(String, String)],
+    ) -> std::result::Result<Vec<String>, String> {
+        let caps = self.capabilities();
+        let mut origins = caps.http.clone();
+        for option in &caps.http_options {
+            let declared = self.info.config.iter().find(|o| &o.name == option);
+            let Some(declared) = declared else {
+                return Err(format!(
+                    "it asks for `http-option={option}` but has no option `{option}`"
+                ));
+            };
+            let default = declared.default_value.as_deref();
+            let origin = crate::capability::http::origin_of_option(option, config, default)?;
+            if let Some(origin) = origin.map(|o| o.to_string())
+                && !origins.contains(&origin)
+            {
+                origins.push(origin);
+            }
+        }
+        Ok(origins)
     }
 
     /// What the provider gets: what it asks for, cut down to what the user
@@ -169,10 +194,15 @@ impl SandboxProvider {
                 .cloned()
                 .collect(),
             containers,
-            http: if caps.http.is_empty() {
-                None
-            } else {
-                Some(HttpGrant::parse(&caps.http).map_err(Error::input)?)
+            http: {
+                let origins = self.http_origins(&spec.config).map_err(|e| {
+                    Error::input(format!("sandbox provider `{}`: {e}", self.info.name))
+                })?;
+                if origins.is_empty() {
+                    None
+                } else {
+                    Some(HttpGrant::parse(&origins).map_err(Error::input)?)
+                }
             },
         })
     }
@@ -459,8 +489,40 @@ impl Sandbox {
         Ok(out)
     }
 
+    /// For a provider that reaches the host only through its scratch dir
+    /// (granted neither `program` nor `containers`: a cloud provider), host
+    /// files pass through a staging dir there (see `staging`).
+    fn staging(&self) -> Result<Option<Staging>> {
+        let grants = &self.origin.grants;
+        match &grants.scratch_dir {
+            Some(dir) if grants.programs.is_empty() && grants.containers.is_none() => {
+                Staging::new(dir).map(Some).map_err(|e| {
+                    Error::Other(anyhow::anyhow!(
+                        "cannot stage host files for `{}` in {}: {e}",
+                        self.name,
+                        dir.display()
+                    ))
+                })
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// `host` as the provider may open it: itself, or a staged copy.
+    fn staged_in(&self, host: &Path) -> Result<(Option<Staging>, String)> {
+        let staging = self.staging()?;
+        let path = match &staging {
+            Some(st) => st.stage_in(host).map_err(|e| {
+                Error::Other(anyhow::anyhow!("cannot stage {}: {e}", host.display()))
+            })?,
+            None => host.to_path_buf(),
+        };
+        Ok((staging, path.display().to_string()))
+    }
+
     pub async fn copy_file_in(&mut self, host: &Path, sandbox_path: &str) -> Result<()> {
-        let (h, p) = (host.display().to_string(), sandbox_path.to_string());
+        let (_staging, h) = self.staged_in(host)?;
+        let p = sandbox_path.to_string();
         self.call("copy-file-in", move |b, s, r| {
             Box::pin(async move { b.copy_file_in(s, r, &h, &p).await })
         })
@@ -468,17 +530,29 @@ impl Sandbox {
     }
 
     pub async fn copy_file_out(&mut self, sandbox_path: &str, host: &Path) -> Result<()> {
-        let (p, h) = (sandbox_path.to_string(), host.display().to_string());
+        let staging = self.staging()?;
+        let h = match &staging {
+            Some(st) => st.out_path().display().to_string(),
+            None => host.display().to_string(),
+        };
+        let p = sandbox_path.to_string();
         self.call("copy-file-out", move |b, s, r| {
             Box::pin(async move { b.copy_file_out(s, r, &p, &h).await })
         })
-        .await
+        .await?;
+        if let Some(st) = staging {
+            st.deliver(host).map_err(|e| {
+                Error::Other(anyhow::anyhow!("cannot write {}: {e}", host.display()))
+            })?;
+        }
+        Ok(())
     }
 
     /// Copy a host file or directory into the sandbox (a directory's
     /// contents land in `sandbox_path` itself).
     pub async fn copy_in(&mut self, host: &Path, sandbox_path: &str) -> Result<()> {
-        let (h, p) = (host.display().to_string(), sandbox_path.to_string());
+        let (_staging, h) = self.staged_in(host)?;
+        let p = sandbox_path.to_string();
         self.call("copy-in", move |b, s, r| {
             Box::pin(async move { b.copy_in(s, r, &h, &p).await })
         })

@@ -10,6 +10,7 @@
 //! redirect itself; a guest's client that follows one sends a new request,
 //! which is checked here like any other.
 
+mod option;
 mod policy;
 mod send;
 
@@ -23,6 +24,7 @@ use wasmtime_wasi_http::{
     Error, RequestOptions, WasiBody, WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView,
 };
 
+pub use option::origin_of_option;
 pub use policy::Origin;
 
 use super::PluginState;

@@ -66,6 +66,7 @@ impl sandbox::ProviderInfo {
                 types::DirectoryAccess::ReadWrite => api::DirectoryAccess::ReadWrite,
             },
             http: Vec::new(),
+            http_options: Vec::new(),
             env_keys: caps.env_keys,
             containers: caps.containers,
         };

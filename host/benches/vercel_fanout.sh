@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Wall time of one `sanddune run --sandbox vercel` against 16 at once, over
+# the loopback mock of the Vercel Sandbox API (tests/vercel-mock, which
+# runs the commands for real): the fake claude makes one commit per run on
+# its own branch (strategy branch), each run a sandbox of its own.
+#
+#   host/benches/vercel_fanout.sh [path/to/sanddune]   (default: target/release, else target/debug)
+#   needs: cargo build -p sanddune-vercel-mock --bin vercel-mock
+set -euo pipefail
+root=$(cd "$(dirname "$0")/../.." && pwd)
+bin=${1:-}
+if [ -z "$bin" ]; then
+  for b in "$root/target/release/sanddune" "$root/target/debug/sanddune"; do
+    [ -x "$b" ] && bin=$b && break
+  done
+fi
+[ -x "${bin:-}" ] || { echo "build sanddune first (cargo build --release)" >&2; exit 2; }
+mockbin=""
+for b in "$root/target/release/vercel-mock" "$root/target/debug/vercel-mock"; do
+  [ -x "$b" ] && mockbin=$b && break
+done
+[ -n "$mockbin" ] || { echo "build the mock first (cargo build -p sanddune-vercel-mock --bin vercel-mock)" >&2; exit 2; }
+
+work=$(mktemp -d)
+mkdir -p "$work/home/bin" "$work/repo"
+ln -s "$root/tests/fakes/claude" "$work/home/bin/claude"
+export HOME="$work/home" PATH="$work/home/bin:$PATH"
+export SANDDUNE_CACHE_DIR="$root/target/tmp/component-cache"
+export VERCEL_TOKEN=mock-token VERCEL_TEAM_ID=team_mock VERCEL_PROJECT_ID=prj_mock
+"$mockbin" > "$work/mock.url" &
+mock=$!
+trap 'kill $mock; rm -rf "$work"' EXIT
+for _ in $(seq 50); do [ -s "$work/mock.url" ] && break; sleep 0.1; done
+url=$(head -1 "$work/mock.url")
+cd "$work/repo"
+git init -q -b main
+echo "# bench" > README.md
+git add README.md
+git config user.name b && git config user.email b@b.invalid
+git commit -q -m initial
+
+one() {
+  "$bin" run --sandbox vercel --sandbox-opt "api-url=$url" --agent claude-code \
+    --strategy branch --branch "fan-$1" --prompt "add a note $1" --json \
+    > "$work/out-$1.json" 2> "$work/err-$1.txt" || { cat "$work/err-$1.txt" >&2; return 1; }
+}
+
+echo "sanddune run --sandbox vercel over the mock, $(nproc) cores"
+one 0  # warm the component cache
+for n in 1 16; do
+  start=$(date +%s.%N)
+  pids=()
+  for i in $(seq 1 "$n"); do one "$n-$i" & pids+=($!); done
+  for p in "${pids[@]}"; do wait "$p"; done
+  end=$(date +%s.%N)
+  commits=$(for i in $(seq 1 "$n"); do git rev-list --count "main..fan-$n-$i"; done | paste -sd+ | bc)
+  printf -- '%2s run(s) at once: %6.2f s  (%s commits on %s branches)\n' "$n" "$(echo "$end - $start" | bc)" "$commits" "$n"
+done
