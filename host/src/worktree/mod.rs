@@ -93,10 +93,18 @@ struct Registered {
 
 /// Run the git CLI in `dir`, for what libgit2 cannot do (bundles). Returns
 /// its trimmed stdout.
+///
+/// Never with automatic maintenance: a `fetch` or `merge` would otherwise
+/// start `git gc --auto` (detached) on the user's repository once enough
+/// packs pile up (every synced bundle is one), and that gc's `git worktree
+/// prune` and repack run outside sanddune's git lock, racing the worktree
+/// removals of parallel runs (found by 64 runs at once). The user's own git
+/// commands still run it, between runs.
 pub fn git(dir: &Path, args: &[&str]) -> Result<String> {
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)
+        .args(["-c", "maintenance.auto=false", "-c", "gc.auto=0"])
         .args(args)
         .output()
         .map_err(|e| {
@@ -506,14 +514,7 @@ impl Repo {
         }
         {
             let _git = GitLock::acquire(&self.git_dir())?;
-            let wt = self
-                .repo
-                .find_worktree(&worktree.name)
-                .map_err(|e| git_err("find worktree", e))?;
-            let mut opts = WorktreePruneOptions::new();
-            opts.valid(true).working_tree(true);
-            wt.prune(Some(&mut opts))
-                .map_err(|e| git_err("remove worktree", e))?;
+            self.remove_worktree(&worktree.name, &worktree.path)?;
             if worktree.temporary
                 && !keep_branch
                 && let Ok(mut b) = self.repo.find_branch(&worktree.branch, BranchType::Local)
@@ -589,14 +590,35 @@ impl Repo {
         Ok(found)
     }
 
+    /// Remove a worktree: git's admin dir, then the working tree. Call
+    /// under the git lock. A `git worktree prune` of another process (the
+    /// user's `git gc --auto`) does not take that lock: it may delete the
+    /// admin dir while libgit2 is deleting it, which is the same outcome.
+    fn remove_worktree(&self, name: &str, path: &Path) -> Result<()> {
+        let admin = self.git_dir().join("worktrees").join(name);
+        let pruned = match self.repo.find_worktree(name) {
+            Ok(wt) => {
+                let mut opts = WorktreePruneOptions::new();
+                opts.valid(true).working_tree(true);
+                wt.prune(Some(&mut opts))
+            }
+            Err(e) => Err(e),
+        };
+        match pruned {
+            Ok(()) => Ok(()),
+            Err(_) if !admin.exists() => match std::fs::remove_dir_all(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Other(
+                    anyhow::anyhow!("remove worktree {}: {e}", path.display()),
+                )),
+                _ => Ok(()),
+            },
+            Err(e) => Err(git_err("remove worktree", e)),
+        }
+    }
+
     fn remove_orphan(&self, name: &str, branch: &str) -> Result<()> {
         let _git = GitLock::acquire(&self.git_dir())?;
-        if let Ok(wt) = self.repo.find_worktree(name) {
-            let mut opts = WorktreePruneOptions::new();
-            opts.valid(true).working_tree(true);
-            wt.prune(Some(&mut opts))
-                .map_err(|e| git_err("remove worktree", e))?;
-        }
+        self.remove_worktree(name, &self.root.join(WORKTREES_DIR).join(name))?;
         let head = self
             .repo
             .head()
