@@ -195,6 +195,20 @@ impl Setup {
         stranded
     }
 
+    /// Branches, worktrees and their FETCH_HEADs, for a failure message.
+    fn state(&self) -> String {
+        let mut state = self
+            .repo
+            .git(&["for-each-ref", "--format=%(refname) %(objectname:short) %(subject)"]);
+        state += "\n";
+        state += &self.repo.git(&["worktree", "list"]);
+        for wt in std::fs::read_dir(self.repo.path().join(".git/worktrees")).into_iter().flatten().flatten() {
+            let fetch_head = std::fs::read_to_string(wt.path().join("FETCH_HEAD")).unwrap_or_default();
+            state += &format!("\n{:?} FETCH_HEAD {fetch_head:?}", wt.file_name());
+        }
+        state
+    }
+
     /// Every branch's note files: what the agents' commits hold.
     fn notes_on_branches(&self) -> Vec<String> {
         let mut notes: Vec<String> = self
@@ -291,10 +305,15 @@ fn kill_9_at_seeded_points_loses_nothing() {
             finished_before_kill += 1;
         }
         let when = format!("kill {k} after {delay:?} (seed {seed:#x})");
+        let before_gc = setup.state();
         let gc = setup.gc();
         assert!(setup.locks().is_empty(), "{when}: a lock survived gc: {:?}\n{gc}", setup.locks());
         setup.check_sound(&when);
-        assert!(setup.lost_commits().is_empty(), "{when}: lost {:?}", setup.lost_commits());
+        assert!(
+            setup.lost_commits().is_empty(),
+            "{when}: lost {:?}\nbefore gc: {before_gc}\ngc: {gc}",
+            setup.lost_commits()
+        );
         // Every worktree left is one gc kept for its uncommitted work.
         for line in setup.repo.git(&["worktree", "list", "--porcelain"]).lines() {
             if let Some(path) = line.strip_prefix("worktree ")
