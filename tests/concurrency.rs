@@ -86,7 +86,11 @@ fn run_command(repo: &TestRepo, index: usize) -> Command {
 
 fn stats(values: &mut [f64]) -> (f64, f64, f64) {
     values.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    (values[0], values[values.len() / 2], values[values.len() - 1])
+    (
+        values[0],
+        values[values.len() / 2],
+        values[values.len() - 1],
+    )
 }
 
 #[test]
@@ -98,7 +102,12 @@ fn many_runs_at_once_all_land_and_leave_nothing_behind() {
     // One run alone first: compiles the components into the shared cache
     // (as a user's first run does) and gives the single-run figures.
     let alone = run_measured(n, run_command(&repo, n), out_dir.path());
-    assert_eq!(alone.code, Some(0), "the first run failed: {}", alone.stderr);
+    assert_eq!(
+        alone.code,
+        Some(0),
+        "the first run failed: {}",
+        alone.stderr
+    );
 
     // The user's own work in progress, which no run may touch.
     let readme = repo.path().join("README.md");
@@ -119,7 +128,10 @@ fn many_runs_at_once_all_land_and_leave_nothing_behind() {
     let total = started.elapsed();
 
     let mut walls: Vec<f64> = finished.iter().map(|f| f.wall.as_secs_f64()).collect();
-    let mut peaks: Vec<f64> = finished.iter().map(|f| f.peak_kib as f64 / 1024.0).collect();
+    let mut peaks: Vec<f64> = finished
+        .iter()
+        .map(|f| f.peak_kib as f64 / 1024.0)
+        .collect();
     let (w_min, w_med, w_max) = stats(&mut walls);
     let (m_min, m_med, m_max) = stats(&mut peaks);
     println!(
@@ -184,7 +196,10 @@ fn many_runs_at_once_all_land_and_leave_nothing_behind() {
     assert!(fsck.status.success(), "git fsck failed:\n{fsck_text}");
     for line in fsck_text.lines() {
         assert!(
-            !line.starts_with("error") && !line.starts_with("missing") && !line.starts_with("broken") && !line.contains("warning"),
+            !line.starts_with("error")
+                && !line.starts_with("missing")
+                && !line.starts_with("broken")
+                && !line.contains("warning"),
             "git fsck: {line}"
         );
     }
@@ -195,19 +210,43 @@ fn many_runs_at_once_all_land_and_leave_nothing_behind() {
         std::fs::read_to_string(&readme).unwrap(),
         "# Project\n\nThis is teh readme.\nA local edit.\n"
     );
-    assert_eq!(std::fs::read_to_string(repo.path().join("scratch.txt")).unwrap(), "mine\n");
-    assert!(repo.path().join(format!("notes/run-{:03}.md", n - 1)).is_file());
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("scratch.txt")).unwrap(),
+        "mine\n"
+    );
+    assert!(
+        repo.path()
+            .join(format!("notes/run-{:03}.md", n - 1))
+            .is_file()
+    );
 
     // Nothing left behind.
     let worktrees_dir = repo.path().join(".sanddune/worktrees");
     let left: Vec<String> = std::fs::read_dir(&worktrees_dir)
-        .map(|d| d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect())
+        .map(|d| {
+            d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect()
+        })
         .unwrap_or_default();
     assert!(left.is_empty(), "left in .sanddune/worktrees: {left:?}");
-    assert_eq!(repo.git(&["worktree", "list", "--porcelain"]).matches("worktree ").count(), 1);
-    assert_eq!(repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads"]), "refs/heads/main");
+    assert_eq!(
+        repo.git(&["worktree", "list", "--porcelain"])
+            .matches("worktree ")
+            .count(),
+        1
+    );
+    assert_eq!(
+        repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads"]),
+        "refs/heads/main"
+    );
     let git_dir = repo.path().join(".git");
-    for lock in ["index.lock", "HEAD.lock", "packed-refs.lock", "refs/heads/main.lock", "config.lock"] {
+    for lock in [
+        "index.lock",
+        "HEAD.lock",
+        "packed-refs.lock",
+        "refs/heads/main.lock",
+        "config.lock",
+    ] {
         assert!(!git_dir.join(lock).exists(), "{lock} was left behind");
     }
 }

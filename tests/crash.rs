@@ -87,7 +87,11 @@ impl Setup {
     }
 
     fn gc(&self) -> String {
-        let out = self.command(&["gc"]).stdout(Stdio::piped()).output().unwrap();
+        let out = self
+            .command(&["gc"])
+            .stdout(Stdio::piped())
+            .output()
+            .unwrap();
         assert!(out.status.success(), "sanddune gc failed: {}", stderr(&out));
         stdout(&out)
     }
@@ -112,9 +116,17 @@ impl Setup {
             "M README.md\n?? scratch.txt",
             "{when}: the user's working tree changed"
         );
-        assert_eq!(std::fs::read_to_string(repo.path().join("README.md")).unwrap(), README);
+        assert_eq!(
+            std::fs::read_to_string(repo.path().join("README.md")).unwrap(),
+            README
+        );
         let git_dir = repo.path().join(".git");
-        for lock in ["index.lock", "HEAD.lock", "packed-refs.lock", "refs/heads/main.lock"] {
+        for lock in [
+            "index.lock",
+            "HEAD.lock",
+            "packed-refs.lock",
+            "refs/heads/main.lock",
+        ] {
             assert!(!git_dir.join(lock).exists(), "{when}: {lock} left behind");
         }
     }
@@ -154,7 +166,12 @@ impl Setup {
         stdout(&out)
             .lines()
             .filter_map(|l| l.strip_prefix("unreachable commit "))
-            .map(|sha| (sha.to_owned(), self.repo.git(&["log", "-1", "--format=%s", sha])))
+            .map(|sha| {
+                (
+                    sha.to_owned(),
+                    self.repo.git(&["log", "-1", "--format=%s", sha]),
+                )
+            })
             .filter(|(_, subject)| subject.starts_with("Add a note"))
             .map(|(sha, subject)| format!("{sha} {subject}"))
             .collect()
@@ -165,7 +182,11 @@ impl Setup {
     fn stranded_commits(&self) -> Vec<String> {
         let mut stranded = Vec::new();
         for scratch in std::fs::read_dir(self.tmp.path()).unwrap().flatten() {
-            for sbx in std::fs::read_dir(scratch.path()).into_iter().flatten().flatten() {
+            for sbx in std::fs::read_dir(scratch.path())
+                .into_iter()
+                .flatten()
+                .flatten()
+            {
                 let repo = sbx.path().join("repo");
                 if !repo.join(".git").exists() {
                     continue;
@@ -197,13 +218,19 @@ impl Setup {
 
     /// Branches, worktrees and their FETCH_HEADs, for a failure message.
     fn state(&self) -> String {
-        let mut state = self
-            .repo
-            .git(&["for-each-ref", "--format=%(refname) %(objectname:short) %(subject)"]);
+        let mut state = self.repo.git(&[
+            "for-each-ref",
+            "--format=%(refname) %(objectname:short) %(subject)",
+        ]);
         state += "\n";
         state += &self.repo.git(&["worktree", "list"]);
-        for wt in std::fs::read_dir(self.repo.path().join(".git/worktrees")).into_iter().flatten().flatten() {
-            let fetch_head = std::fs::read_to_string(wt.path().join("FETCH_HEAD")).unwrap_or_default();
+        for wt in std::fs::read_dir(self.repo.path().join(".git/worktrees"))
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            let fetch_head =
+                std::fs::read_to_string(wt.path().join("FETCH_HEAD")).unwrap_or_default();
             state += &format!("\n{:?} FETCH_HEAD {fetch_head:?}", wt.file_name());
         }
         state
@@ -241,12 +268,15 @@ fn wait_with_timeout(child: &mut Child, limit: Duration) -> std::process::ExitSt
 /// Waits until the fake agent of this run has started.
 fn wait_for_agent(repo: &TestRepo, tag: &str) {
     let start = Instant::now();
-    while !repo
-        .calls("claude")
-        .iter()
-        .any(|c| c["prompt"].as_str().is_some_and(|p| p.contains(&format!("note {tag}\n"))))
-    {
-        assert!(start.elapsed() < Duration::from_secs(60), "the agent never started");
+    while !repo.calls("claude").iter().any(|c| {
+        c["prompt"]
+            .as_str()
+            .is_some_and(|p| p.contains(&format!("note {tag}\n")))
+    }) {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the agent never started"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
 }
@@ -263,7 +293,11 @@ fn sigterm_and_ctrl_c_clean_up_fully() {
         let mut err = String::new();
         std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
         assert_eq!(status.code(), Some(130), "{name}: {err}");
-        assert!(setup.locks().is_empty(), "{name} left a worktree lock: {:?}", setup.locks());
+        assert!(
+            setup.locks().is_empty(),
+            "{name} left a worktree lock: {:?}",
+            setup.locks()
+        );
         assert_eq!(setup.scratch_dirs(), 0, "{name} left a sandbox scratch dir");
         setup.check_sound(name);
         // Nothing for gc to do: the interrupted worktree was kept on purpose,
@@ -273,9 +307,17 @@ fn sigterm_and_ctrl_c_clean_up_fully() {
     }
     let mut next = setup.run("after", false);
     assert!(wait_with_timeout(&mut next, Duration::from_secs(120)).success());
-    assert!(setup.notes_on_branches().contains(&"notes/after.md".to_owned()));
+    assert!(
+        setup
+            .notes_on_branches()
+            .contains(&"notes/after.md".to_owned())
+    );
     setup.check_sound("after the signals");
-    assert!(setup.lost_commits().is_empty(), "{:?}", setup.lost_commits());
+    assert!(
+        setup.lost_commits().is_empty(),
+        "{:?}",
+        setup.lost_commits()
+    );
 }
 
 #[test]
@@ -307,7 +349,11 @@ fn kill_9_at_seeded_points_loses_nothing() {
         let when = format!("kill {k} after {delay:?} (seed {seed:#x})");
         let before_gc = setup.state();
         let gc = setup.gc();
-        assert!(setup.locks().is_empty(), "{when}: a lock survived gc: {:?}\n{gc}", setup.locks());
+        assert!(
+            setup.locks().is_empty(),
+            "{when}: a lock survived gc: {:?}\n{gc}",
+            setup.locks()
+        );
         setup.check_sound(&when);
         assert!(
             setup.lost_commits().is_empty(),
@@ -321,7 +367,10 @@ fn kill_9_at_seeded_points_loses_nothing() {
                 && Path::new(path) != setup.repo.path()
             {
                 let status = git(Path::new(path), &["status", "--porcelain"]);
-                assert!(!status.is_empty(), "{when}: a clean worktree {path} was left");
+                assert!(
+                    !status.is_empty(),
+                    "{when}: a clean worktree {path} was left"
+                );
             }
         }
     }
@@ -332,12 +381,22 @@ fn kill_9_at_seeded_points_loses_nothing() {
     let mut last = setup.run("last", false);
     assert!(wait_with_timeout(&mut last, Duration::from_secs(120)).success());
     setup.check_sound("the run after the kills");
-    assert!(setup.notes_on_branches().contains(&"notes/last.md".to_owned()));
-    let landed = setup.repo.git(&["ls-tree", "-r", "--name-only", "main", "notes/"]);
+    assert!(
+        setup
+            .notes_on_branches()
+            .contains(&"notes/last.md".to_owned())
+    );
+    let landed = setup
+        .repo
+        .git(&["ls-tree", "-r", "--name-only", "main", "notes/"]);
     println!(
         "{kills} kill -9 at seeded points (seed {seed:#x}, a run takes {span:.2?}): {finished_before_kill} had finished, {} notes landed on main, {} branches kept, {leftover_scratch} sandbox scratch dirs left in TMPDIR holding {} agent commits the host never got: {stranded:?}",
         landed.lines().count(),
-        setup.repo.git(&["for-each-ref", "--format=%(refname)", "refs/heads/sanddune"]).lines().count(),
+        setup
+            .repo
+            .git(&["for-each-ref", "--format=%(refname)", "refs/heads/sanddune"])
+            .lines()
+            .count(),
         stranded.len(),
     );
 }

@@ -144,8 +144,7 @@ fn abort_on_ctrl_c(abort: &crate::run::AbortHandle) {
         }
     });
     let on_term = abort.clone();
-    if let Ok(mut term) =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
     {
         tokio::spawn(async move {
             if term.recv().await.is_some() {

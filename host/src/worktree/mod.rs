@@ -655,7 +655,11 @@ impl Repo {
         else {
             return Ok(());
         };
-        if fetched == tip.id() || !self.repo.graph_descendant_of(fetched, tip.id()).unwrap_or(false)
+        if fetched == tip.id()
+            || !self
+                .repo
+                .graph_descendant_of(fetched, tip.id())
+                .unwrap_or(false)
         {
             return Ok(());
         }

@@ -135,7 +135,11 @@ pub fn mutate(rng: &mut Rng, corpus: &[Vec<u8>], dictionary: &[&str]) -> Vec<u8>
             6 => {
                 // Splice with another entry: this one's head, that one's tail.
                 let other = pick(rng);
-                let cut = if other.is_empty() { 0 } else { rng.below(other.len()) };
+                let cut = if other.is_empty() {
+                    0
+                } else {
+                    rng.below(other.len())
+                };
                 data.truncate(at);
                 data.extend_from_slice(&other[cut..]);
             }
@@ -144,7 +148,8 @@ pub fn mutate(rng: &mut Rng, corpus: &[Vec<u8>], dictionary: &[&str]) -> Vec<u8>
             }
             8 => {
                 // Swap two lines.
-                let mut lines: Vec<Vec<u8>> = data.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect();
+                let mut lines: Vec<Vec<u8>> =
+                    data.split(|b| *b == b'\n').map(<[u8]>::to_vec).collect();
                 if lines.len() > 1 {
                     let (a, b) = (rng.below(lines.len()), rng.below(lines.len()));
                     lines.swap(a, b);
@@ -193,8 +198,8 @@ impl Worker {
             .spawn(move || {
                 for input in inputs {
                     let cpu = thread_cpu_time();
-                    let outcome = catch_unwind(AssertUnwindSafe(|| (target.run)(&input)))
-                        .map_err(|panic| {
+                    let outcome =
+                        catch_unwind(AssertUnwindSafe(|| (target.run)(&input))).map_err(|panic| {
                             panic
                                 .downcast_ref::<String>()
                                 .cloned()
@@ -297,11 +302,21 @@ fn preview(input: &[u8]) -> String {
 
 /// Runs the corpus of `target`, then `iterations` mutations of it from
 /// `seed`; Err names the failing input (also saved to a file).
-pub fn run(target: Target, seed: u64, iterations: usize, limit: Duration) -> Result<Report, String> {
+pub fn run(
+    target: Target,
+    seed: u64,
+    iterations: usize,
+    limit: Duration,
+) -> Result<Report, String> {
     let corpus = corpus(target.name);
     let seeds: Vec<Vec<u8>> = corpus.iter().map(|(_, d)| d.clone()).collect();
     // One seed per target, so targets do not share a sequence.
-    let mut rng = Rng::new(seed ^ target.name.bytes().fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b)));
+    let mut rng = Rng::new(
+        seed ^ target
+            .name
+            .bytes()
+            .fold(0u64, |h, b| h.rotate_left(5) ^ u64::from(b)),
+    );
     let worker = Worker::new(target);
     let start = Instant::now();
     let mut report = Report {
@@ -323,7 +338,10 @@ pub fn run(target: Target, seed: u64, iterations: usize, limit: Duration) -> Res
             Some(p) => format!("corpus file {}", p.display()),
             None => format!("mutated input #{} (seed {seed:#x})", i - corpus.len()),
         };
-        worker.send.send(input.clone()).map_err(|_| format!("{}: the worker died", target.name))?;
+        worker
+            .send
+            .send(input.clone())
+            .map_err(|_| format!("{}: the worker died", target.name))?;
         let (took, over) = match worker.recv.recv_timeout(limit * 12) {
             Ok((Ok(()), cpu)) => (cpu, cpu > limit),
             Ok((Err(panic), _)) => {

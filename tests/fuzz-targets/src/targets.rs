@@ -61,9 +61,15 @@ pub fn prompt_template(data: &[u8]) {
         let missing = prompt::missing_keys(template, &args);
         match &rendered {
             Ok(t) => {
-                assert!(missing.is_empty(), "rendered although {missing:?} are missing");
+                assert!(
+                    missing.is_empty(),
+                    "rendered although {missing:?} are missing"
+                );
                 for key in &t.unused {
-                    assert!(args.iter().any(|(k, _)| k == key), "unused {key} was never passed");
+                    assert!(
+                        args.iter().any(|(k, _)| k == key),
+                        "unused {key} was never passed"
+                    );
                 }
                 let shells = shell_count(t);
                 assert_eq!(prompt::stand_ins(t).len(), shells);
@@ -85,9 +91,18 @@ pub fn prompt_template(data: &[u8]) {
         .iter()
         .map(|k| (k.clone(), format!("{{{{{k}}}}}")))
         .collect();
-    let same = prompt::render(template, &identity, "{{SOURCE_BRANCH}}", "{{TARGET_BRANCH}}")
-        .unwrap_or_else(|e| panic!("every placeholder had a value, yet: {e}"));
-    assert_eq!(rebuild(&same), template, "identity substitution changed the template");
+    let same = prompt::render(
+        template,
+        &identity,
+        "{{SOURCE_BRANCH}}",
+        "{{TARGET_BRANCH}}",
+    )
+    .unwrap_or_else(|e| panic!("every placeholder had a value, yet: {e}"));
+    assert_eq!(
+        rebuild(&same),
+        template,
+        "identity substitution changed the template"
+    );
 
     let hostile: Vec<(String, String)> = keys
         .iter()
@@ -115,12 +130,18 @@ pub fn project_config(data: &[u8]) {
     let parsed = ProjectConfig::parse(&text, path);
     match parsed {
         Err(e) => {
-            assert!(ProjectConfig::parse(&text, path).is_err(), "not deterministic");
+            assert!(
+                ProjectConfig::parse(&text, path).is_err(),
+                "not deterministic"
+            );
             assert!(e.to_string().contains("/r/.sanddune/config.toml"), "{e}");
             assert_eq!(e.exit_code(), 2, "{e}");
         }
         Ok(config) => {
-            assert_eq!(ProjectConfig::parse(&text, path).ok().as_ref(), Some(&config));
+            assert_eq!(
+                ProjectConfig::parse(&text, path).ok().as_ref(),
+                Some(&config)
+            );
             let hooks = config.hooks();
             let commands = hooks
                 .host_on_worktree_ready
@@ -129,7 +150,10 @@ pub fn project_config(data: &[u8]) {
                 .map(|h| &h.command)
                 .chain(hooks.sandbox_on_sandbox_ready.iter().map(|h| &h.command));
             for command in commands {
-                assert!(!command.trim().is_empty(), "an empty hook command was accepted");
+                assert!(
+                    !command.trim().is_empty(),
+                    "an empty hook command was accepted"
+                );
             }
             config
                 .commit_options(path)
@@ -158,7 +182,9 @@ fn lines(data: &[u8]) -> Vec<String> {
 fn event_json(event: &Event) -> Value {
     match event {
         Event::Text(t) => json!({"type": "text", "text": t}),
-        Event::ToolCall { name, input } => json!({"type": "tool-call", "name": name, "input": input}),
+        Event::ToolCall { name, input } => {
+            json!({"type": "tool-call", "name": name, "input": input})
+        }
         Event::SessionId(id) => json!({"type": "session-id", "id": id}),
         Event::Usage(u) => json!({
             "type": "usage",
@@ -167,7 +193,9 @@ fn event_json(event: &Event) -> Value {
             "cacheReadInputTokens": u.cache_read_input_tokens,
             "outputTokens": u.output_tokens,
         }),
-        Event::Result { is_error, text } => json!({"type": "result", "isError": is_error, "text": text}),
+        Event::Result { is_error, text } => {
+            json!({"type": "result", "isError": is_error, "text": text})
+        }
         Event::Error(m) => json!({"type": "error", "message": m}),
     }
 }
@@ -198,7 +226,10 @@ fn check_stream(name: &str, lines: &[String], pushed: &[Event], finished: &[Even
             }
             Event::SessionId(id) => {
                 assert!(!id.is_empty(), "{name}: an empty session id");
-                assert!(!sessions.contains(id), "{name}: session id {id:?} reported twice");
+                assert!(
+                    !sessions.contains(id),
+                    "{name}: session id {id:?} reported twice"
+                );
                 sessions.push(id.clone());
             }
             _ => {}
@@ -261,7 +292,11 @@ impl Parser for Demo {
     fn push_line(&mut self, line: &str) -> Vec<Event> {
         use sanddune_plugin_demo::GuestStreamParser;
         let parser = self.0.get_or_insert_with(sanddune_plugin_demo::Parser::new);
-        parser.push_line(line.to_owned()).into_iter().map(demo_event).collect()
+        parser
+            .push_line(line.to_owned())
+            .into_iter()
+            .map(demo_event)
+            .collect()
     }
 
     fn finish(&mut self) -> Vec<Event> {
@@ -350,17 +385,12 @@ fn only_rewritten(before: &Value, after: &Value, from: &str, to: &str) -> bool {
     match (before, after) {
         (Value::String(b), Value::String(a)) => a == b || (b == from && a == to),
         (Value::Array(b), Value::Array(a)) => {
-            b.len() == a.len()
-                && b.iter()
-                    .zip(a)
-                    .all(|(b, a)| only_rewritten(b, a, from, to))
+            b.len() == a.len() && b.iter().zip(a).all(|(b, a)| only_rewritten(b, a, from, to))
         }
         (Value::Object(b), Value::Object(a)) => {
             b.len() == a.len()
-                && b.iter().all(|(k, bv)| {
-                    a.get(k)
-                        .is_some_and(|av| only_rewritten(bv, av, from, to))
-                })
+                && b.iter()
+                    .all(|(k, bv)| a.get(k).is_some_and(|av| only_rewritten(bv, av, from, to)))
         }
         (b, a) => a == b,
     }
@@ -402,7 +432,12 @@ pub fn session_cwd(data: &[u8]) {
         let out = (agent.rewrite)(content, from, to);
         let (before, after): (Vec<&str>, Vec<&str>) =
             (content.split('\n').collect(), out.split('\n').collect());
-        assert_eq!(before.len(), after.len(), "{}: line count changed", agent.name);
+        assert_eq!(
+            before.len(),
+            after.len(),
+            "{}: line count changed",
+            agent.name
+        );
         for (b, a) in before.iter().zip(&after) {
             match serde_json::from_str::<Value>(b) {
                 Ok(bv @ Value::Object(_)) => {
@@ -428,7 +463,12 @@ pub fn session_cwd(data: &[u8]) {
                 _ => assert_eq!(b, a, "{}: a line that is not an object changed", agent.name),
             }
         }
-        assert_eq!((agent.rewrite)(&out, from, to), out, "{}: not idempotent", agent.name);
+        assert_eq!(
+            (agent.rewrite)(&out, from, to),
+            out,
+            "{}: not idempotent",
+            agent.name
+        );
         let _ = (agent.usage)(content);
 
         for home in ["/home/u", "/home/u/", "/"] {
@@ -485,7 +525,9 @@ pub fn structured_output(data: &[u8]) {
             Ok(value) => {
                 let back: Value = serde_json::from_str(&value.to_string()).expect("re-parses");
                 assert_eq!(back, value, "the extracted value does not re-serialise");
-                assert!(output.contains(&format!("<{tag}>")) && output.contains(&format!("</{tag}>")));
+                assert!(
+                    output.contains(&format!("<{tag}>")) && output.contains(&format!("</{tag}>"))
+                );
                 if i == 1 {
                     let verdict = value.get("verdict").and_then(Value::as_str);
                     assert!(

@@ -82,21 +82,36 @@ fn every_target_has_a_cargo_fuzz_binary_and_a_corpus() {
     let manifest = std::fs::read_to_string(dir.join("Cargo.toml")).unwrap();
     let mut binaries: Vec<String> = std::fs::read_dir(dir.join("fuzz_targets"))
         .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().trim_end_matches(".rs").to_owned())
+        .map(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .trim_end_matches(".rs")
+                .to_owned()
+        })
         .collect();
     binaries.sort();
     let mut names: Vec<String> = TARGETS.iter().map(|t| t.name.to_owned()).collect();
     names.sort();
     assert_eq!(binaries, names, "fuzz/fuzz_targets/ and TARGETS differ");
     for t in TARGETS {
-        let source = std::fs::read_to_string(dir.join(format!("fuzz_targets/{}.rs", t.name))).unwrap();
+        let source =
+            std::fs::read_to_string(dir.join(format!("fuzz_targets/{}.rs", t.name))).unwrap();
         assert!(
             source.contains(&format!("sanddune_fuzz_targets::{}(", t.name)),
             "fuzz_targets/{}.rs does not call the shared target",
             t.name
         );
-        assert!(manifest.contains(&format!("name = \"{}\"", t.name)), "{} is not a [[bin]]", t.name);
-        assert!(!driver::corpus(t.name).is_empty(), "{} has no corpus", t.name);
+        assert!(
+            manifest.contains(&format!("name = \"{}\"", t.name)),
+            "{} is not a [[bin]]",
+            t.name
+        );
+        assert!(
+            !driver::corpus(t.name).is_empty(),
+            "{} has no corpus",
+            t.name
+        );
     }
 }
 
@@ -106,7 +121,9 @@ fn mutations_are_reproducible() {
     let corpus = vec![b"{\"type\":\"result\"}".to_vec(), b"hello {{KEY}}".to_vec()];
     let run = |seed| {
         let mut rng = driver::Rng::new(seed);
-        (0..200).map(|_| driver::mutate(&mut rng, &corpus, &["{{"])).collect::<Vec<_>>()
+        (0..200)
+            .map(|_| driver::mutate(&mut rng, &corpus, &["{{"]))
+            .collect::<Vec<_>>()
     };
     assert_eq!(run(7), run(7));
     assert_ne!(run(7), run(8));
