@@ -32,6 +32,9 @@ const TEST_ONLY: &[(&str, &str)] = &[
     ("hostile-http", "sanddune-test-plugin-hostile-http"),
     ("future-api", "sanddune-test-plugin-future-api"),
     ("not-a-plugin", "sanddune-test-plugin-not-a-plugin"),
+    // Built against the frozen wit/v0.1: older components keep loading.
+    ("v0-1-sandbox", "sanddune-test-plugin-v0-1-sandbox"),
+    ("v0-1-agent", "sanddune-test-plugin-v0-1-agent"),
 ];
 
 fn main() {
@@ -104,8 +107,10 @@ fn main() {
     let mut table = String::from("&[\n");
     for (name, krate) in BUILTIN {
         let dest = copy_component(&wasm_dir, krate, &out_dir);
+        // The hash is taken here, once, so loading a built-in never hashes.
+        let sha = sha256_hex(&fs::read(&dest).unwrap());
         table.push_str(&format!(
-            "    ({name:?}, include_bytes!({:?}) as &[u8]),\n",
+            "    Builtin {{ name: {name:?}, bytes: include_bytes!({:?}), sha256: {sha:?} }},\n",
             dest.display().to_string()
         ));
     }
@@ -122,6 +127,14 @@ fn main() {
         "cargo:rustc-env=SANDDUNE_TEST_PLUGIN_DIR={}",
         test_dir.display()
     );
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::{Digest, Sha256};
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 fn copy_component(wasm_dir: &Path, krate: &str, dest_dir: &Path) -> PathBuf {

@@ -113,7 +113,11 @@ fn a_component_built_against_an_incompatible_api_version() {
     refused(
         &repo,
         &a,
-        &["sanddune:plugin@0.2.0", "sanddune:plugin@0.1.x"],
+        &[
+            "built against sanddune:plugin@0.9.0",
+            "this sanddune speaks sanddune:plugin 0.1, 0.2",
+            "rebuild the plugin against sanddune:plugin@0.2.0",
+        ],
     );
 }
 
@@ -323,5 +327,38 @@ fn overriding_a_built_in_prompt_argument() {
             "TARGET_BRANCH=dev",
         ],
         &["TARGET_BRANCH is a built-in prompt argument"],
+    );
+}
+
+#[test]
+fn a_component_file_that_asks_for_more_than_granted_is_refused_naming_it() {
+    let repo = TestRepo::new();
+    let file = plugin_file("sanddune-test-plugin-v0-1-sandbox");
+    let mut a = run_with_sandbox(file.to_str().unwrap());
+    // Without approval: what it asks for and the flags that approve it.
+    refused(
+        &repo,
+        &args(&a),
+        &[
+            "asks for program=sh, worktree=read-write",
+            "pass --yes",
+            "--grant ITEM",
+        ],
+    );
+    // A grant of something it does not ask for.
+    a.extend(["--grant".into(), "program=git".into()]);
+    refused(&repo, &args(&a), &["does not ask for program=git"]);
+    assert!(!repo.path().join(".sanddune").exists(), "no log file");
+}
+
+#[test]
+fn an_unknown_grant_item_is_refused_naming_the_syntax() {
+    let repo = TestRepo::new();
+    let mut a = run_with_sandbox("test-isolated");
+    a.extend(["--grant".into(), "gpu=all".into()]);
+    refused(
+        &repo,
+        &args(&a),
+        &["unknown capability `gpu`", "http=https://HOST[:PORT]"],
     );
 }

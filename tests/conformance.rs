@@ -17,7 +17,8 @@ use common::{TestRepo, plugin_file, stderr, stdout};
 
 /// `sanddune plugin test ARGS` in a throwaway repository.
 fn plugin_test(repo: &TestRepo, args: &[&str]) -> Output {
-    let mut all = vec!["plugin", "test"];
+    // Component files are approved here; the refusal has a test of its own.
+    let mut all = vec!["plugin", "test", "--yes"];
     all.extend_from_slice(args);
     repo.sanddune(&all)
 }
@@ -278,6 +279,10 @@ fn the_python_sandbox_provider_passes_and_runs_claude_code() {
         "--prompt",
         "fix the typo in README",
         "--json",
+        "--grant",
+        "program=sh",
+        "--grant",
+        "scratch-dir",
     ]);
     assert!(out.status.success(), "{}", stderr(&out));
     let result: serde_json::Value = serde_json::from_str(&stdout(&out)).unwrap();
@@ -344,4 +349,15 @@ fn the_js_agent_provider_passes_and_runs_in_test_isolated() {
         repo.git(&["log", "-1", "--format=%s"]),
         "js-agent: the prompt"
     );
+}
+
+#[test]
+fn a_component_file_is_tested_only_when_approved() {
+    let repo = TestRepo::new();
+    let hostile = plugin_file("sanddune-test-plugin-hostile");
+    let out = repo.sanddune(&["plugin", "test", hostile.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", stdout(&out));
+    let err = stderr(&out);
+    assert!(err.contains("asks for program=sh"), "{err}");
+    assert!(err.contains("pass --yes"), "{err}");
 }

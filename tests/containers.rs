@@ -12,11 +12,12 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::{TestRepo, plugin_file, stderr};
+use sanddune::capability::Capabilities;
 use sanddune::capability::Limits;
 use sanddune::plugin::sandbox::{
     Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
 };
-use sanddune::plugin::{PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
+use sanddune::plugin::{Approval, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 
 const IMAGE: &str = "sanddune-test:latest";
 
@@ -297,6 +298,7 @@ fn runtime() -> PluginRuntime {
             cpu_ticks_per_call: 3_000,
             http: Default::default(),
         },
+        ..Default::default()
     })
     .unwrap()
 }
@@ -503,7 +505,8 @@ async fn hostile(repo: &TestRepo, attack: &str, target: &str) -> String {
             Some(PluginKind::Sandbox),
         )
         .unwrap();
-    plugin.approve_containers();
+    plugin.approval =
+        Approval::Approved(Capabilities::from_requests([("containers", "")]).unwrap());
     let provider = SandboxProvider::from_plugin(plugin).await.unwrap();
     let config = [("attack", attack), ("image", IMAGE), ("target", target)];
     let err = match provider.create(&spec(repo, &run_id, &config)).await {
@@ -591,22 +594,69 @@ async fn a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_container
 }
 
 #[test]
-fn a_third_party_provider_asking_for_containers_is_refused_without_approval() {
+fn a_component_file_asking_for_containers_is_refused_before_anything_exists() {
     // No engine needed: the refusal comes before the provider runs.
     let repo = TestRepo::new();
-    let docker_file = plugin_file("sanddune-plugin-docker");
+    let file = plugin_file("sanddune-test-plugin-hostile-containers");
     let out = repo.sanddune(&[
         "run",
         "--sandbox",
-        docker_file.to_str().unwrap(),
+        file.to_str().unwrap(),
         "--agent",
         "claude-code",
         "--prompt",
         "fix the typo",
     ]);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("asks for the containers capability"), "{err}");
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("asks for containers"), "{err}");
+    assert!(err.contains("pass --yes"), "{err}");
+    assert!(
+        !repo.path().join(".sanddune").exists(),
+        "a refusal leaves no trace (no log file)"
+    );
+}
+
+#[test]
+fn docker_exported_builtins_run_as_files_like_the_builtins() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (docker, claude) = (
+        dir.path().join("docker.wasm"),
+        dir.path().join("claude-code.wasm"),
+    );
+    for (name, file) in [("docker", &docker), ("claude-code", &claude)] {
+        let out = repo.sanddune(&["plugin", "export", name, "-o", file.to_str().unwrap()]);
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    // The README's usage, as written: no approval asked, it is the built-in.
+    let branch = unique("exported");
+    let mounts = fake_mounts(&repo);
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        docker.to_str().unwrap(),
+        "--agent",
+        claude.to_str().unwrap(),
+        "--prompt",
+        "fix the typo",
+        "--branch",
+        &branch,
+        "--sandbox-opt",
+        &image,
+    ];
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &branch]),
+        "Fix typo in README"
+    );
+    assert_no_container_left("docker", "name", &branch);
 }
 
 #[test]
@@ -829,4 +879,59 @@ async fn docker_networks_are_attached_by_name() {
             .output()
             .unwrap();
     }
+}
+
+/// `sanddune interactive --sandbox docker` in a real terminal (tmux): the
+/// agent's UI runs in the container on a TTY of the window's size, a
+/// resize reaches it, typed prompts and Ctrl-C are the agent's, the
+/// terminal comes back and the commit is handled as for `run`.
+#[test]
+fn docker_interactive_gives_the_agent_a_tty_in_the_container() {
+    use common::tmux::{self, Tmux};
+    if !tmux::available() || !engine_ready("docker") {
+        return;
+    }
+    let patience = Duration::from_secs(60);
+    let repo = TestRepo::new();
+    let image = format!("image={IMAGE}");
+    let mounts = fake_mounts(&repo);
+    let mut args = vec![
+        "interactive",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--sandbox-opt",
+        &image,
+    ];
+    args.extend(mounts.iter().map(String::as_str));
+    // Afterwards the shell reports whether its terminal is cooked again.
+    let line = format!(
+        "{}; s=$?; stty -a | grep -q -- ' icanon' && echo terminal-cooked; (exit $s)",
+        repo.shell_line(&args)
+    );
+    let term = Tmux::start(&line, repo.path(), 100, 30);
+    term.wait_for("the agent's UI in the container", patience, |s| {
+        s.contains("fake claude UI 100x30")
+    });
+    term.resize(120, 40);
+    term.wait_for("the resize to reach the container's TTY", patience, |s| {
+        s.contains("window 120x40")
+    });
+    term.send_keys(&["add a haiku", "Enter"]);
+    term.wait_for("the agent to work on what was typed", patience, |s| {
+        s.contains("done: add a haiku")
+    });
+    term.send_keys(&["C-c"]);
+    term.wait_for("the agent's answer to Ctrl-C", patience, |s| {
+        s.contains("Press Ctrl-C again to exit")
+    });
+    term.send_keys(&["C-c"]);
+    let (status, screen) = term.wait_exit(patience);
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("agent exited with code 0"), "{screen}");
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    // Raw mode was given back.
+    assert!(screen.contains("terminal-cooked"), "{screen}");
 }

@@ -229,6 +229,7 @@ fn a_provider_that_drops_stdin_gives_the_agent_an_empty_prompt_and_the_run_fails
         "--prompt",
         "fix the typo",
         "--json",
+        "--yes",
     ]);
     assert_eq!(out.status.code(), Some(1), "must fail: {}", stdout(&out));
     let err = stderr(&out);
@@ -250,6 +251,8 @@ fn a_bind_mount_provider_from_a_file_defaults_to_head() {
         "--prompt",
         "fix the typo",
         "--json",
+        "--grant",
+        "program=sh",
     ]);
     let result = json(&out);
     let sha = result["commits"][0]["sha"].as_str().unwrap();
@@ -330,7 +333,7 @@ fn plugin_inspect_shows_requests_and_imports() {
         "{text}"
     );
     assert!(text.contains("programs:   sh"), "{text}");
-    assert!(text.contains("sanddune:plugin/process@0.1.0"), "{text}");
+    assert!(text.contains("sanddune:plugin/process@0.2.0"), "{text}");
 
     let out = repo.sanddune(&["plugin", "inspect", "claude-code"]);
     let text = stdout(&out);
@@ -384,6 +387,38 @@ fn env_layers_reach_the_agent_and_undeclared_keys_do_not() {
     assert!(
         !stdout(&out).contains("from-file") && !stderr(&out).contains("from-file"),
         "env values stay out of the output"
+    );
+}
+
+#[test]
+fn the_agents_optional_env_passes_from_the_shell_without_env_flags() {
+    // A user behind a gateway: ANTHROPIC_BASE_URL is set in the shell only.
+    let repo = TestRepo::new();
+    let out = repo.sanddune_with_env(
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "fix the typo",
+        ],
+        &[
+            ("ANTHROPIC_BASE_URL", "https://gateway.example.invalid"),
+            ("SANDDUNE_TEST_UNDECLARED", "must-not-leak"),
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let env = &repo.calls("claude")[0]["env"];
+    assert_eq!(env["ANTHROPIC_BASE_URL"], "https://gateway.example.invalid");
+    assert_eq!(env.get("ANTHROPIC_MODEL"), None, "unset stays unset: {env}");
+    assert_eq!(env.get("SANDDUNE_TEST_UNDECLARED"), None, "{env}");
+    // plugin inspect lists what passes.
+    let inspect = stdout(&repo.sanddune(&["plugin", "inspect", "claude-code"]));
+    assert!(
+        inspect.contains("optional env: ANTHROPIC_BASE_URL"),
+        "{inspect}"
     );
 }
 

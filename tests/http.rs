@@ -15,7 +15,7 @@ use sanddune::capability::{HttpLimits, Limits};
 use sanddune::plugin::sandbox::{
     Command, ExecOutput, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
 };
-use sanddune::plugin::{PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
+use sanddune::plugin::{FileApproval, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -166,6 +166,7 @@ fn runtime(http: HttpLimits) -> PluginRuntime {
             cpu_ticks_per_call: 3_000,
             http,
         },
+        ..Default::default()
     })
     .unwrap()
 }
@@ -178,7 +179,8 @@ async fn sandbox(rt: &PluginRuntime) -> (Sandbox, tempfile::TempDir) {
             Some(PluginKind::Sandbox),
         )
         .unwrap();
-    let provider = SandboxProvider::from_plugin(plugin).await.unwrap();
+    let mut provider = SandboxProvider::from_plugin(plugin).await.unwrap();
+    provider.approve(&FileApproval::Yes).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let spec = SandboxSpec {
         run_id: "test".into(),

@@ -22,6 +22,8 @@ fn run(repo: &TestRepo, sandbox: &str, prompt: &str) -> std::process::Output {
         "--prompt",
         prompt,
         "--json",
+        // Approves the hostile component file some tests use.
+        "--yes",
     ])
 }
 

@@ -693,6 +693,7 @@ fn a_copy_that_cannot_work_is_refused_before_the_agent() {
         "fix the typo",
         "--copy",
         "local.env",
+        "--yes",
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(

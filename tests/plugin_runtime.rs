@@ -11,7 +11,7 @@ use sanddune::capability::Limits;
 use sanddune::plugin::sandbox::{
     Command, ExecOutput, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
 };
-use sanddune::plugin::{PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
+use sanddune::plugin::{FileApproval, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 
 fn runtime() -> PluginRuntime {
     PluginRuntime::new(RuntimeConfig {
@@ -22,6 +22,7 @@ fn runtime() -> PluginRuntime {
             cpu_ticks_per_call: 200,
             http: Default::default(),
         },
+        ..Default::default()
     })
     .unwrap()
 }
@@ -48,7 +49,9 @@ async fn provider(rt: &PluginRuntime, crate_name: &str) -> SandboxProvider {
             Some(PluginKind::Sandbox),
         )
         .unwrap();
-    SandboxProvider::from_plugin(plugin).await.unwrap()
+    let mut provider = SandboxProvider::from_plugin(plugin).await.unwrap();
+    provider.approve(&FileApproval::Yes).unwrap();
+    provider
 }
 
 fn sh(script: &str) -> ExecRequest {

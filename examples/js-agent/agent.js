@@ -37,6 +37,7 @@ function describe() {
     defaultModel: undefined,
     options: [],
     env: [],
+    optionalEnv: [],
     sessionFiles: false,
   };
 }

@@ -19,7 +19,7 @@ from wit_world.exports.sandbox_provider import (
     ProviderInfo,
     SandboxKind,
 )
-from wit_world.imports.types import Capabilities, DirectoryAccess
+from wit_world.imports.sanddune_plugin_types import CapabilityRequest
 
 from paths import normalize
 from sandbox_provider import Sandbox
@@ -34,14 +34,10 @@ class SandboxProvider(exports.SandboxProvider):
             "under its scratch dir, commands run by sh (no isolation beyond the directory)",
             kind=SandboxKind.ISOLATED,
             config=[],
-            capabilities=Capabilities(
-                programs=["sh"],
-                scratch_dir=True,
-                worktree=DirectoryAccess.NONE,
-                hosts=[],
-                env_keys=[],
-                containers=False,
-            ),
+            capabilities=[
+                CapabilityRequest(kind="program", value="sh"),
+                CapabilityRequest(kind="scratch-dir", value=""),
+            ],
         )
 
     def create(self, options: CreateOptions) -> Sandbox:

@@ -14,7 +14,7 @@ from wit_world.exports.sandbox_provider import (
 from wit_world.imports import process
 from wit_world.imports.output import OutputSink
 from wit_world.imports.process import SpawnOptions
-from wit_world.imports.types import EnvVar
+from wit_world.imports.sanddune_plugin_types import EnvVar
 
 from paths import confine, shell_quote
 

@@ -20,7 +20,7 @@ pub enum Error {
     /// The agent's structured output was missing or did not match the
     /// schema; carries its raw text and the run's commits.
     #[error("{0}")]
-    Output(Box<crate::run::structured::OutputError>),
+    Output(Box<crate::run::outcome::OutputError>),
     /// The run was cancelled; the reason is the caller's, verbatim.
     #[error("{0}")]
     Aborted(String),

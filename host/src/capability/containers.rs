@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use bollard::Docker;
 use bollard::container::LogOutput;
-use bollard::exec::{CreateExecOptions, StartExecResults};
+use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, StartExecResults};
 use bollard::models::{ContainerCreateBody, HostConfig, NetworkConnectRequest};
 use bollard::query_parameters::{
     CreateContainerOptions, DownloadFromContainerOptionsBuilder, ListContainersOptionsBuilder,
@@ -26,16 +26,10 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{Notify, mpsc};
-use wasmtime::Result;
-use wasmtime::component::Resource;
 
-use super::PluginState;
-use super::output::OutputSink;
+use super::output::{OutputLine, OutputStream};
 use super::process::{Killer, MAX_LINE_BYTES};
-use crate::plugin::bindings::containers::{
-    ContainerSpec, Engine, EngineInfo, ExecOptions, ExecStatus, Host,
-};
-use crate::plugin::bindings::types::{OutputLine, OutputStream};
+use super::{PluginState, tty};
 
 /// Label keys the host sets on every container it creates for a plugin.
 pub const RUN_LABEL: &str = "sanddune.run";
@@ -56,6 +50,82 @@ const MAX_CAPTURE_BYTES: usize = 1 << 20;
 /// After killing an exec's processes, how long to wait for its output to end
 /// before returning anyway (a daemonised grandchild may hold the pipe).
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(3);
+
+/// Which engine to speak to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Engine {
+    Docker,
+    Podman,
+}
+
+/// What `connect` found.
+#[derive(Clone, Debug)]
+pub struct EngineInfo {
+    pub version: String,
+    pub host_uid: u32,
+    pub host_gid: u32,
+    pub rootless: bool,
+}
+
+/// A bind mount; `source` is an absolute host path.
+#[derive(Clone, Debug)]
+pub struct Mount {
+    pub source: String,
+    pub target: String,
+    pub read_only: bool,
+    pub selinux_relabel: bool,
+}
+
+/// What a plugin asks to create (the WIT's `container-spec`).
+#[derive(Clone, Debug, Default)]
+pub struct ContainerSpec {
+    pub image: String,
+    pub cmd: Vec<String>,
+    pub entrypoint: Option<Vec<String>>,
+    pub user: Option<String>,
+    pub workdir: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub mounts: Vec<Mount>,
+    pub networks: Vec<String>,
+    pub labels: Vec<(String, String)>,
+    pub userns: Option<String>,
+    pub privileged: bool,
+    pub cap_add: Vec<String>,
+    pub devices: Vec<String>,
+    pub pid_mode: Option<String>,
+    pub ipc_mode: Option<String>,
+    pub network_mode: Option<String>,
+}
+
+/// One exec in a container.
+#[derive(Clone, Debug, Default)]
+pub struct ExecOptions {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub user: Option<String>,
+    pub workdir: Option<String>,
+    pub stdin: Option<Vec<u8>>,
+    pub timeout_ms: Option<u64>,
+}
+
+/// How an exec ended, and its output when there was no sink.
+#[derive(Clone, Debug, Default)]
+pub struct ExecStatus {
+    pub code: Option<i32>,
+    pub timed_out: bool,
+    pub killed: bool,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// One exec with the user's terminal attached through a TTY.
+#[derive(Clone, Debug, Default)]
+pub struct InteractiveExecOptions {
+    pub argv: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub user: Option<String>,
+    pub workdir: Option<String>,
+}
 
 /// What one plugin instance may do with the capability.
 #[derive(Clone, Debug)]
@@ -496,7 +566,7 @@ impl Ctx {
             env: Some(
                 spec.env
                     .into_iter()
-                    .map(|v| format!("{}={}", v.key, v.value))
+                    .map(|(k, v)| format!("{k}={v}"))
                     .collect(),
             ),
             labels: Some(labels),
@@ -679,7 +749,7 @@ async fn exec(
     let mut env: Vec<String> = options
         .env
         .iter()
-        .map(|v| format!("{}={}", v.key, v.value))
+        .map(|(k, v)| format!("{k}={v}"))
         .collect();
     env.push(format!("{EXEC_MARK}={mark}"));
     let exec = docker
@@ -736,6 +806,156 @@ async fn exec(
     };
     brokered.unregister(registration);
     result
+}
+
+/// An exec with the user's terminal: a TTY in the container, the host
+/// terminal in raw mode (restored on every exit path by `RawMode`'s drop),
+/// keys in, bytes out, window-size changes forwarded. Abort kills it like
+/// any exec.
+async fn exec_interactive(
+    ctx: &Ctx,
+    brokered: &super::Brokered,
+    container: &str,
+    options: InteractiveExecOptions,
+) -> Result<i32, String> {
+    use tokio::io::AsyncWriteExt as _;
+    use tokio::signal::unix::{SignalKind, signal};
+
+    if !tty::attached() {
+        return Err(
+            "an interactive exec needs a terminal: stdin and stdout are not both one".into(),
+        );
+    }
+    let docker = &ctx.docker;
+    let id = ctx.owned(container).await?;
+    if brokered.is_cancelled() {
+        return Err("the run was cancelled: no new execs".into());
+    }
+    let mark = exec_mark();
+    let mut env: Vec<String> = options
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    env.push(format!("{EXEC_MARK}={mark}"));
+    if !options.env.iter().any(|(k, _)| k == "TERM") {
+        env.push(format!(
+            "TERM={}",
+            std::env::var("TERM").unwrap_or_else(|_| "xterm-256color".into())
+        ));
+    }
+    let exec = docker
+        .create_exec(
+            &id,
+            CreateExecOptions {
+                cmd: Some(options.argv.clone()),
+                env: Some(env),
+                user: options.user.clone(),
+                working_dir: options.workdir.clone(),
+                attach_stdin: Some(true),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                tty: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| format!("cannot exec `{}`: {e}", options.argv.join(" ")))?;
+    let kill = Arc::new(ExecKill {
+        docker: docker.clone(),
+        container: id.clone(),
+        mark,
+        killed: AtomicBool::new(false),
+        done: Notify::new(),
+        runtime: tokio::runtime::Handle::current(),
+    });
+    let registration = brokered.register(kill.clone());
+    let started = docker
+        .start_exec(
+            &exec.id,
+            Some(StartExecOptions {
+                detach: false,
+                tty: true,
+                output_capacity: None,
+            }),
+        )
+        .await
+        .map_err(|e| format!("cannot start exec: {e}"));
+    let result = match started {
+        Ok(StartExecResults::Attached {
+            mut output,
+            mut input,
+        }) => {
+            let resize = |(rows, cols): (u16, u16)| {
+                docker.resize_exec(
+                    &exec.id,
+                    ResizeExecOptions {
+                        height: rows,
+                        width: cols,
+                    },
+                )
+            };
+            let raw = tty::RawMode::enter();
+            let mut keys = tty::Keys::start();
+            let mut winch = signal(SignalKind::window_change()).ok();
+            if let Some(size) = tty::size() {
+                let _ = resize(size).await;
+            }
+            let mut stdout = tokio::io::stdout();
+            loop {
+                tokio::select! {
+                    chunk = output.next() => match chunk {
+                        Some(Ok(out)) => {
+                            let _ = stdout.write_all(&out.into_bytes()).await;
+                            let _ = stdout.flush().await;
+                        }
+                        _ => break,
+                    },
+                    Some(bytes) = keys.rx.recv() => {
+                        if input.write_all(&bytes).await.is_err() {
+                            break;
+                        }
+                    }
+                    Some(()) = async { match winch.as_mut() { Some(w) => w.recv().await, None => std::future::pending().await } } => {
+                        if let Some(size) = tty::size() {
+                            let _ = resize(size).await;
+                        }
+                    }
+                    () = kill.done.notified() => break,
+                }
+            }
+            drop(keys);
+            drop(raw);
+            exit_code(docker, &exec.id).await
+        }
+        Ok(StartExecResults::Detached) => Err("the engine detached the exec".into()),
+        Err(e) => Err(e),
+    };
+    brokered.unregister(registration);
+    if kill.killed.load(Ordering::SeqCst) {
+        return Err("the interactive exec was killed (the run was aborted)".into());
+    }
+    result
+}
+
+/// An ended exec's exit code; the stream can end a moment before the engine
+/// records it.
+async fn exit_code(docker: &Docker, exec_id: &str) -> Result<i32, String> {
+    for _ in 0..100 {
+        match docker.inspect_exec(exec_id).await {
+            Ok(info) if info.running == Some(true) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            Ok(info) => {
+                return info
+                    .exit_code
+                    .map(|c| c as i32)
+                    .ok_or_else(|| "the engine recorded no exit code".into());
+            }
+            Err(e) => return Err(format!("cannot inspect the exec: {e}")),
+        }
+    }
+    Err("the exec did not end".into())
 }
 
 /// Start an exec, stream its lines, and wait for its real exit code.
@@ -897,8 +1117,9 @@ fn writable_target(path: &str, grant: &ContainerGrant) -> Result<PathBuf, String
     Ok(existing.join(rest))
 }
 
-impl Host for PluginState {
-    async fn connect(&mut self, engine: Engine) -> Result<Result<EngineInfo, String>> {
+/// The capability's calls, as the bindings of every WIT version make them.
+impl PluginState {
+    pub async fn containers_connect(&mut self, engine: Engine) -> Result<EngineInfo, String> {
         let r = match self.container_grant() {
             Ok(_) => connect(engine).await,
             Err(e) => Err(e),
@@ -907,18 +1128,18 @@ impl Host for PluginState {
             self.containers.client = Some(docker);
             info
         });
-        Ok(self.logged(r))
+        self.logged(r)
     }
 
-    async fn image_exists(&mut self, image: String) -> Result<Result<bool, String>> {
+    pub async fn containers_image_exists(&mut self, image: String) -> Result<bool, String> {
         let r = match self.ctx() {
             Ok(ctx) => ctx.image_exists(&image).await,
             Err(e) => Err(e),
         };
-        Ok(self.logged(r))
+        self.logged(r)
     }
 
-    async fn create(&mut self, spec: ContainerSpec) -> Result<Result<String, String>> {
+    pub async fn containers_create(&mut self, spec: ContainerSpec) -> Result<String, String> {
         let r = match self.ctx() {
             Ok(ctx) => match ctx.create(spec).await {
                 Ok(id) => {
@@ -934,19 +1155,17 @@ impl Host for PluginState {
             },
             Err(e) => Err(e),
         };
-        Ok(self.logged(r))
+        self.logged(r)
     }
 
-    async fn exec(
+    /// `sink` receives each line as it arrives; without one the output is
+    /// returned in the status.
+    pub async fn containers_exec(
         &mut self,
         container: String,
         options: ExecOptions,
-        sink: Option<Resource<OutputSink>>,
-    ) -> Result<Result<ExecStatus, String>> {
-        let tx = match &sink {
-            Some(sink) => Some(self.table.get(sink)?.tx.clone()),
-            None => None,
-        };
+        tx: Option<mpsc::Sender<OutputLine>>,
+    ) -> Result<ExecStatus, String> {
         let r = match self.ctx() {
             Ok(ctx) => {
                 let brokered = self.brokered.clone();
@@ -954,28 +1173,43 @@ impl Host for PluginState {
             }
             Err(e) => Err(e),
         };
-        Ok(self.logged(r))
+        self.logged(r)
     }
 
-    async fn copy_in(
+    pub async fn containers_exec_interactive(
+        &mut self,
+        container: String,
+        options: InteractiveExecOptions,
+    ) -> Result<i32, String> {
+        let r = match self.ctx() {
+            Ok(ctx) => {
+                let brokered = self.brokered.clone();
+                exec_interactive(&ctx, &brokered, &container, options).await
+            }
+            Err(e) => Err(e),
+        };
+        self.logged(r)
+    }
+
+    pub async fn containers_copy_in(
         &mut self,
         container: String,
         host_path: String,
         container_path: String,
-    ) -> Result<Result<(), String>> {
+    ) -> Result<(), String> {
         let r = match self.ctx() {
             Ok(ctx) => ctx.copy_in(&container, &host_path, &container_path).await,
             Err(e) => Err(e),
         };
-        Ok(self.logged(r))
+        self.logged(r)
     }
 
-    async fn copy_file_out(
+    pub async fn containers_copy_file_out(
         &mut self,
         container: String,
         container_path: String,
         host_path: String,
-    ) -> Result<Result<(), String>> {
+    ) -> Result<(), String> {
         let r = match self.ctx() {
             Ok(ctx) => {
                 ctx.copy_file_out(&container, &container_path, &host_path)
@@ -983,10 +1217,10 @@ impl Host for PluginState {
             }
             Err(e) => Err(e),
         };
-        Ok(self.logged(r))
+        self.logged(r)
     }
 
-    async fn remove(&mut self, container: String) -> Result<Result<(), String>> {
+    pub async fn containers_remove(&mut self, container: String) -> Result<(), String> {
         let r = match self.ctx() {
             Ok(ctx) => match ctx.owned(&container).await {
                 Ok(id) => force_remove(&ctx.docker, &id).await.map(|()| id),
@@ -995,14 +1229,14 @@ impl Host for PluginState {
             Err(e) => Err(e),
         };
         let r = r.map(|id| self.containers.created.retain(|c| c != &id));
-        Ok(self.logged(r))
+        self.logged(r)
     }
 
-    async fn list(&mut self) -> Result<Result<Vec<String>, String>> {
+    pub async fn containers_list(&mut self) -> Result<Vec<String>, String> {
         let r = match self.ctx() {
             Ok(ctx) => ctx.list().await,
             Err(e) => Err(e),
         };
-        Ok(self.logged(r))
+        self.logged(r)
     }
 }

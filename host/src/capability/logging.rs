@@ -1,10 +1,9 @@
 //! The `logging` capability: plugin diagnostics into the host's `tracing`,
 //! bounded so a plugin cannot flood the host's log.
 
-use wasmtime::Result;
+use tracing::Level;
 
 use super::PluginState;
-use crate::plugin::bindings::logging::{Host, Level};
 
 /// Call tracing of the generated WASI bindings, always off: at trace level
 /// it prints the arguments of every guest call, among them request paths
@@ -29,25 +28,25 @@ pub fn host_filter(directives: Option<&str>) -> tracing_subscriber::EnvFilter {
 const MAX_MESSAGE_BYTES: usize = 64 << 10;
 const MAX_MESSAGES_PER_CALL: u64 = 10_000;
 
-impl Host for PluginState {
-    async fn log(&mut self, level: Level, message: String) -> Result<()> {
+impl PluginState {
+    /// Record one of the plugin's diagnostics, prefixed with its name.
+    pub fn log(&mut self, level: Level, message: &str) {
         self.log_messages += 1;
         if self.log_messages > MAX_MESSAGES_PER_CALL {
             if self.log_messages == MAX_MESSAGES_PER_CALL + 1 {
                 tracing::warn!(plugin = %self.plugin, "too many log messages in one call; dropping the rest");
             }
-            return Ok(());
+            return;
         }
-        let message = truncate(&message, MAX_MESSAGE_BYTES);
+        let message = truncate(message, MAX_MESSAGE_BYTES);
         let plugin = &*self.plugin;
         match level {
-            Level::Trace => tracing::trace!(plugin, "{message}"),
-            Level::Debug => tracing::debug!(plugin, "{message}"),
-            Level::Info => tracing::info!(plugin, "{message}"),
-            Level::Warn => tracing::warn!(plugin, "{message}"),
-            Level::Error => tracing::error!(plugin, "{message}"),
+            Level::TRACE => tracing::trace!(plugin, "{message}"),
+            Level::DEBUG => tracing::debug!(plugin, "{message}"),
+            Level::INFO => tracing::info!(plugin, "{message}"),
+            Level::WARN => tracing::warn!(plugin, "{message}"),
+            Level::ERROR => tracing::error!(plugin, "{message}"),
         }
-        Ok(())
     }
 }
 

@@ -6,6 +6,8 @@ pub mod http;
 pub mod logging;
 pub mod output;
 pub mod process;
+pub mod request;
+pub mod tty;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -17,6 +19,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 pub use containers::{ContainerGrant, ContainerState};
 pub use http::{HttpGrant, HttpLimits, HttpState};
 pub use process::Brokered;
+pub use request::{Capabilities, DirectoryAccess};
 
 /// What the host lets one plugin instance do. Built-in plugins get what they
 /// declare; third-party plugins get what the user approved.
@@ -143,5 +146,3 @@ impl ResourceLimiter for PluginState {
         Ok(desired <= 1_000_000)
     }
 }
-
-impl crate::plugin::bindings::types::Host for PluginState {}

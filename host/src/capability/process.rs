@@ -13,14 +13,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use super::PluginState;
+use super::output::{OutputLine, OutputStream};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
-use wasmtime::Result;
-use wasmtime::component::Resource;
-
-use super::PluginState;
-use crate::plugin::bindings::process::{ExitStatus, Host, HostChild, SpawnOptions};
-use crate::plugin::bindings::types::{OutputLine, OutputStream};
 
 /// Longest line handed to a plugin; longer output is split.
 pub const MAX_LINE_BYTES: usize = 16 << 20;
@@ -95,6 +91,31 @@ impl Brokered {
     }
 }
 
+/// What to spawn (the WIT's `spawn-options`).
+#[derive(Clone, Debug, Default)]
+pub struct SpawnOptions {
+    /// A granted bare name (resolved on PATH) or a granted absolute path.
+    pub program: String,
+    pub args: Vec<String>,
+    /// The host's own cwd when absent.
+    pub cwd: Option<String>,
+    /// Added to the base environment (BASE_ENV taken from the host).
+    pub env: Vec<(String, String)>,
+    pub timeout_ms: Option<u64>,
+    /// The host's terminal instead of pipes.
+    pub terminal: bool,
+}
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ExitStatus {
+    /// Absent when the process was ended by a signal.
+    pub code: Option<i32>,
+    pub timed_out: bool,
+    /// The host killed it (abort, idle timeout, or `kill`).
+    pub killed: bool,
+}
+
 /// A spawned process, as the guest's `child` resource.
 pub struct Child {
     proc: tokio::process::Child,
@@ -143,8 +164,8 @@ fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
             cmd.env(key, v);
         }
     }
-    for var in &opts.env {
-        cmd.env(&var.key, &var.value);
+    for (key, value) in &opts.env {
+        cmd.env(key, value);
     }
     if let Some(cwd) = &opts.cwd {
         cmd.current_dir(cwd);
@@ -258,61 +279,45 @@ fn to_line(buf: &mut Vec<u8>, stream: OutputStream) -> OutputLine {
     OutputLine { stream, text }
 }
 
-impl Host for PluginState {
-    async fn spawn(&mut self, options: SpawnOptions) -> Result<Result<Resource<Child>, String>> {
-        match spawn(self, options) {
-            Ok(child) => Ok(Ok(self.table.push(child)?)),
-            Err(e) => {
-                tracing::warn!(plugin = %self.plugin, "{e}");
-                Ok(Err(e))
-            }
-        }
+impl PluginState {
+    /// Spawn a granted program; a refusal is also logged.
+    pub fn spawn(&self, options: SpawnOptions) -> Result<Child, String> {
+        spawn(self, options).inspect_err(|e| tracing::warn!(plugin = %self.plugin, "{e}"))
     }
 }
 
-impl HostChild for PluginState {
-    async fn write_stdin(
-        &mut self,
-        child: Resource<Child>,
-        data: Vec<u8>,
-    ) -> Result<Result<(), String>> {
-        let child = self.table.get_mut(&child)?;
-        Ok(match &child.stdin {
+impl Child {
+    /// Queue bytes for stdin; fails once stdin is closed.
+    pub fn write_stdin(&self, data: Vec<u8>) -> Result<(), String> {
+        match &self.stdin {
             Some(tx) => tx.send(data).map_err(|_| "stdin is closed".to_string()),
             None => Err("stdin is closed".to_string()),
-        })
+        }
     }
 
-    async fn close_stdin(&mut self, child: Resource<Child>) -> Result<()> {
-        self.table.get_mut(&child)?.stdin = None;
-        Ok(())
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
     }
 
-    async fn read_line(&mut self, child: Resource<Child>) -> Result<Option<OutputLine>> {
-        Ok(self.table.get_mut(&child)?.lines.recv().await)
+    /// The next line from stdout or stderr, or none once both are closed.
+    pub async fn read_line(&mut self) -> Option<OutputLine> {
+        self.lines.recv().await
     }
 
-    async fn wait(&mut self, child: Resource<Child>) -> Result<ExitStatus> {
-        let child = self.table.get_mut(&child)?;
-        child.stdin = None;
-        let status = child.proc.wait().await;
-        if let Some(exited) = child.exited.take() {
+    pub async fn wait(&mut self) -> ExitStatus {
+        self.stdin = None;
+        let status = self.proc.wait().await;
+        if let Some(exited) = self.exited.take() {
             let _ = exited.send(());
         }
-        Ok(ExitStatus {
+        ExitStatus {
             code: status.ok().and_then(|s| s.code()),
-            timed_out: child.kill.timed_out.load(Ordering::SeqCst),
-            killed: child.kill.killed.load(Ordering::SeqCst),
-        })
+            timed_out: self.kill.timed_out.load(Ordering::SeqCst),
+            killed: self.kill.killed.load(Ordering::SeqCst),
+        }
     }
 
-    async fn kill(&mut self, child: Resource<Child>) -> Result<()> {
-        self.table.get_mut(&child)?.kill.kill();
-        Ok(())
-    }
-
-    async fn drop(&mut self, child: Resource<Child>) -> Result<()> {
-        self.table.delete(child)?;
-        Ok(())
+    pub fn kill(&self) {
+        self.kill.kill();
     }
 }

@@ -9,9 +9,9 @@ use bollard::query_parameters::{BuildImageOptionsBuilder, RemoveImageOptionsBuil
 use clap::{Args, Subcommand};
 use futures_util::StreamExt;
 
+use crate::capability::containers::Engine;
 use crate::capability::containers::{connect_negotiated, engine_name};
 use crate::error::{Error, Result};
-use crate::plugin::bindings::containers::Engine;
 
 /// The default image: git, curl, jq, gh, Node 22, the agent CLIs and a
 /// non-root `agent` user with the builder's UID/GID.

@@ -12,12 +12,12 @@ use std::collections::HashMap;
 use bollard::query_parameters::ListContainersOptionsBuilder;
 use clap::Args;
 
+use crate::capability::containers::Engine;
 use crate::capability::containers::{
     OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, connect_negotiated, engine_name, force_remove,
     process_start,
 };
 use crate::error::{Error, Result};
-use crate::plugin::bindings::containers::Engine;
 use crate::worktree::{Orphan, Repo};
 
 #[derive(Args)]

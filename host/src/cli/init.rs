@@ -8,9 +8,9 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use super::docker::{ImageArgs, build_image};
+use crate::capability::containers::Engine;
 use crate::error::{Error, Result};
 use crate::init::{AGENTS, BACKLOG_MANAGERS, Choices, SANDBOXES, TEMPLATES, build_file, render};
-use crate::plugin::bindings::containers::Engine;
 
 #[derive(Args)]
 pub struct InitArgs {

@@ -3,9 +3,9 @@
 
 use clap::Args;
 
+use crate::capability::DirectoryAccess;
 use crate::error::Result;
 use crate::plugin::agent::AgentProvider;
-use crate::plugin::bindings::types::DirectoryAccess;
 use crate::plugin::sandbox::{SandboxKind, SandboxProvider};
 use crate::plugin::{Plugin, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 
@@ -29,10 +29,14 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
     let header = |p: &Plugin| {
         println!("source:       {}", p.source);
         println!("sha256:       {}", p.sha256);
-        println!("api:          sanddune:plugin@{}", p.api_version);
-        if let Some(approved) = &p.approved {
-            let granted =
-                crate::plugin::store::Approved::default().missing(&approved.as_capabilities());
+        println!(
+            "api:          sanddune:plugin@{} (contract {}; this sanddune speaks {})",
+            p.api_version,
+            p.api,
+            crate::plugin::ApiVersion::supported()
+        );
+        if let crate::plugin::Approval::Approved(approved) = &p.approval {
+            let granted = approved.items();
             println!(
                 "approved:     {} (installed; it gets no more than this)",
                 if granted.is_empty() {
@@ -80,7 +84,7 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 DirectoryAccess::ReadWrite => "read-write",
             };
             println!("  worktree:   {worktree}");
-            println!("  hosts:      {}", list(&caps.hosts));
+            println!("  http:       {}", list(&caps.http));
             println!("  env keys:   {}", list(&caps.env_keys));
             println!(
                 "  containers: {}",
@@ -128,6 +132,7 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
             for req in &info.env {
                 println!("  {}: {}", req.any_of.join(" or "), req.description);
             }
+            println!("optional env: {}", list(&info.optional_env));
             print_imports(agent.plugin());
         }
     }

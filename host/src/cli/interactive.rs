@@ -50,6 +50,8 @@ pub struct InteractiveArgs {
     agent_env: Vec<(String, String)>,
     #[arg(long = "sandbox-env", value_parser = super::key_value)]
     sandbox_env: Vec<(String, String)>,
+    #[command(flatten)]
+    approval: super::ApprovalArgs,
 }
 
 pub async fn interactive(args: InteractiveArgs) -> Result<()> {
@@ -65,6 +67,7 @@ pub async fn interactive(args: InteractiveArgs) -> Result<()> {
         (None, Some(path)) => Some(Prompt::File(path)),
         (None, None) => None,
     };
+    options.runtime = Some(args.approval.runtime()?);
     options.model = args.model;
     options.prompt_args = args.prompt_args;
     options.name = args.name;

@@ -80,6 +80,33 @@ enum PluginCommands {
     New(scaffold::NewArgs),
     /// Run the conformance kit against a plugin: one PASS/FAIL/SKIP line per check.
     Test(plugin_test::PluginTestArgs),
+    /// Write a built-in provider's component to a file (to inspect, pin or share it).
+    Export(plugin::ExportArgs),
+}
+
+/// How a component file given as --sandbox is approved to run: the one
+/// approval policy (`plugin::approval`) as flags.
+#[derive(clap::Args, Clone, Debug, Default)]
+pub struct ApprovalArgs {
+    /// Approve everything a component file given as --sandbox asks for.
+    #[arg(long, short = 'y')]
+    yes: bool,
+    /// Approve exactly this item for a component file given as --sandbox
+    /// (repeatable): program=NAME, scratch-dir, worktree=read-only|read-write,
+    /// env=KEY, containers, http=https://HOST[:PORT].
+    #[arg(long = "grant", conflicts_with = "yes")]
+    grants: Vec<String>,
+}
+
+impl ApprovalArgs {
+    /// A runtime whose component files are approved by these flags (at a
+    /// terminal, without them, the user is asked).
+    pub fn runtime(&self) -> crate::error::Result<crate::plugin::PluginRuntime> {
+        crate::plugin::PluginRuntime::new(crate::plugin::RuntimeConfig {
+            file_approval: crate::plugin::FileApproval::from_flags(self.yes, &self.grants)?,
+            ..Default::default()
+        })
+    }
 }
 
 /// Parse arguments, run, and return the process exit code.
@@ -111,6 +138,7 @@ pub fn main() -> i32 {
                 PluginCommands::Remove(args) => plugin::remove(args),
                 PluginCommands::New(args) => scaffold::new(args),
                 PluginCommands::Test(args) => plugin_test::plugin_test(args).await,
+                PluginCommands::Export(args) => plugin::export(args),
             },
             Commands::Demo(args) => demo::demo(args).await,
             Commands::Docker { command } => docker::docker(command).await,

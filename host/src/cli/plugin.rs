@@ -1,14 +1,16 @@
 //! `sanddune plugin add | list | remove | update`: installed plugins and the
 //! grants their users approved.
 
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{IsTerminal, Read, Write};
 
 use clap::Args;
 
+use crate::capability::Capabilities;
 use crate::error::{Error, Result};
 use crate::plugin::agent::AgentProvider;
+use crate::plugin::approval::{self, FileApproval};
 use crate::plugin::sandbox::SandboxProvider;
-use crate::plugin::store::{self, Approved, Record};
+use crate::plugin::store::{self, Record};
 use crate::plugin::{Plugin, PluginKind, PluginRuntime, RuntimeConfig, builtin, cache};
 
 /// Largest component `plugin add` downloads.
@@ -28,7 +30,8 @@ pub struct AddArgs {
     #[arg(long, short = 'y')]
     yes: bool,
     /// Approve only this (repeatable): program=NAME, scratch-dir,
-    /// worktree=read-only|read-write, host=NAME, env=KEY, containers.
+    /// worktree=read-only|read-write, env=KEY, containers,
+    /// http=https://HOST[:PORT].
     #[arg(long = "grant", conflicts_with = "yes")]
     grants: Vec<String>,
     /// Let this plugin win over the built-in of the same name.
@@ -53,6 +56,49 @@ pub struct UpdateArgs {
 #[derive(Args)]
 pub struct RemoveArgs {
     name: String,
+}
+
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The built-in provider (see `sanddune plugin list` for installed ones).
+    name: String,
+    /// Where to write it (default: NAME.wasm in the current directory).
+    #[arg(long, short = 'o')]
+    output: Option<std::path::PathBuf>,
+    /// Replace the file when it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+/// Write a built-in's component, byte for byte: named on the command line,
+/// the file is that built-in again (same grants, no approval asked).
+pub fn export(args: ExportArgs) -> Result<()> {
+    let bytes = builtin::get(&args.name).ok_or_else(|| {
+        Error::input(format!(
+            "`{}` is not a built-in plugin (built-ins: {})",
+            args.name,
+            builtin::names().join(", ")
+        ))
+    })?;
+    let path = args
+        .output
+        .unwrap_or_else(|| format!("{}.wasm", args.name).into());
+    if path.exists() && !args.force {
+        return Err(Error::input(format!(
+            "{} exists: pass --force to replace it",
+            path.display()
+        )));
+    }
+    std::fs::write(&path, bytes)
+        .map_err(|e| Error::input(format!("cannot write {}: {e}", path.display())))?;
+    println!(
+        "wrote the built-in `{}` to {} ({} bytes, sha256 {})",
+        args.name,
+        path.display(),
+        bytes.len(),
+        cache::sha256_hex(bytes)
+    );
+    Ok(())
 }
 
 fn runtime() -> Result<(PluginRuntime, store::PluginStore)> {
@@ -127,7 +173,7 @@ struct Described {
     name: String,
     version: String,
     /// Sandbox providers ask for capabilities; agent providers get none.
-    requests: Option<crate::plugin::bindings::types::Capabilities>,
+    requests: Option<crate::capability::Capabilities>,
 }
 
 async fn describe(runtime: &PluginRuntime, bytes: &[u8], source: &str) -> Result<Described> {
@@ -167,7 +213,7 @@ fn show(d: &Described, source: &str) {
     );
     match &d.requests {
         Some(caps) => {
-            let asks = Approved::default().missing(caps);
+            let asks = caps.items();
             let _ = writeln!(
                 err,
                 "  asks for: {}",
@@ -186,23 +232,6 @@ fn show(d: &Described, source: &str) {
         }
     }
     let _ = writeln!(err, "  imports:  {}", d.plugin.imports().join(", "));
-}
-
-/// Ask at the terminal; refuse without one.
-fn confirm(question: &str) -> Result<bool> {
-    if !std::io::stdin().is_terminal() {
-        return Err(Error::input(
-            "approval needed and no terminal to ask at: pass --yes to approve what it asks for, or --grant for each thing you approve",
-        ));
-    }
-    eprint!("{question} [y/N] ");
-    let _ = std::io::stderr().flush();
-    let mut line = String::new();
-    std::io::stdin()
-        .lock()
-        .read_line(&mut line)
-        .map_err(|e| Error::Other(e.into()))?;
-    Ok(matches!(line.trim(), "y" | "Y" | "yes"))
 }
 
 pub async fn add(args: AddArgs) -> Result<()> {
@@ -225,34 +254,16 @@ pub async fn add(args: AddArgs) -> Result<()> {
     show(&described, &args.source);
     let requested = described.requests.clone();
     let grants = match &requested {
-        None => Approved::default(),
-        Some(caps) if args.yes => Approved::all_of(caps),
-        Some(caps) if !args.grants.is_empty() => {
-            let mut approved = Approved {
-                worktree: "none".into(),
-                ..Approved::default()
-            };
-            for g in &args.grants {
-                approved.grant(g)?;
-            }
-            // A grant the plugin never asked for would be a surprise later.
-            let unasked = Approved::all_of(caps).missing(&approved.as_capabilities());
-            if !unasked.is_empty() {
-                return Err(Error::input(format!(
-                    "`{name}` does not ask for {}: grant only what it asks for",
-                    unasked.join(", ")
-                )));
-            }
-            approved
-        }
+        None => Capabilities::default(),
         Some(caps) => {
-            if Approved::default().missing(caps).is_empty()
-                || confirm(&format!("approve what `{name}` asks for?"))?
-            {
-                Approved::all_of(caps)
-            } else {
-                return Err(Error::input("not approved: nothing was installed"));
-            }
+            let policy = FileApproval::from_flags(args.yes, &args.grants)?;
+            approval::approve(&name, caps, &policy).map_err(|e| match policy {
+                // Asked and declined: say that nothing changed.
+                FileApproval::Ask if std::io::stdin().is_terminal() => {
+                    Error::input("not approved: nothing was installed")
+                }
+                _ => e,
+            })?
         }
     };
     let record = Record {
@@ -264,6 +275,7 @@ pub async fn add(args: AddArgs) -> Result<()> {
         source: args.source.clone(),
         shadows_builtin: args.shadow_builtin,
         grants,
+        stamp: None,
     };
     store.put(&record, &bytes)?;
     println!(
@@ -302,7 +314,10 @@ pub async fn update(args: UpdateArgs) -> Result<()> {
             eprintln!("  beyond what you approved before: {}", more.join(", "));
             let approved = args.yes
                 || (std::io::stdin().is_terminal()
-                    && confirm(&format!("approve the new requests of `{}`?", args.name))?);
+                    && approval::confirm(&format!(
+                        "approve the new requests of `{}`?",
+                        args.name
+                    ))?);
             if !approved {
                 return Err(Error::input(format!(
                     "the new version of `{}` asks for more ({}) and was not approved (--yes approves it): the installed version stays",
@@ -310,7 +325,7 @@ pub async fn update(args: UpdateArgs) -> Result<()> {
                     more.join(", ")
                 )));
             }
-            grants = Approved::all_of(caps);
+            grants = caps.clone();
         }
     }
     let record = Record {
@@ -334,7 +349,7 @@ pub fn list() -> Result<()> {
         return Ok(());
     }
     for r in records {
-        let mut granted = Approved::default().missing(&r.grants.as_capabilities());
+        let mut granted = r.grants.items();
         if granted.is_empty() {
             granted.push("nothing".into());
         }

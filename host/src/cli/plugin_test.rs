@@ -7,7 +7,7 @@ use clap::Args;
 
 use crate::conformance::{self, Options};
 use crate::error::{Error, Result};
-use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
+use crate::plugin::PluginRef;
 
 #[derive(Args)]
 pub struct PluginTestArgs {
@@ -20,10 +20,12 @@ pub struct PluginTestArgs {
     /// events an agent provider's parser makes of it.
     #[arg(long)]
     transcript: Option<PathBuf>,
+    #[command(flatten)]
+    approval: super::ApprovalArgs,
 }
 
 pub async fn plugin_test(args: PluginTestArgs) -> Result<()> {
-    let runtime = PluginRuntime::new(RuntimeConfig::default())?;
+    let runtime = args.approval.runtime()?;
     let options = Options {
         sandbox_config: args.sandbox_opt,
         transcript: args.transcript,

@@ -113,6 +113,8 @@ pub struct RunArgs {
     /// Print the run result as JSON on stdout, and nothing else.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    approval: super::ApprovalArgs,
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -237,6 +239,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         PluginRef::parse(&args.agent),
         prompt,
     );
+    options.runtime = Some(args.approval.runtime()?);
     options.strategy = strategy(&args)?;
     options.output = output(&args)?;
     options.model = args.model;

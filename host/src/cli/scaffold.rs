@@ -21,6 +21,26 @@ const WIT: &[(&str, &str)] = &[
     ("sandbox.wit", include_str!("../../../wit/sandbox.wit")),
     ("agent.wit", include_str!("../../../wit/agent.wit")),
     ("worlds.wit", include_str!("../../../wit/worlds.wit")),
+    // The WASI packages the worlds import (wasi:http and what it uses).
+    ("deps/cli.wit", include_str!("../../../wit/deps/cli.wit")),
+    (
+        "deps/clocks.wit",
+        include_str!("../../../wit/deps/clocks.wit"),
+    ),
+    (
+        "deps/filesystem.wit",
+        include_str!("../../../wit/deps/filesystem.wit"),
+    ),
+    ("deps/http.wit", include_str!("../../../wit/deps/http.wit")),
+    ("deps/io.wit", include_str!("../../../wit/deps/io.wit")),
+    (
+        "deps/random.wit",
+        include_str!("../../../wit/deps/random.wit"),
+    ),
+    (
+        "deps/sockets.wit",
+        include_str!("../../../wit/deps/sockets.wit"),
+    ),
 ];
 
 /// An example's files: (file name in the project, content).
@@ -244,10 +264,18 @@ mod tests {
 
     #[test]
     fn the_project_carries_every_wit_file() {
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
-        let mut on_disk: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        // The current package and its deps; the frozen `vX.Y/` snapshots
+        // are the host's business.
+        let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+        let mut on_disk: Vec<String> = ["", "deps/"]
+            .into_iter()
+            .flat_map(|sub| {
+                std::fs::read_dir(wit.join(sub))
+                    .unwrap()
+                    .map(|e| e.unwrap())
+                    .filter(|e| e.file_type().unwrap().is_file())
+                    .map(move |e| format!("{sub}{}", e.file_name().to_string_lossy()))
+            })
             .collect();
         on_disk.sort();
         let mut embedded: Vec<String> = WIT.iter().map(|(f, _)| f.to_string()).collect();

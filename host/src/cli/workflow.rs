@@ -65,6 +65,8 @@ pub struct RunArgs {
     /// Print the workflow result as JSON on stdout.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    approval: super::ApprovalArgs,
 }
 
 pub async fn workflow(command: WorkflowCommands) -> Result<()> {
@@ -105,6 +107,7 @@ async fn run(args: RunArgs) -> Result<()> {
         copy_to_worktree: config.copy_to_worktree.clone(),
         log: LogMode::File,
         on_event: Some(Arc::new(print_progress)),
+        runtime: Some(args.approval.runtime()?),
         ..WorkflowOptions::default()
     };
     if let Some(ms) = config.timeouts.copy_to_worktree_ms {

@@ -99,7 +99,8 @@ pub async fn test_plugin(
     let plugin = runtime.load(plugin, None)?;
     match plugin.kind {
         PluginKind::Sandbox => {
-            let provider = SandboxProvider::from_plugin(plugin).await?;
+            let mut provider = SandboxProvider::from_plugin(plugin).await?;
+            provider.approve(runtime.file_approval())?;
             Ok(sandbox::run(&provider, &options.sandbox_config).await)
         }
         PluginKind::Agent => {

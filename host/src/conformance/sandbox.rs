@@ -12,8 +12,8 @@ use tokio::sync::mpsc;
 
 use super::Report;
 use crate::capability::HttpGrant;
+use crate::capability::output::OutputLine;
 use crate::plugin::PluginKind;
-use crate::plugin::bindings::types::OutputLine;
 use crate::plugin::sandbox::{
     Command, ExecOutput, ExecRequest, Sandbox, SandboxKind, SandboxProvider, SandboxSpec,
 };

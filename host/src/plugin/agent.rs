@@ -2,27 +2,25 @@
 //! capability at all, so one instance serves the whole run.
 
 use wasmtime::Store;
-use wasmtime::component::ResourceAny;
 
-use super::bindings::agent::AgentPlugin;
+use super::wit::AgentBindings;
 use super::{Plugin, PluginKind, PluginRef, PluginRuntime, one_line};
 use crate::capability::{Grants, PluginState};
 use crate::error::{Error, Result};
 
-pub use super::bindings::agent_api::{
-    AgentCommand, AgentEvent, AgentInfo, AgentResult, CommandRequest, ToolCall,
+pub use super::api::{
+    AgentCommand, AgentEvent, AgentInfo, AgentResult, CommandRequest, ToolCall, Usage,
 };
-pub use super::bindings::types::Usage;
 
 pub struct AgentProvider {
     plugin: Plugin,
     info: AgentInfo,
     store: Store<PluginState>,
-    bindings: AgentPlugin,
+    bindings: AgentBindings,
 }
 
 /// A stream parser living in the agent provider's instance.
-pub struct StreamParser(ResourceAny);
+pub struct StreamParser(wasmtime::component::ResourceAny);
 
 impl AgentProvider {
     pub async fn load(runtime: &PluginRuntime, plugin: &PluginRef) -> Result<Self> {
@@ -32,28 +30,17 @@ impl AgentProvider {
 
     pub async fn from_plugin(plugin: Plugin) -> Result<Self> {
         let mut store = plugin.runtime().store(&plugin.source, Grants::default())?;
-        let pre = super::bindings::agent::AgentPluginPre::new(plugin.pre.clone()).map_err(|e| {
-            Error::input(format!(
-                "`{}` does not fit the agent-plugin world: {e}",
-                plugin.source
-            ))
-        })?;
         super::begin_call(&mut store);
-        let bindings = pre
-            .instantiate_async(&mut store)
+        let bindings = AgentBindings::instantiate(plugin.api, &plugin.pre, &mut store)
             .await
             .map_err(|e| plugin.instantiate_error(e))?;
-        let info = bindings
-            .sanddune_plugin_agent_provider()
-            .call_describe(&mut store)
-            .await
-            .map_err(|e| {
-                Error::Plugin(format!(
-                    "`{}` failed in describe: {}",
-                    plugin.source,
-                    one_line(&e.into())
-                ))
-            })?;
+        let info = bindings.describe(&mut store).await.map_err(|e| {
+            Error::Plugin(format!(
+                "`{}` failed in describe: {}",
+                plugin.source,
+                one_line(&e.into())
+            ))
+        })?;
         Ok(Self {
             plugin,
             info,
@@ -74,7 +61,7 @@ impl AgentProvider {
         &self.info.name
     }
 
-    fn begin(&mut self) -> (&AgentPlugin, &mut Store<PluginState>) {
+    fn begin(&mut self) -> (&AgentBindings, &mut Store<PluginState>) {
         super::begin_call(&mut self.store);
         (&self.bindings, &mut self.store)
     }
@@ -87,19 +74,24 @@ impl AgentProvider {
         ))
     }
 
-    /// The command for one unattended iteration. A refusal (bad option,
-    /// empty prompt) is bad input.
-    pub async fn build_print_command(&mut self, request: &CommandRequest) -> Result<AgentCommand> {
-        let (b, s) = self.begin();
-        let r = b
-            .sanddune_plugin_agent_provider()
-            .call_build_print_command(s, request)
-            .await;
+    /// A refusal (bad option, empty prompt) is bad input.
+    fn command(
+        &self,
+        what: &str,
+        r: wasmtime::Result<std::result::Result<AgentCommand, String>>,
+    ) -> Result<AgentCommand> {
         match r {
             Ok(Ok(cmd)) => Ok(cmd),
             Ok(Err(msg)) => Err(Error::Input(format!("{}: {msg}", self.info.name))),
-            Err(e) => Err(self.trap("build-print-command", e)),
+            Err(e) => Err(self.trap(what, e)),
         }
+    }
+
+    /// The command for one unattended iteration.
+    pub async fn build_print_command(&mut self, request: &CommandRequest) -> Result<AgentCommand> {
+        let (b, s) = self.begin();
+        let r = b.build_print_command(s, request).await;
+        self.command("build-print-command", r)
     }
 
     /// The command for the agent's terminal UI.
@@ -108,15 +100,8 @@ impl AgentProvider {
         request: &CommandRequest,
     ) -> Result<AgentCommand> {
         let (b, s) = self.begin();
-        let r = b
-            .sanddune_plugin_agent_provider()
-            .call_build_interactive_command(s, request)
-            .await;
-        match r {
-            Ok(Ok(cmd)) => Ok(cmd),
-            Ok(Err(msg)) => Err(Error::Input(format!("{}: {msg}", self.info.name))),
-            Err(e) => Err(self.trap("build-interactive-command", e)),
-        }
+        let r = b.build_interactive_command(s, request).await;
+        self.command("build-interactive-command", r)
     }
 
     /// Where the agent keeps the session file of `session_id` for a home
@@ -128,10 +113,7 @@ impl AgentProvider {
         session_id: &str,
     ) -> Result<Option<String>> {
         let (b, s) = self.begin();
-        let r = b
-            .sanddune_plugin_agent_provider()
-            .call_session_file_path(s, home, cwd, session_id)
-            .await;
+        let r = b.session_file_path(s, home, cwd, session_id).await;
         r.map_err(|e| self.trap("session-file-path", e))
     }
 
@@ -143,30 +125,20 @@ impl AgentProvider {
         to: &str,
     ) -> Result<String> {
         let (b, s) = self.begin();
-        let r = b
-            .sanddune_plugin_agent_provider()
-            .call_rewrite_session_cwd(s, content, from, to)
-            .await;
+        let r = b.rewrite_session_cwd(s, content, from, to).await;
         r.map_err(|e| self.trap("rewrite-session-cwd", e))
     }
 
     /// Token usage recorded in a session file.
     pub async fn usage_from_session(&mut self, content: &str) -> Result<Option<Usage>> {
         let (b, s) = self.begin();
-        let r = b
-            .sanddune_plugin_agent_provider()
-            .call_usage_from_session(s, content)
-            .await;
+        let r = b.usage_from_session(s, content).await;
         r.map_err(|e| self.trap("usage-from-session", e))
     }
 
     pub async fn new_parser(&mut self) -> Result<StreamParser> {
         let (b, s) = self.begin();
-        let r = b
-            .sanddune_plugin_agent_provider()
-            .stream_parser()
-            .call_constructor(s)
-            .await;
+        let r = b.new_parser(s).await;
         r.map(StreamParser)
             .map_err(|e| self.trap("stream-parser", e))
     }
@@ -177,11 +149,7 @@ impl AgentProvider {
         line: &str,
     ) -> Result<Vec<AgentEvent>> {
         let (b, s) = self.begin();
-        let r = b
-            .sanddune_plugin_agent_provider()
-            .stream_parser()
-            .call_push_line(s, parser.0, line)
-            .await;
+        let r = b.push_line(s, parser.0, line).await;
         r.map_err(|e| self.trap("push-line", e))
     }
 
@@ -192,22 +160,14 @@ impl AgentProvider {
         lines: &[String],
     ) -> Result<Vec<AgentEvent>> {
         let (b, s) = self.begin();
-        let r = b
-            .sanddune_plugin_agent_provider()
-            .stream_parser()
-            .call_push_lines(s, parser.0, lines)
-            .await;
+        let r = b.push_lines(s, parser.0, lines).await;
         r.map_err(|e| self.trap("push-lines", e))
     }
 
     /// Final events, then the parser is gone.
     pub async fn finish(&mut self, parser: StreamParser) -> Result<Vec<AgentEvent>> {
         let (b, s) = self.begin();
-        let r = b
-            .sanddune_plugin_agent_provider()
-            .stream_parser()
-            .call_finish(s, parser.0)
-            .await;
+        let r = b.finish(s, parser.0).await;
         let events = r.map_err(|e| self.trap("finish", e))?;
         let _ = parser.0.resource_drop_async(&mut self.store).await;
         Ok(events)

@@ -5,6 +5,7 @@
 //! hash (wasmtime version and settings), and live in a directory only
 //! sanddune writes: `Component::deserialize_file` trusts what it maps.
 
+use std::borrow::Cow;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 
@@ -51,10 +52,22 @@ impl ComponentCache {
 
     /// The compiled component for `bytes`, from the cache when present.
     pub fn load(&self, engine: &Engine, bytes: &[u8]) -> Result<Component> {
+        self.load_hashed(engine, &sha256_hex(bytes), || Ok(Cow::Borrowed(bytes)))
+    }
+
+    /// The compiled component of the source whose sha256 is `sha256`, from
+    /// the cache when present; `bytes` is asked for only to compile it, so
+    /// a cached load reads and hashes nothing.
+    pub fn load_hashed<'a>(
+        &self,
+        engine: &Engine,
+        sha256: &str,
+        bytes: impl FnOnce() -> Result<Cow<'a, [u8]>>,
+    ) -> Result<Component> {
         let Some(dir) = &self.dir else {
-            return Ok(Component::new(engine, bytes)?);
+            return Ok(Component::new(engine, &*bytes()?)?);
         };
-        let path = dir.join(format!("{}-{}.cwasm", sha256_hex(bytes), self.engine_key));
+        let path = dir.join(format!("{sha256}-{}.cwasm", self.engine_key));
         if path.exists() {
             // SAFETY: files in this directory are written only by `store`
             // below, from components wasmtime compiled with this engine config.
@@ -63,7 +76,7 @@ impl ComponentCache {
                 Err(e) => tracing::warn!("ignoring unreadable cache entry {}: {e}", path.display()),
             }
         }
-        let component = Component::new(engine, bytes)?;
+        let component = Component::new(engine, &*bytes()?)?;
         if let Err(e) = store(dir, &path, &component) {
             tracing::warn!(
                 "cannot cache the compiled component in {}: {e:#}",

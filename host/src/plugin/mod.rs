@@ -3,27 +3,28 @@
 //! the capabilities granted.
 
 pub mod agent;
-pub mod bindings;
+pub mod api;
+pub mod approval;
 pub mod builtin;
 pub mod cache;
 pub mod engine;
 pub mod sandbox;
 pub mod store;
+pub mod wit;
 
+use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use wasmtime::component::{Component, HasSelf, InstancePre, Linker};
+use wasmtime::component::{Component, InstancePre};
 use wasmtime::{Engine, Store};
 use wasmtime_wasi::{FsPerms, WasiCtxBuilder};
 
 use crate::capability::{Grants, Limits, PluginState};
 use crate::error::{Error, Result};
 
-/// The WIT package version this host implements. Plugins built against any
-/// 0.1.x load; a future 0.2 or 1.0 would get bindings of its own beside these.
-pub const API_PACKAGE: &str = "sanddune:plugin";
-pub const API_VERSION: (u64, u64) = (0, 1);
+pub use approval::{Approval, FileApproval};
+pub use wit::ApiVersion;
 
 /// The two kinds of provider, one world each.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -84,6 +85,8 @@ pub struct RuntimeConfig {
     /// Installed plugins (`sanddune plugin add`); `None`: none are.
     pub store_dir: Option<PathBuf>,
     pub limits: Limits,
+    /// How a component file named by the user is approved to run.
+    pub file_approval: FileApproval,
 }
 
 impl Default for RuntimeConfig {
@@ -96,6 +99,7 @@ impl Default for RuntimeConfig {
                 cpu_ticks_per_call: 3_000, // 30 s of wasm execution per call
                 http: Default::default(),
             },
+            file_approval: FileApproval::Refuse,
         }
     }
 }
@@ -108,11 +112,12 @@ pub struct PluginRuntime {
 
 struct RuntimeInner {
     engine: Engine,
-    sandbox_linker: Linker<PluginState>,
-    agent_linker: Linker<PluginState>,
+    /// One per supported version, in `ApiVersion::ALL` order.
+    linkers: Vec<wit::Linkers>,
     cache: cache::ComponentCache,
     store: Option<store::PluginStore>,
     limits: Limits,
+    file_approval: FileApproval,
     _ticker: engine::EpochTicker,
 }
 
@@ -122,17 +127,14 @@ pub struct Plugin {
     /// How the user named it (built-in name or file path).
     pub source: String,
     pub kind: PluginKind,
-    /// The `sanddune:plugin` version it was built against.
+    /// The `sanddune:plugin` version it was built against, as it says
+    /// (`0.1.0`), and the supported version that binds it.
     pub api_version: String,
+    pub api: ApiVersion,
     pub sha256: String,
-    /// For an installed plugin, what the user approved; it gets no more.
-    /// None for built-ins (they get what they declare) and component files
-    /// named on the command line (the user chose that file explicitly).
-    pub approved: Option<store::Approved>,
+    /// Where its grants come from (see `approval`).
+    pub approval: Approval,
     pub component: Component,
-    /// May be granted the `containers` capability when it asks: built-ins
-    /// are pre-approved, anything else needs the user's explicit approval.
-    containers_approved: bool,
     pre: InstancePre<PluginState>,
     runtime: PluginRuntime,
 }
@@ -140,31 +142,21 @@ pub struct Plugin {
 impl PluginRuntime {
     pub fn new(config: RuntimeConfig) -> Result<Self> {
         let engine = engine::new_engine()?;
-        let mut sandbox_linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut sandbox_linker).map_err(anyhow::Error::from)?;
-        bindings::sandbox::SandboxPlugin::add_to_linker::<_, HasSelf<PluginState>>(
-            &mut sandbox_linker,
-            |s| s,
-        )
-        .map_err(anyhow::Error::from)?;
-        crate::capability::http::add_to_linker(&mut sandbox_linker).map_err(anyhow::Error::from)?;
-        let mut agent_linker = Linker::new(&engine);
-        wasmtime_wasi::p2::add_to_linker_async(&mut agent_linker).map_err(anyhow::Error::from)?;
-        bindings::agent::AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(
-            &mut agent_linker,
-            |s| s,
-        )
-        .map_err(anyhow::Error::from)?;
+        let linkers = ApiVersion::ALL
+            .into_iter()
+            .map(|v| wit::Linkers::new(&engine, v))
+            .collect::<wasmtime::Result<Vec<_>>>()
+            .map_err(anyhow::Error::from)?;
         let cache = cache::ComponentCache::new(&engine, config.cache_dir);
         let ticker = engine::EpochTicker::start(&engine);
         Ok(Self {
             inner: Arc::new(RuntimeInner {
                 engine,
-                sandbox_linker,
-                agent_linker,
+                linkers,
                 cache,
                 store: config.store_dir.map(store::PluginStore::open),
                 limits: config.limits,
+                file_approval: config.file_approval,
                 _ticker: ticker,
             }),
         })
@@ -174,6 +166,11 @@ impl PluginRuntime {
         &self.inner.engine
     }
 
+    /// How component files named by the user are approved.
+    pub fn file_approval(&self) -> &FileApproval {
+        &self.inner.file_approval
+    }
+
     /// The installed plugins, when this runtime has a store for them.
     pub fn installed(&self) -> Option<&store::PluginStore> {
         self.inner.store.as_ref()
@@ -181,46 +178,66 @@ impl PluginRuntime {
 
     /// Load a plugin the user named; `expect` checks its kind when given.
     /// A name resolves to a built-in first, then to an installed plugin,
-    /// unless the installed one was added to shadow the built-in.
+    /// unless the installed one was added to shadow the built-in. Built-ins
+    /// and installed plugins load by the hash recorded for them (at build
+    /// time, at install), so a cached load reads and hashes nothing.
     pub fn load(&self, plugin: &PluginRef, expect: Option<PluginKind>) -> Result<Plugin> {
-        let (bytes, source) = match plugin {
+        let path = match plugin {
+            PluginRef::File(path) => path,
             PluginRef::Builtin(name) => {
                 let installed = match self.installed() {
-                    Some(store) => store.get(name)?,
+                    Some(store) => store.locate(name)?,
                     None => None,
                 };
                 let shadowed = installed.as_ref().is_some_and(|(r, _)| r.shadows_builtin);
-                if let Some(bytes) = builtin::get(name).filter(|_| !shadowed) {
-                    let mut plugin = self.load_bytes(bytes, name, expect)?;
-                    plugin.containers_approved = true;
+                if let Some(b) = builtin::find(name).filter(|_| !shadowed) {
+                    let bytes = || {
+                        check_is_component(b.bytes, name)?;
+                        Ok(Cow::Borrowed(b.bytes))
+                    };
+                    let mut plugin = self.load_hashed(b.sha256, name, expect, bytes)?;
+                    plugin.approval = Approval::BuiltIn;
                     return Ok(plugin);
                 }
-                let Some((record, bytes)) = installed else {
-                    let installed: Vec<String> = self
-                        .installed()
-                        .and_then(|s| s.list().ok())
-                        .unwrap_or_default()
-                        .into_iter()
-                        .map(|r| r.name)
-                        .collect();
-                    return Err(Error::input(format!(
-                        "no plugin named `{name}` (built-ins: {}; installed: {}); to load a component file, pass its path, e.g. ./{name}.wasm, or install it with `sanddune plugin add`",
-                        builtin::names().join(", "),
-                        if installed.is_empty() {
-                            "none".into()
-                        } else {
-                            installed.join(", ")
-                        }
-                    )));
+                let Some((record, wasm)) = installed else {
+                    return Err(self.unknown(name));
                 };
-                let mut plugin = self.load_bytes(&bytes, name, expect)?;
-                plugin.containers_approved = record.grants.containers;
-                plugin.approved = Some(record.grants);
+                let bytes = || {
+                    let bytes = store::read_installed(&record, &wasm)?;
+                    check_is_component(&bytes, name)?;
+                    Ok(Cow::Owned(bytes))
+                };
+                let mut plugin = self.load_hashed(&record.sha256, name, expect, bytes)?;
+                plugin.approval = Approval::Approved(record.grants);
                 return Ok(plugin);
             }
-            PluginRef::File(path) => (read_component_file(path)?, path.display().to_string()),
         };
-        self.load_bytes(&bytes, &source, expect)
+        let bytes = read_component_file(path)?;
+        let mut plugin = self.load_bytes(&bytes, &path.display().to_string(), expect)?;
+        // A copy of a built-in (`sanddune plugin export`) is that built-in.
+        if builtin::identical(&bytes).is_some() {
+            plugin.approval = Approval::BuiltIn;
+        }
+        Ok(plugin)
+    }
+
+    fn unknown(&self, name: &str) -> Error {
+        let installed: Vec<String> = self
+            .installed()
+            .and_then(|s| s.list().ok())
+            .unwrap_or_default()
+            .into_iter()
+            .map(|r| r.name)
+            .collect();
+        Error::input(format!(
+            "no plugin named `{name}` (built-ins: {}; installed: {}); to load a component file, pass its path, e.g. ./{name}.wasm, or install it with `sanddune plugin add`",
+            builtin::names().join(", "),
+            if installed.is_empty() {
+                "none".into()
+            } else {
+                installed.join(", ")
+            }
+        ))
     }
 
     /// Load component bytes; `expect` checks the kind when given.
@@ -231,14 +248,41 @@ impl PluginRuntime {
         expect: Option<PluginKind>,
     ) -> Result<Plugin> {
         check_is_component(bytes, source)?;
+        let sha256 = cache::sha256_hex(bytes);
+        self.load_hashed(&sha256, source, expect, || Ok(Cow::Borrowed(bytes)))
+    }
+
+    /// Load the component whose sha256 is `sha256`; `bytes` is called only
+    /// when it is not in the compiled-component cache.
+    fn load_hashed<'a>(
+        &self,
+        sha256: &str,
+        source: &str,
+        expect: Option<PluginKind>,
+        bytes: impl FnOnce() -> Result<Cow<'a, [u8]>>,
+    ) -> Result<Plugin> {
         let engine = &self.inner.engine;
-        let component = self.inner.cache.load(engine, bytes).map_err(|e| {
-            Error::input(format!(
-                "`{source}` is not a valid WebAssembly component: {}",
-                one_line(&e)
-            ))
-        })?;
-        let (kind, api_version) = identify(engine, &component, source)?;
+        // Refusals found while reading the bytes keep their own message.
+        let mut refused = None;
+        let component = self
+            .inner
+            .cache
+            .load_hashed(engine, sha256, || {
+                bytes().map_err(|e| {
+                    let msg = e.to_string();
+                    refused = Some(e);
+                    anyhow::anyhow!(msg)
+                })
+            })
+            .map_err(|e| {
+                refused.take().unwrap_or_else(|| {
+                    Error::input(format!(
+                        "`{source}` is not a valid WebAssembly component: {}",
+                        one_line(&e)
+                    ))
+                })
+            })?;
+        let (kind, api, api_version) = identify(engine, &component, source)?;
         if let Some(expect) = expect.filter(|e| *e != kind) {
             return Err(Error::input(format!(
                 "`{source}` is an {}, not a {}",
@@ -246,14 +290,16 @@ impl PluginRuntime {
                 expect.noun()
             )));
         }
+        let linkers = &self.inner.linkers[api as usize];
         let linker = match kind {
-            PluginKind::Sandbox => &self.inner.sandbox_linker,
-            PluginKind::Agent => &self.inner.agent_linker,
+            PluginKind::Sandbox => &linkers.sandbox,
+            PluginKind::Agent => &linkers.agent,
         };
         let pre = linker.instantiate_pre(&component).map_err(|e| {
             Error::input(format!(
-                "`{source}` does not fit the sanddune {} world: {}",
+                "`{source}` does not fit the sanddune {} world of {}@{api}: {}",
                 kind.noun(),
+                wit::PACKAGE,
                 one_line(&e.into())
             ))
         })?;
@@ -261,10 +307,10 @@ impl PluginRuntime {
             source: source.to_string(),
             kind,
             api_version,
-            sha256: cache::sha256_hex(bytes),
-            approved: None,
+            api,
+            sha256: sha256.to_string(),
+            approval: Approval::Unapproved,
             component,
-            containers_approved: false,
             pre,
             runtime: self.clone(),
         })
@@ -330,16 +376,6 @@ impl Plugin {
             .collect()
     }
 
-    /// The user's explicit approval of the `containers` capability for this
-    /// plugin (what `sanddune plugin add` will record). Built-ins have it.
-    pub fn approve_containers(&mut self) {
-        self.containers_approved = true;
-    }
-
-    pub fn containers_approved(&self) -> bool {
-        self.containers_approved
-    }
-
     pub(crate) fn runtime(&self) -> &PluginRuntime {
         &self.runtime
     }
@@ -381,26 +417,30 @@ fn check_is_component(bytes: &[u8], source: &str) -> Result<()> {
 }
 
 /// Which sanddune world a component exports, and at what API version.
-fn identify(engine: &Engine, component: &Component, source: &str) -> Result<(PluginKind, String)> {
+fn identify(
+    engine: &Engine,
+    component: &Component,
+    source: &str,
+) -> Result<(PluginKind, ApiVersion, String)> {
     let exports: Vec<String> = component
         .component_type()
         .exports(engine)
         .map(|(n, _)| n.to_string())
         .collect();
+    let package = wit::PACKAGE;
     for kind in [PluginKind::Sandbox, PluginKind::Agent] {
-        let prefix = format!("{API_PACKAGE}/{}@", kind.interface());
+        let prefix = format!("{package}/{}@", kind.interface());
         let Some(version) = exports.iter().find_map(|e| e.strip_prefix(&prefix)) else {
             continue;
         };
-        let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
-        let (major, minor) = (parts.next().flatten(), parts.next().flatten());
-        if (major, minor) != (Some(API_VERSION.0), Some(API_VERSION.1)) {
+        let Some(api) = ApiVersion::of(version) else {
             return Err(Error::input(format!(
-                "`{source}` was built against {API_PACKAGE}@{version}, but this sanddune speaks {API_PACKAGE}@{}.{}.x; rebuild the plugin against that version",
-                API_VERSION.0, API_VERSION.1
+                "`{source}` was built against {package}@{version}, but this sanddune speaks {package} {}; rebuild the plugin against {package}@{}.0 (`sanddune plugin new` scaffolds one)",
+                ApiVersion::supported(),
+                ApiVersion::CURRENT
             )));
-        }
-        return Ok((kind, version.to_string()));
+        };
+        return Ok((kind, api, version.to_string()));
     }
     let shown = if exports.is_empty() {
         "nothing".to_string()
@@ -408,7 +448,7 @@ fn identify(engine: &Engine, component: &Component, source: &str) -> Result<(Plu
         exports.join(", ")
     };
     Err(Error::input(format!(
-        "`{source}` is a component but not a sanddune plugin: it exports {shown}, not {API_PACKAGE}/sandbox-provider or {API_PACKAGE}/agent-provider"
+        "`{source}` is a component but not a sanddune plugin: it exports {shown}, not {package}/sandbox-provider or {package}/agent-provider"
     )))
 }
 

@@ -6,16 +6,17 @@ use tokio::sync::mpsc;
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
-use super::bindings::sandbox::SandboxPlugin;
-use super::bindings::types::{Capabilities, DirectoryAccess, EnvVar, OutputLine, OutputStream};
+use super::api::EnvVar;
+use super::approval::{self, Approval};
+use super::wit::SandboxBindings;
 use super::{Plugin, PluginKind, PluginRef, PluginRuntime, one_line};
-use crate::capability::output::OutputSink;
-use crate::capability::{Brokered, ContainerGrant, Grants, HttpGrant, PluginState};
+use crate::capability::output::{OutputLine, OutputSink, OutputStream};
+use crate::capability::{
+    Brokered, Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant, PluginState,
+};
 use crate::error::{Error, Result};
 
-pub use super::bindings::sandbox_api::{
-    Command, CreateOptions, ExecRequest, FileStat, ProviderInfo, SandboxKind,
-};
+pub use super::api::{Command, CreateOptions, ExecRequest, FileStat, ProviderInfo, SandboxKind};
 
 /// Output kept per stream of one exec; lines past it still stream to the
 /// consumer, they are just not accumulated.
@@ -59,26 +60,47 @@ pub fn env_vars(env: &[(String, String)]) -> Vec<EnvVar> {
 }
 
 impl SandboxProvider {
+    /// Load a provider to run it: a component file gets what the user
+    /// approves under the runtime's policy, or is refused here, before
+    /// anything exists.
     pub async fn load(runtime: &PluginRuntime, plugin: &PluginRef) -> Result<Self> {
         let plugin = runtime.load(plugin, Some(PluginKind::Sandbox))?;
-        Self::from_plugin(plugin).await
+        let mut provider = Self::from_plugin(plugin).await?;
+        provider.approve(runtime.file_approval())?;
+        Ok(provider)
+    }
+
+    /// Approve an unapproved component file under `policy` (built-ins and
+    /// installed plugins are approved already); refused: an input error
+    /// naming what it asks for.
+    pub fn approve(&mut self, policy: &approval::FileApproval) -> Result<()> {
+        if self.plugin.approval == Approval::Unapproved {
+            let approved = approval::approve(&self.plugin.source, &self.info.capabilities, policy)?;
+            self.plugin.approval = Approval::Approved(approved);
+        }
+        Ok(())
     }
 
     pub async fn from_plugin(plugin: Plugin) -> Result<Self> {
         // `describe` runs with nothing granted.
         let (mut store, bindings) = instantiate(&plugin, "describe", Grants::default()).await?;
         super::begin_call(&mut store);
-        let info = bindings
-            .sanddune_plugin_sandbox_provider()
-            .call_describe(&mut store)
-            .await
-            .map_err(|e| {
-                Error::Plugin(format!(
+        let info = match bindings.describe(&mut store).await {
+            Ok(Ok(info)) => info,
+            Ok(Err(e)) => {
+                return Err(Error::input(format!(
+                    "`{}` asks for what this sanddune cannot grant: {e}",
+                    plugin.source
+                )));
+            }
+            Err(e) => {
+                return Err(Error::Plugin(format!(
                     "`{}` failed in describe: {}",
                     plugin.source,
                     one_line(&e.into())
-                ))
-            })?;
+                )));
+            }
+        };
         Ok(Self { plugin, info })
     }
 
@@ -96,15 +118,16 @@ impl SandboxProvider {
 
     /// The origins the provider asks to reach with outgoing HTTP.
     pub fn http_origins(&self) -> Vec<String> {
-        self.capabilities().hosts
+        self.capabilities().http
     }
 
     /// What the provider gets: what it asks for, cut down to what the user
     /// approved for an installed plugin.
     pub fn capabilities(&self) -> Capabilities {
-        match &self.plugin.approved {
-            Some(approved) => approved.restrict(&self.info.capabilities),
-            None => self.info.capabilities.clone(),
+        match &self.plugin.approval {
+            Approval::BuiltIn => self.info.capabilities.clone(),
+            Approval::Approved(approved) => approved.restrict(&self.info.capabilities),
+            Approval::Unapproved => Capabilities::default(),
         }
     }
 
@@ -117,14 +140,15 @@ impl SandboxProvider {
         mounts: &[PathBuf],
     ) -> Result<Grants> {
         let (worktree, env) = (spec.worktree.as_path(), &spec.env);
+        if self.plugin.approval == Approval::Unapproved && !self.info.capabilities.is_empty() {
+            // `load` approves; after `from_plugin`, the caller must.
+            return Err(Error::input(format!(
+                "`{}` was not approved: load it with `SandboxProvider::load` or call `approve`",
+                self.plugin.source
+            )));
+        }
         let caps = &self.capabilities();
         let containers = if caps.containers {
-            if !self.plugin.containers_approved() {
-                return Err(Error::Plugin(format!(
-                    "sandbox provider `{}` asks for the containers capability, which only built-in providers get without the user's explicit approval: install it with `sanddune plugin add` and approve `containers`",
-                    self.plugin.source
-                )));
-            }
             Some(container_grant(spec, scratch, mounts)?)
         } else {
             None
@@ -145,8 +169,11 @@ impl SandboxProvider {
                 .cloned()
                 .collect(),
             containers,
-            // The 0.1 contract reserved `hosts` and granted nothing.
-            http: None,
+            http: if caps.http.is_empty() {
+                None
+            } else {
+                Some(HttpGrant::parse(&caps.http).map_err(Error::input)?)
+            },
         })
     }
 
@@ -209,10 +236,7 @@ impl SandboxProvider {
             scratch_dir: scratch.as_ref().map(|p| p.display().to_string()),
         };
         super::begin_call(&mut store);
-        let created = bindings
-            .sanddune_plugin_sandbox_provider()
-            .call_create(&mut store, &options)
-            .await;
+        let created = bindings.create(&mut store, &options).await;
         let name = self.info.name.clone();
         let created = flatten(&name, "create", created)
             .map_err(|e| with_refusals(e, store.data().http.take_refusals()));
@@ -242,13 +266,7 @@ impl SandboxProvider {
         };
         sandbox.worktree_path = sandbox
             .call("worktree-path", |b, s, h| {
-                Box::pin(async move {
-                    b.sanddune_plugin_sandbox_provider()
-                        .sandbox()
-                        .call_worktree_path(s, h)
-                        .await
-                        .map(Ok)
-                })
+                Box::pin(async move { b.worktree_path(s, h).await })
             })
             .await?;
         Ok(sandbox)
@@ -259,17 +277,10 @@ async fn instantiate(
     plugin: &Plugin,
     name: &str,
     grants: Grants,
-) -> Result<(Store<PluginState>, SandboxPlugin)> {
+) -> Result<(Store<PluginState>, SandboxBindings)> {
     let mut store = plugin.runtime().store(name, grants)?;
-    let pre = super::bindings::sandbox::SandboxPluginPre::new(plugin.pre.clone()).map_err(|e| {
-        Error::input(format!(
-            "`{}` does not fit the sandbox-plugin world: {e}",
-            plugin.source
-        ))
-    })?;
     super::begin_call(&mut store);
-    let bindings = pre
-        .instantiate_async(&mut store)
+    let bindings = SandboxBindings::instantiate(plugin.api, &plugin.pre, &mut store)
         .await
         .map_err(|e| plugin.instantiate_error(e))?;
     Ok((store, bindings))
@@ -308,7 +319,7 @@ type CallFuture<'a, T> = std::pin::Pin<
 /// its processes and removes its scratch directory.
 pub struct Sandbox {
     store: Store<PluginState>,
-    bindings: SandboxPlugin,
+    bindings: SandboxBindings,
     handle: ResourceAny,
     name: String,
     worktree_path: String,
@@ -347,13 +358,7 @@ impl Sandbox {
     /// The provider's opaque handle on this sandbox (e.g. a container id).
     pub async fn state(&mut self) -> Result<String> {
         self.call("state", |b, s, h| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_state(s, h)
-                    .await
-                    .map(Ok)
-            })
+            Box::pin(async move { b.state(s, h).await })
         })
         .await
     }
@@ -371,10 +376,7 @@ impl Sandbox {
         let (mut store, bindings) =
             instantiate(&origin.plugin, &self.name, origin.grants.clone()).await?;
         super::begin_call(&mut store);
-        let attached = bindings
-            .sanddune_plugin_sandbox_provider()
-            .call_attach(&mut store, &state, &origin.options)
-            .await;
+        let attached = bindings.attach(&mut store, &state, &origin.options).await;
         let handle = flatten(&self.name, "attach", attached)?;
         Ok(Sandbox {
             store,
@@ -393,7 +395,7 @@ impl Sandbox {
         &mut self,
         what: &str,
         f: impl for<'a> FnOnce(
-            &'a SandboxPlugin,
+            &'a SandboxBindings,
             &'a mut Store<PluginState>,
             ResourceAny,
         ) -> CallFuture<'a, T>,
@@ -437,12 +439,7 @@ impl Sandbox {
         let sink_rep = wasmtime::component::Resource::<OutputSink>::new_borrow(sink.rep());
         let result = {
             let call = self.call("exec", move |b, s, h| {
-                Box::pin(async move {
-                    b.sanddune_plugin_sandbox_provider()
-                        .sandbox()
-                        .call_exec(s, h, &request, sink_rep)
-                        .await
-                })
+                Box::pin(async move { b.exec(s, h, request, sink_rep).await })
             });
             tokio::pin!(call);
             loop {
@@ -465,12 +462,7 @@ impl Sandbox {
     pub async fn copy_file_in(&mut self, host: &Path, sandbox_path: &str) -> Result<()> {
         let (h, p) = (host.display().to_string(), sandbox_path.to_string());
         self.call("copy-file-in", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_copy_file_in(s, r, &h, &p)
-                    .await
-            })
+            Box::pin(async move { b.copy_file_in(s, r, &h, &p).await })
         })
         .await
     }
@@ -478,12 +470,7 @@ impl Sandbox {
     pub async fn copy_file_out(&mut self, sandbox_path: &str, host: &Path) -> Result<()> {
         let (p, h) = (sandbox_path.to_string(), host.display().to_string());
         self.call("copy-file-out", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_copy_file_out(s, r, &p, &h)
-                    .await
-            })
+            Box::pin(async move { b.copy_file_out(s, r, &p, &h).await })
         })
         .await
     }
@@ -493,12 +480,7 @@ impl Sandbox {
     pub async fn copy_in(&mut self, host: &Path, sandbox_path: &str) -> Result<()> {
         let (h, p) = (host.display().to_string(), sandbox_path.to_string());
         self.call("copy-in", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_copy_in(s, r, &h, &p)
-                    .await
-            })
+            Box::pin(async move { b.copy_in(s, r, &h, &p).await })
         })
         .await
     }
@@ -506,12 +488,7 @@ impl Sandbox {
     pub async fn read_file(&mut self, path: &str) -> Result<Vec<u8>> {
         let p = path.to_string();
         self.call("read-file", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_read_file(s, r, &p)
-                    .await
-            })
+            Box::pin(async move { b.read_file(s, r, &p).await })
         })
         .await
     }
@@ -519,12 +496,7 @@ impl Sandbox {
     pub async fn write_file(&mut self, path: &str, data: &[u8]) -> Result<()> {
         let (p, d) = (path.to_string(), data.to_vec());
         self.call("write-file", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_write_file(s, r, &p, &d)
-                    .await
-            })
+            Box::pin(async move { b.write_file(s, r, &p, &d).await })
         })
         .await
     }
@@ -532,12 +504,7 @@ impl Sandbox {
     pub async fn stat(&mut self, path: &str) -> Result<FileStat> {
         let p = path.to_string();
         self.call("stat", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_stat(s, r, &p)
-                    .await
-            })
+            Box::pin(async move { b.stat(s, r, &p).await })
         })
         .await
     }
@@ -545,12 +512,7 @@ impl Sandbox {
     pub async fn read_dir(&mut self, path: &str) -> Result<Vec<String>> {
         let p = path.to_string();
         self.call("read-dir", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_read_dir(s, r, &p)
-                    .await
-            })
+            Box::pin(async move { b.read_dir(s, r, &p).await })
         })
         .await
     }
@@ -558,12 +520,7 @@ impl Sandbox {
     pub async fn exists(&mut self, path: &str) -> Result<bool> {
         let p = path.to_string();
         self.call("exists", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_exists(s, r, &p)
-                    .await
-            })
+            Box::pin(async move { b.exists(s, r, &p).await })
         })
         .await
     }
@@ -571,12 +528,7 @@ impl Sandbox {
     pub async fn mkdir(&mut self, path: &str, recursive: bool) -> Result<()> {
         let p = path.to_string();
         self.call("mkdir", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_mkdir(s, r, &p, recursive)
-                    .await
-            })
+            Box::pin(async move { b.mkdir(s, r, &p, recursive).await })
         })
         .await
     }
@@ -586,12 +538,7 @@ impl Sandbox {
     pub async fn remove(&mut self, path: &str, recursive: bool, force: bool) -> Result<()> {
         let p = path.to_string();
         self.call("remove", move |b, s, r| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_remove(s, r, &p, recursive, force)
-                    .await
-            })
+            Box::pin(async move { b.remove(s, r, &p, recursive, force).await })
         })
         .await
     }
@@ -600,12 +547,7 @@ impl Sandbox {
     /// stderr are the user's); returns its exit code.
     pub async fn interactive_exec(&mut self, request: ExecRequest) -> Result<i32> {
         self.call("interactive-exec", move |b, s, h| {
-            Box::pin(async move {
-                b.sanddune_plugin_sandbox_provider()
-                    .sandbox()
-                    .call_interactive_exec(s, h, &request)
-                    .await
-            })
+            Box::pin(async move { b.interactive_exec(s, h, request).await })
         })
         .await
     }
@@ -622,12 +564,7 @@ impl Sandbox {
         }
         let r = self
             .call("close", |b, s, h| {
-                Box::pin(async move {
-                    b.sanddune_plugin_sandbox_provider()
-                        .sandbox()
-                        .call_close(s, h)
-                        .await
-                })
+                Box::pin(async move { b.close(s, h).await })
             })
             .await;
         self.closed = true;
@@ -648,12 +585,7 @@ impl Sandbox {
             )));
         }
         super::begin_call(&mut self.store);
-        let r = self
-            .bindings
-            .sanddune_plugin_sandbox_provider()
-            .sandbox()
-            .call_close(&mut self.store, self.handle)
-            .await;
+        let r = self.bindings.close(&mut self.store, self.handle).await;
         flatten(&self.name, "close", r)
     }
 

@@ -7,8 +7,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::bindings::types::{Capabilities, DirectoryAccess};
 use super::cache::sha256_hex;
+use crate::capability::Capabilities;
 use crate::error::{Error, Result};
 
 /// The plugin store's directory: `$SANDDUNE_DATA_DIR`, else
@@ -21,137 +21,6 @@ pub fn default_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))?;
     Some(base.join("sanddune/plugins"))
-}
-
-/// What the user approved for a plugin; it never gets more at run time.
-#[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq, Serialize)]
-#[serde(deny_unknown_fields, rename_all = "kebab-case")]
-pub struct Approved {
-    pub programs: Vec<String>,
-    pub scratch_dir: bool,
-    /// "none", "read-only" or "read-write".
-    pub worktree: String,
-    pub hosts: Vec<String>,
-    pub env_keys: Vec<String>,
-    pub containers: bool,
-}
-
-fn access_name(a: DirectoryAccess) -> &'static str {
-    match a {
-        DirectoryAccess::None => "none",
-        DirectoryAccess::ReadOnly => "read-only",
-        DirectoryAccess::ReadWrite => "read-write",
-    }
-}
-
-fn access_rank(name: &str) -> u8 {
-    match name {
-        "read-write" => 2,
-        "read-only" => 1,
-        _ => 0,
-    }
-}
-
-impl Approved {
-    /// Everything `caps` asks for.
-    pub fn all_of(caps: &Capabilities) -> Self {
-        Self {
-            programs: caps.programs.clone(),
-            scratch_dir: caps.scratch_dir,
-            worktree: access_name(caps.worktree).into(),
-            hosts: caps.hosts.clone(),
-            env_keys: caps.env_keys.clone(),
-            containers: caps.containers,
-        }
-    }
-
-    /// The approval as a capabilities record.
-    pub fn as_capabilities(&self) -> Capabilities {
-        Capabilities {
-            programs: self.programs.clone(),
-            scratch_dir: self.scratch_dir,
-            worktree: match self.worktree.as_str() {
-                "read-write" => DirectoryAccess::ReadWrite,
-                "read-only" => DirectoryAccess::ReadOnly,
-                _ => DirectoryAccess::None,
-            },
-            hosts: self.hosts.clone(),
-            env_keys: self.env_keys.clone(),
-            containers: self.containers,
-        }
-    }
-
-    /// What `caps` asks for beyond this approval, in words; empty when
-    /// nothing.
-    pub fn missing(&self, caps: &Capabilities) -> Vec<String> {
-        let mut more = Vec::new();
-        for p in caps.programs.iter().filter(|p| !self.programs.contains(p)) {
-            more.push(format!("program `{p}`"));
-        }
-        if caps.scratch_dir && !self.scratch_dir {
-            more.push("a scratch dir".into());
-        }
-        let wanted = access_name(caps.worktree);
-        if access_rank(wanted) > access_rank(&self.worktree) {
-            more.push(format!("{wanted} access to the worktree"));
-        }
-        for h in caps.hosts.iter().filter(|h| !self.hosts.contains(h)) {
-            more.push(format!("host `{h}`"));
-        }
-        for k in caps.env_keys.iter().filter(|k| !self.env_keys.contains(k)) {
-            more.push(format!("env key `{k}`"));
-        }
-        if caps.containers && !self.containers {
-            more.push("the container capability".into());
-        }
-        more
-    }
-
-    /// `caps` cut down to this approval: what the plugin really gets.
-    pub fn restrict(&self, caps: &Capabilities) -> Capabilities {
-        let worktree = if access_rank(access_name(caps.worktree)) <= access_rank(&self.worktree) {
-            caps.worktree
-        } else if self.worktree == "read-only" {
-            DirectoryAccess::ReadOnly
-        } else {
-            DirectoryAccess::None
-        };
-        Capabilities {
-            programs: keep(&caps.programs, &self.programs),
-            scratch_dir: caps.scratch_dir && self.scratch_dir,
-            worktree,
-            hosts: keep(&caps.hosts, &self.hosts),
-            env_keys: keep(&caps.env_keys, &self.env_keys),
-            containers: caps.containers && self.containers,
-        }
-    }
-
-    /// One `--grant` item: `program=NAME`, `scratch-dir`,
-    /// `worktree=read-only|read-write`, `host=NAME`, `env=KEY`, `containers`.
-    pub fn grant(&mut self, spec: &str) -> Result<()> {
-        match spec.split_once('=') {
-            Some(("program", p)) if !p.is_empty() => self.programs.push(p.into()),
-            Some(("host", h)) if !h.is_empty() => self.hosts.push(h.into()),
-            Some(("env", k)) if !k.is_empty() => self.env_keys.push(k.into()),
-            Some(("worktree", a @ ("read-only" | "read-write"))) => self.worktree = a.into(),
-            None if spec == "scratch-dir" => self.scratch_dir = true,
-            None if spec == "containers" => self.containers = true,
-            _ => {
-                return Err(Error::input(format!(
-                    "`{spec}` is not a grant: use program=NAME, scratch-dir, worktree=read-only|read-write, host=NAME, env=KEY or containers"
-                )));
-            }
-        }
-        Ok(())
-    }
-}
-
-fn keep(asked: &[String], approved: &[String]) -> Vec<String> {
-    asked
-        .iter()
-        .filter(|a| approved.contains(a))
-        .cloned()
-        .collect()
 }
 
 /// One installed plugin.
@@ -169,7 +38,57 @@ pub struct Record {
     /// Resolves before the built-in of the same name.
     #[serde(default)]
     pub shadows_builtin: bool,
-    pub grants: Approved,
+    /// What the user approved (the `--grant` items); it never gets more at
+    /// run time.
+    pub grants: Capabilities,
+    /// The component file as written at install: while it is unchanged,
+    /// a load trusts `sha256` without reading the file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<FileStamp>,
+}
+
+/// Size and modification time of a stored component.
+#[derive(Clone, Copy, Debug, Deserialize, PartialEq, Eq, Serialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct FileStamp {
+    pub size: u64,
+    pub mtime_ns: u128,
+}
+
+impl FileStamp {
+    fn of(path: &Path) -> Option<Self> {
+        let meta = std::fs::metadata(path).ok()?;
+        let mtime = meta
+            .modified()
+            .ok()?
+            .duration_since(std::time::UNIX_EPOCH)
+            .ok()?;
+        Some(Self {
+            size: meta.len(),
+            mtime_ns: mtime.as_nanos(),
+        })
+    }
+}
+
+/// An installed component's bytes, checked against the hash it was
+/// approved with: a component changed on disk is refused.
+pub fn read_installed(record: &Record, wasm: &Path) -> Result<Vec<u8>> {
+    let name = &record.name;
+    let bytes = std::fs::read(wasm).map_err(|e| {
+        Error::input(format!(
+            "installed plugin `{name}` has no component at {} ({e}): reinstall it with `sanddune plugin add`",
+            wasm.display()
+        ))
+    })?;
+    let sha = sha256_hex(&bytes);
+    if sha != record.sha256 {
+        return Err(Error::input(format!(
+            "installed plugin `{name}` was changed on disk: {} has sha256 {sha}, but {} was approved; it is refused (reinstall it with `sanddune plugin add`)",
+            wasm.display(),
+            record.sha256
+        )));
+    }
+    Ok(bytes)
 }
 
 pub struct PluginStore {
@@ -230,28 +149,20 @@ impl PluginStore {
             .map_err(|e| Error::input(format!("{} is damaged: {e}", record.display())))
     }
 
-    /// An installed plugin's record and bytes; refused when the stored
-    /// component no longer matches the hash it was approved with.
-    pub fn get(&self, name: &str) -> Result<Option<(Record, Vec<u8>)>> {
+    /// An installed plugin's record and component path. While the file is
+    /// as it was installed (size and mtime), its recorded hash is trusted
+    /// without reading it; otherwise it is read and checked now, and a
+    /// changed component is refused.
+    pub fn locate(&self, name: &str) -> Result<Option<(Record, PathBuf)>> {
         let Some(record) = self.record(name)? else {
             return Ok(None);
         };
         let (wasm, _) = self.paths(name);
-        let bytes = std::fs::read(&wasm).map_err(|e| {
-            Error::input(format!(
-                "installed plugin `{name}` has no component at {} ({e}): reinstall it with `sanddune plugin add`",
-                wasm.display()
-            ))
-        })?;
-        let sha = sha256_hex(&bytes);
-        if sha != record.sha256 {
-            return Err(Error::input(format!(
-                "installed plugin `{name}` was changed on disk: {} has sha256 {sha}, but {} was approved; it is refused (reinstall it with `sanddune plugin add`)",
-                wasm.display(),
-                record.sha256
-            )));
+        let stamp = FileStamp::of(&wasm);
+        if stamp.is_none() || record.stamp.is_none() || stamp != record.stamp {
+            read_installed(&record, &wasm)?;
         }
-        Ok(Some((record, bytes)))
+        Ok(Some((record, wasm)))
     }
 
     pub fn list(&self) -> Result<Vec<Record>> {
@@ -287,8 +198,12 @@ impl PluginStore {
         std::fs::create_dir_all(&self.dir)
             .map_err(|e| Error::Other(anyhow::anyhow!("create {}: {e}", self.dir.display())))?;
         let (wasm, meta) = self.paths(&record.name);
-        let text = toml::to_string(record).map_err(|e| Error::Other(e.into()))?;
         write_atomic(&self.dir, &wasm, bytes)?;
+        let record = Record {
+            stamp: FileStamp::of(&wasm),
+            ..record.clone()
+        };
+        let text = toml::to_string(&record).map_err(|e| Error::Other(e.into()))?;
         write_atomic(&self.dir, &meta, text.as_bytes())
     }
 
@@ -326,43 +241,6 @@ fn write_atomic(dir: &Path, to: &Path, bytes: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn caps() -> Capabilities {
-        Capabilities {
-            programs: vec!["sh".into(), "git".into()],
-            scratch_dir: true,
-            worktree: DirectoryAccess::ReadWrite,
-            hosts: vec![],
-            env_keys: vec!["TOKEN".into()],
-            containers: false,
-        }
-    }
-
-    #[test]
-    fn an_approval_cuts_requests_down_and_names_what_is_missing() {
-        let mut approved = Approved {
-            worktree: "none".into(),
-            ..Approved::default()
-        };
-        for g in ["program=sh", "worktree=read-only", "env=TOKEN"] {
-            approved.grant(g).unwrap();
-        }
-        let got = approved.restrict(&caps());
-        assert_eq!(got.programs, ["sh"]);
-        assert!(!got.scratch_dir);
-        assert_eq!(got.worktree, DirectoryAccess::ReadOnly);
-        assert_eq!(got.env_keys, ["TOKEN"]);
-        assert_eq!(
-            approved.missing(&caps()),
-            [
-                "program `git`",
-                "a scratch dir",
-                "read-write access to the worktree"
-            ]
-        );
-        assert!(Approved::all_of(&caps()).missing(&caps()).is_empty());
-        assert!(approved.grant("programs=sh").is_err());
-    }
 
     #[test]
     fn names_are_checked() {

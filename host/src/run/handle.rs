@@ -533,3 +533,74 @@ impl Drop for WorktreeHandle {
         }
     }
 }
+
+/// `run`: everything, then teardown with the branch strategy's ending.
+pub(super) async fn one_shot(
+    so: SandboxOptions,
+    ao: AgentOptions,
+    requested: Option<BranchStrategy>,
+    resume: Option<String>,
+) -> Result<RunResult> {
+    let checked = setup::check_agent_options(&ao)?;
+    if resume.is_some() && ao.max_iterations > 1 {
+        return Err(Error::input(
+            "resuming a session applies to iteration 1 only: use --max-iterations 1 with --resume",
+        ));
+    }
+    let repo = Repo::discover(&setup::absolute(&so.cwd)?)?;
+    let runtime = setup::runtime(&so.runtime)?;
+    let provider = setup::load_sandbox_provider(&runtime, &so.sandbox).await?;
+    let strategy = super::strategy::resolve(
+        requested,
+        provider.info().kind.into(),
+        provider.name(),
+        super::strategy::Request {
+            interactive: false,
+            copies: !so.copy_to_worktree.is_empty(),
+        },
+    )?;
+    let target = repo.current_branch()?;
+    let id = setup::run_id();
+    let source = setup::source_branch(&strategy, &target, &id);
+    let mut prepared = setup::prepare_agent(&runtime, &ao, checked, &source, &target, None).await?;
+    let mut declared = setup::agent_keys(&prepared.agent);
+    declared.extend(provider.capabilities().env_keys);
+    let identity = identity::resolve(repo.root(), &so.commit)?;
+    let mut env = setup::resolve_env(
+        repo.root(),
+        identity.env(None),
+        declared,
+        &ao.agent_env,
+        &so.sandbox_env,
+        &ao.env,
+    )?;
+    let resume = match resume {
+        Some(session) => {
+            let host = HostSessions::from_env(repo.root())
+                .ok_or_else(|| Error::input("HOME is not set, so there is no session to resume"))?;
+            let source = capture::resume_source(&mut prepared.agent, &host, &session).await?;
+            Some((session, source))
+        }
+        None => None,
+    };
+
+    // Side effects from here on.
+    let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
+    let place = setup::prepare_place(&repo, strategy, &id, &so, &log).await?;
+    let started =
+        match setup::start_sandbox(&provider, &place, env.clone(), &so, &identity, &log).await {
+            Ok(started) => started,
+            Err(e) => {
+                log.line(&format!("error: {e}"));
+                log.finish();
+                if let Some(wt) = &place.worktree {
+                    let _ = setup::release_worktree(&repo, wt, false);
+                }
+                return Err(e);
+            }
+        };
+    super::env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
+    let mut handle = SandboxHandle::new(place, true, provider, started, so, runtime, log);
+    let result = handle.run_prepared(prepared, &ao, env, resume).await;
+    handle.teardown(result).await
+}

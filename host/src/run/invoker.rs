@@ -14,9 +14,9 @@ use super::iteration::{AgentInvoker, Invocation, StreamEvent, StreamEventCallbac
 use super::lanes::{self, Outcome};
 use super::log::RunLog;
 use super::sync;
+use crate::capability::output::OutputStream;
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentEvent, AgentProvider, CommandRequest};
-use crate::plugin::bindings::types::OutputStream;
 use crate::plugin::sandbox::{Command, ExecRequest, Sandbox, env_vars};
 use crate::prompt::{self, Segment, Template};
 use crate::worktree::Worktree;

@@ -9,8 +9,8 @@ use tokio::task::JoinSet;
 
 use super::abort::AbortHandle;
 use crate::capability::Brokered;
+use crate::capability::output::OutputLine;
 use crate::error::{Error, Result};
-use crate::plugin::bindings::types::OutputLine;
 use crate::plugin::sandbox::{ExecOutput, ExecRequest, Sandbox};
 
 /// How long killed commands get to return before they are abandoned.

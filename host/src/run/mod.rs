@@ -24,6 +24,7 @@ pub mod invoker;
 pub mod iteration;
 mod lanes;
 pub mod log;
+pub mod outcome;
 mod setup;
 pub mod strategy;
 pub mod structured;
@@ -44,6 +45,7 @@ pub use iteration::{
     AgentInvoker, IterationResult, IterationUsage, StreamEvent, StreamEventCallback,
 };
 pub use log::LogMode;
+pub use outcome::Commit;
 pub use setup::NO_SANDBOX;
 pub use strategy::{BranchStrategy, WorktreeStrategy};
 pub use structured::{OutputError, StructuredOutput};
@@ -265,11 +267,6 @@ impl AgentOptions {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct Commit {
-    pub sha: String,
-}
-
 /// What a run produced. Field names follow the PRD (camelCase in JSON).
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -306,7 +303,7 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
     let strategy = options.strategy.clone();
     let resume = options.resume_session.clone();
     let (sandbox, agent) = options.split();
-    setup::one_shot(sandbox, agent, strategy, resume).await
+    handle::one_shot(sandbox, agent, strategy, resume).await
 }
 
 /// A reusable sandbox on `branch` (the branch strategy, by construction):

@@ -5,14 +5,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::capture::{self, HostSessions};
 use super::env::{self, EnvMap};
-use super::handle::SandboxHandle;
 use super::hooks::{self, HookLog};
 use super::identity::{self, CommitIdentity};
 use super::log::{LogMode, RunLog};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
-use super::{AgentOptions, Prompt, RunResult, SandboxOptions, sync};
+use super::{AgentOptions, Prompt, SandboxOptions, sync};
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider, SandboxSpec};
@@ -152,12 +150,14 @@ pub(super) fn resolve_env(
     })
 }
 
+/// The keys the agent reads from the caller's environment: those it needs
+/// and the optional ones its CLI honours (a gateway URL, a cloud switch).
 pub(super) fn agent_keys(agent: &AgentProvider) -> Vec<String> {
-    agent
-        .info()
-        .env
+    let info = agent.info();
+    info.env
         .iter()
         .flat_map(|r| r.any_of.clone())
+        .chain(info.optional_env.iter().cloned())
         .collect()
 }
 
@@ -422,76 +422,6 @@ pub(super) async fn start_sandbox(
             Err(e)
         }
     }
-}
-
-/// `run`: everything, then teardown with the branch strategy's ending.
-pub(super) async fn one_shot(
-    so: SandboxOptions,
-    ao: AgentOptions,
-    requested: Option<BranchStrategy>,
-    resume: Option<String>,
-) -> Result<RunResult> {
-    let checked = check_agent_options(&ao)?;
-    if resume.is_some() && ao.max_iterations > 1 {
-        return Err(Error::input(
-            "resuming a session applies to iteration 1 only: use --max-iterations 1 with --resume",
-        ));
-    }
-    let repo = Repo::discover(&absolute(&so.cwd)?)?;
-    let runtime = runtime(&so.runtime)?;
-    let provider = load_sandbox_provider(&runtime, &so.sandbox).await?;
-    let strategy = strategy::resolve(
-        requested,
-        provider.info().kind.into(),
-        provider.name(),
-        Request {
-            interactive: false,
-            copies: !so.copy_to_worktree.is_empty(),
-        },
-    )?;
-    let target = repo.current_branch()?;
-    let id = run_id();
-    let source = source_branch(&strategy, &target, &id);
-    let mut prepared = prepare_agent(&runtime, &ao, checked, &source, &target, None).await?;
-    let mut declared = agent_keys(&prepared.agent);
-    declared.extend(provider.capabilities().env_keys);
-    let identity = identity::resolve(repo.root(), &so.commit)?;
-    let mut env = resolve_env(
-        repo.root(),
-        identity.env(None),
-        declared,
-        &ao.agent_env,
-        &so.sandbox_env,
-        &ao.env,
-    )?;
-    let resume = match resume {
-        Some(session) => {
-            let host = HostSessions::from_env(repo.root())
-                .ok_or_else(|| Error::input("HOME is not set, so there is no session to resume"))?;
-            let source = capture::resume_source(&mut prepared.agent, &host, &session).await?;
-            Some((session, source))
-        }
-        None => None,
-    };
-
-    // Side effects from here on.
-    let log = open_log(&repo, &so.log, so.name.as_deref())?;
-    let place = prepare_place(&repo, strategy, &id, &so, &log).await?;
-    let started = match start_sandbox(&provider, &place, env.clone(), &so, &identity, &log).await {
-        Ok(started) => started,
-        Err(e) => {
-            log.line(&format!("error: {e}"));
-            log.finish();
-            if let Some(wt) = &place.worktree {
-                let _ = release_worktree(&repo, wt, false);
-            }
-            return Err(e);
-        }
-    };
-    env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
-    let mut handle = SandboxHandle::new(place, true, provider, started, so, runtime, log);
-    let result = handle.run_prepared(prepared, &ao, env, resume).await;
-    handle.teardown(result).await
 }
 
 /// The env keys a sandbox provider declares (read from the process env).

@@ -15,21 +15,7 @@ pub struct StructuredOutput {
     pub schema: Value,
 }
 
-/// Why a run's structured output was refused, with what the caller needs
-/// to recover: the agent's raw text and the commits the run made anyway.
-#[derive(Debug)]
-pub struct OutputError {
-    pub message: String,
-    /// The agent's text output over all iterations.
-    pub raw: String,
-    pub commits: Vec<super::Commit>,
-}
-
-impl std::fmt::Display for OutputError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}", self.message)
-    }
-}
+pub use super::outcome::OutputError;
 
 impl StructuredOutput {
     /// Refuse a bad tag or schema before anything starts.

@@ -44,6 +44,36 @@ impl Agent for ClaudeCode {
                 description: "An Anthropic API key, or an OAuth token from `claude setup-token`"
                     .into(),
             }],
+            // Honoured when set: gateways and proxies, the model, Bedrock
+            // and Vertex with their credentials, telemetry opt-outs.
+            optional_env: [
+                "ANTHROPIC_BASE_URL",
+                "ANTHROPIC_AUTH_TOKEN",
+                "ANTHROPIC_CUSTOM_HEADERS",
+                "ANTHROPIC_MODEL",
+                "ANTHROPIC_SMALL_FAST_MODEL",
+                "ANTHROPIC_DEFAULT_OPUS_MODEL",
+                "ANTHROPIC_DEFAULT_SONNET_MODEL",
+                "ANTHROPIC_DEFAULT_HAIKU_MODEL",
+                "CLAUDE_CODE_USE_BEDROCK",
+                "AWS_REGION",
+                "AWS_ACCESS_KEY_ID",
+                "AWS_SECRET_ACCESS_KEY",
+                "AWS_SESSION_TOKEN",
+                "AWS_BEARER_TOKEN_BEDROCK",
+                "CLAUDE_CODE_USE_VERTEX",
+                "ANTHROPIC_VERTEX_PROJECT_ID",
+                "CLOUD_ML_REGION",
+                "DISABLE_TELEMETRY",
+                "DISABLE_ERROR_REPORTING",
+                "DISABLE_AUTOUPDATER",
+                "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+                "HTTPS_PROXY",
+                "HTTP_PROXY",
+                "NO_PROXY",
+            ]
+            .map(String::from)
+            .to_vec(),
             session_files: true,
         }
     }

@@ -32,6 +32,18 @@ impl Agent for Codex {
                 any_of: vec!["OPENAI_API_KEY".into(), "CODEX_API_KEY".into()],
                 description: "An OpenAI API key (`codex exec` also reads CODEX_API_KEY)".into(),
             }],
+            // Honoured when set: an OpenAI-compatible gateway, the
+            // organisation and project, proxies.
+            optional_env: [
+                "OPENAI_BASE_URL",
+                "OPENAI_ORGANIZATION",
+                "OPENAI_PROJECT",
+                "HTTPS_PROXY",
+                "HTTP_PROXY",
+                "NO_PROXY",
+            ]
+            .map(String::from)
+            .to_vec(),
             session_files: true,
         }
     }

@@ -34,6 +34,10 @@ impl Agent for Copilot {
                               personal access token with the Copilot Requests permission)"
                     .into(),
             }],
+            // Honoured when set: GitHub Enterprise hosts, proxies.
+            optional_env: ["GH_HOST", "HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"]
+                .map(String::from)
+                .to_vec(),
             session_files: false,
         }
     }

@@ -28,6 +28,10 @@ impl Agent for Cursor {
                 any_of: vec!["CURSOR_API_KEY".into()],
                 description: "A Cursor API key (Cursor dashboard, Integrations)".into(),
             }],
+            // Honoured when set: proxies.
+            optional_env: ["HTTPS_PROXY", "HTTP_PROXY", "NO_PROXY"]
+                .map(String::from)
+                .to_vec(),
             session_files: false,
         }
     }

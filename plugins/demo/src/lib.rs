@@ -52,6 +52,7 @@ impl Guest for Demo {
             default_model: None,
             options: vec![],
             env: vec![],
+            optional_env: Vec::new(),
             session_files: false,
         }
     }

@@ -12,15 +12,22 @@
 
 use std::fs;
 
-wit_bindgen::generate!({ world: "sandbox-plugin", path: "../../wit" });
+wit_bindgen::generate!({
+    world: "sandbox-plugin",
+    path: "../../wit",
+    // wasi:http, for providers that reach the network; unused here.
+    generate_all,
+});
 
 use exports::sanddune::plugin::sandbox_provider::{
     Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
     ProviderInfo, Sandbox, SandboxKind,
 };
-use sanddune::plugin::containers::{self, ContainerSpec, Engine, ExecOptions, ExecStatus, Mount};
+use sanddune::plugin::containers::{
+    self, ContainerSpec, Engine, ExecOptions, ExecStatus, InteractiveExecOptions, Mount,
+};
 use sanddune::plugin::output::OutputSink;
-use sanddune::plugin::types::{Capabilities, DirectoryAccess, EnvVar};
+use sanddune::plugin::types::{CapabilityRequest, EnvVar};
 
 #[cfg(not(feature = "podman"))]
 mod flavour {
@@ -98,14 +105,13 @@ impl Guest for Provider {
                     Some("z"),
                 ),
             ],
-            capabilities: Capabilities {
-                programs: vec![],
-                scratch_dir: true,
-                worktree: DirectoryAccess::None,
-                hosts: vec![],
-                env_keys: vec![],
-                containers: true,
-            },
+            capabilities: [("scratch-dir", ""), ("containers", "")]
+                .into_iter()
+                .map(|(kind, value)| CapabilityRequest {
+                    kind: kind.into(),
+                    value: value.into(),
+                })
+                .collect(),
         }
     }
 
@@ -421,11 +427,17 @@ impl GuestSandbox for ContainerSandbox {
         })
     }
 
-    fn interactive_exec(&self, _request: ExecRequest) -> Result<i32, String> {
-        Err(format!(
-            "{}: interactive exec needs a terminal, which the containers capability does not attach in this version",
-            flavour::NAME
-        ))
+    fn interactive_exec(&self, request: ExecRequest) -> Result<i32, String> {
+        let o = self.exec_options(&request)?;
+        containers::exec_interactive(
+            &self.id,
+            &InteractiveExecOptions {
+                argv: o.argv,
+                env: o.env,
+                user: o.user,
+                workdir: o.workdir,
+            },
+        )
     }
 
     fn copy_in(&self, host_path: String, sandbox_path: String) -> Result<(), String> {

@@ -40,6 +40,19 @@ impl Agent for OpenCode {
                               it supports from the environment itself"
                     .into(),
             }],
+            // Honoured when set: provider gateways, opencode's own config,
+            // proxies.
+            optional_env: [
+                "ANTHROPIC_BASE_URL",
+                "OPENAI_BASE_URL",
+                "OPENCODE_CONFIG",
+                "OPENCODE_CONFIG_CONTENT",
+                "HTTPS_PROXY",
+                "HTTP_PROXY",
+                "NO_PROXY",
+            ]
+            .map(String::from)
+            .to_vec(),
             session_files: false,
         }
     }

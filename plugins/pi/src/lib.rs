@@ -45,6 +45,16 @@ impl Agent for Pi {
                               supports from the environment itself"
                     .into(),
             }],
+            // Honoured when set: provider gateways, proxies.
+            optional_env: [
+                "ANTHROPIC_BASE_URL",
+                "OPENAI_BASE_URL",
+                "HTTPS_PROXY",
+                "HTTP_PROXY",
+                "NO_PROXY",
+            ]
+            .map(String::from)
+            .to_vec(),
             session_files: true,
         }
     }

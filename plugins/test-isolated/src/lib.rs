@@ -15,7 +15,12 @@ use std::fs;
 use std::io::ErrorKind;
 use std::time::UNIX_EPOCH;
 
-wit_bindgen::generate!({ world: "sandbox-plugin", path: "../../wit" });
+wit_bindgen::generate!({
+    world: "sandbox-plugin",
+    path: "../../wit",
+    // wasi:http, for providers that reach the network; unused here.
+    generate_all,
+});
 
 use exports::sanddune::plugin::sandbox_provider::{
     Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
@@ -23,7 +28,7 @@ use exports::sanddune::plugin::sandbox_provider::{
 };
 use sanddune::plugin::output::OutputSink;
 use sanddune::plugin::process::{self, Child, SpawnOptions};
-use sanddune::plugin::types::{Capabilities, DirectoryAccess, EnvVar};
+use sanddune::plugin::types::{CapabilityRequest, EnvVar};
 
 struct Provider;
 
@@ -39,14 +44,13 @@ impl Guest for Provider {
                 .into(),
             kind: SandboxKind::Isolated,
             config: Vec::<ConfigOption>::new(),
-            capabilities: Capabilities {
-                programs: vec!["sh".into()],
-                scratch_dir: true,
-                worktree: DirectoryAccess::None,
-                hosts: vec![],
-                env_keys: vec![],
-                containers: false,
-            },
+            capabilities: [("program", "sh"), ("scratch-dir", "")]
+                .into_iter()
+                .map(|(kind, value)| CapabilityRequest {
+                    kind: kind.into(),
+                    value: value.into(),
+                })
+                .collect(),
         }
     }
 

@@ -3,7 +3,7 @@
 
 wit_bindgen::generate!({
     inline: r#"
-        package sanddune:plugin@0.2.0;
+        package sanddune:plugin@0.9.0;
         interface agent-provider {
             describe: func() -> string;
         }

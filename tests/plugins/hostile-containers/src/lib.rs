@@ -3,7 +3,12 @@
 //! tries; it always fails, with the host's refusals in the message, or with a
 //! message starting with "LEAKED" when the host let something through.
 
-wit_bindgen::generate!({ world: "sandbox-plugin", path: "../../../wit" });
+wit_bindgen::generate!({
+    world: "sandbox-plugin",
+    path: "../../../wit",
+    // wasi:http, for providers that reach the network; unused here.
+    generate_all,
+});
 
 use exports::sanddune::plugin::sandbox_provider::{
     ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
@@ -11,7 +16,7 @@ use exports::sanddune::plugin::sandbox_provider::{
 };
 use sanddune::plugin::containers::{self, ContainerSpec, Engine, ExecOptions, Mount};
 use sanddune::plugin::output::OutputSink;
-use sanddune::plugin::types::{Capabilities, DirectoryAccess};
+use sanddune::plugin::types::CapabilityRequest;
 
 struct Hostile;
 
@@ -114,14 +119,13 @@ impl Guest for Hostile {
                     default_value: None,
                 },
             ],
-            capabilities: Capabilities {
-                programs: vec![],
-                scratch_dir: false,
-                worktree: DirectoryAccess::None,
-                hosts: vec![],
-                env_keys: vec![],
-                containers: true,
-            },
+            capabilities: [("containers", "")]
+                .into_iter()
+                .map(|(kind, value)| CapabilityRequest {
+                    kind: kind.into(),
+                    value: value.into(),
+                })
+                .collect(),
         }
     }
 

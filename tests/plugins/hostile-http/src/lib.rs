@@ -11,17 +11,22 @@
 //! Output lines: `sending URL` (before each request), `status N`, `bytes N`, `body TEXT` (the first 200 bytes),
 //! `redirect URL`, and `error ...` with exit code 1 when a request failed.
 
-wit_bindgen::generate!({ world: "sandbox-plugin", path: "../../../wit" });
+wit_bindgen::generate!({
+    world: "sandbox-plugin",
+    path: "../../../wit",
+    // wasi:http from the world, as any Rust provider would bind it.
+    generate_all,
+});
 
+use crate::wasi::http::outgoing_handler;
+use crate::wasi::http::types::{Fields, IncomingResponse, OutgoingRequest, Scheme};
+use crate::wasi::io::streams::StreamError;
 use exports::sanddune::plugin::sandbox_provider::{
     Command, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox, ProviderInfo,
     Sandbox, SandboxKind,
 };
 use sanddune::plugin::output::OutputSink;
-use sanddune::plugin::types::{Capabilities, DirectoryAccess, OutputLine, OutputStream};
-use wasi::http::outgoing_handler;
-use wasi::http::types::{Fields, IncomingResponse, OutgoingRequest, Scheme};
-use wasi::io::streams::StreamError;
+use sanddune::plugin::types::{CapabilityRequest, OutputLine, OutputStream};
 
 /// The origins the tests' mock servers listen on: fixed loopback addresses
 /// no other program uses, one per test, so tests can run side by side.
@@ -47,14 +52,13 @@ impl Guest for HostileHttp {
             description: "Sends the HTTP requests its exec argv names, for the host's tests".into(),
             kind: SandboxKind::BindMount,
             config: vec![],
-            capabilities: Capabilities {
-                programs: vec![],
-                scratch_dir: false,
-                worktree: DirectoryAccess::None,
-                hosts: ORIGINS.iter().map(|o| o.to_string()).collect(),
-                env_keys: vec![],
-                containers: false,
-            },
+            capabilities: ORIGINS
+                .iter()
+                .map(|o| CapabilityRequest {
+                    kind: "http".into(),
+                    value: o.to_string(),
+                })
+                .collect(),
         }
     }
 

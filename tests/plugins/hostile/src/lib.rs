@@ -4,7 +4,12 @@
 
 use std::hint::black_box;
 
-wit_bindgen::generate!({ world: "sandbox-plugin", path: "../../../wit" });
+wit_bindgen::generate!({
+    world: "sandbox-plugin",
+    path: "../../../wit",
+    // wasi:http, for providers that reach the network; unused here.
+    generate_all,
+});
 
 use exports::sanddune::plugin::sandbox_provider::{
     Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
@@ -13,7 +18,7 @@ use exports::sanddune::plugin::sandbox_provider::{
 use sanddune::plugin::logging::{self, Level};
 use sanddune::plugin::output::OutputSink;
 use sanddune::plugin::process::{self, SpawnOptions};
-use sanddune::plugin::types::{Capabilities, DirectoryAccess, EnvVar, OutputLine, OutputStream};
+use sanddune::plugin::types::{CapabilityRequest, EnvVar, OutputLine, OutputStream};
 
 struct Hostile;
 
@@ -31,14 +36,13 @@ impl Guest for Hostile {
                 description: "none, spawn, read-file, env, loop, alloc, drop-stdin or flood".into(),
                 default_value: Some("none".into()),
             }],
-            capabilities: Capabilities {
-                programs: vec!["sh".into()],
-                scratch_dir: false,
-                worktree: DirectoryAccess::None,
-                hosts: vec![],
-                env_keys: vec![],
-                containers: false,
-            },
+            capabilities: [("program", "sh")]
+                .into_iter()
+                .map(|(kind, value)| CapabilityRequest {
+                    kind: kind.into(),
+                    value: value.into(),
+                })
+                .collect(),
         }
     }
 

@@ -1,0 +1,306 @@
+//! A live instance's exports, whatever its WIT version: one enum per world
+//! whose methods call the version's export and convert to `plugin::api`.
+
+use wasmtime::Store;
+use wasmtime::component::{InstancePre, Resource, ResourceAny};
+
+use super::{ApiVersion, v0_1, v0_2};
+use crate::capability::PluginState;
+use crate::capability::output::OutputSink;
+use crate::plugin::api;
+
+type Call<T> = wasmtime::Result<Result<T, String>>;
+
+/// The same body for every version: `$b` is that version's bindings, and
+/// `.into()` picks that version's record types.
+macro_rules! each {
+    ($self:expr, $enum:ident, $b:ident => $body:expr) => {
+        match $self {
+            $enum::V0_1($b) => $body,
+            $enum::V0_2($b) => $body,
+        }
+    };
+}
+
+pub enum SandboxBindings {
+    V0_1(v0_1::SandboxPlugin),
+    V0_2(v0_2::SandboxPlugin),
+}
+
+impl SandboxBindings {
+    pub async fn instantiate(
+        version: ApiVersion,
+        pre: &InstancePre<PluginState>,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Self> {
+        Ok(match version {
+            ApiVersion::V0_1 => Self::V0_1(
+                v0_1::SandboxPluginPre::new(pre.clone())?
+                    .instantiate_async(store)
+                    .await?,
+            ),
+            ApiVersion::V0_2 => Self::V0_2(
+                v0_2::SandboxPluginPre::new(pre.clone())?
+                    .instantiate_async(store)
+                    .await?,
+            ),
+        })
+    }
+
+    pub async fn describe(&self, s: &mut Store<PluginState>) -> Call<api::ProviderInfo> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().call_describe(s).await.map(|i| i.into_api()))
+    }
+
+    pub async fn create(
+        &self,
+        s: &mut Store<PluginState>,
+        o: &api::CreateOptions,
+    ) -> Call<ResourceAny> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().call_create(s, &o.clone().into()).await)
+    }
+
+    pub async fn attach(
+        &self,
+        s: &mut Store<PluginState>,
+        state: &str,
+        o: &api::CreateOptions,
+    ) -> Call<ResourceAny> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().call_attach(s, state, &o.clone().into()).await)
+    }
+
+    pub async fn worktree_path(&self, s: &mut Store<PluginState>, h: ResourceAny) -> Call<String> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_worktree_path(s, h).await.map(Ok))
+    }
+
+    pub async fn state(&self, s: &mut Store<PluginState>, h: ResourceAny) -> Call<String> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_state(s, h).await.map(Ok))
+    }
+
+    pub async fn exec(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        r: api::ExecRequest,
+        sink: Resource<OutputSink>,
+    ) -> Call<api::ExecResult> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_exec(s, h, &r.into(), sink).await.map(|r| r.map(Into::into)))
+    }
+
+    pub async fn interactive_exec(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        r: api::ExecRequest,
+    ) -> Call<i32> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_interactive_exec(s, h, &r.into()).await)
+    }
+
+    pub async fn copy_in(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        host: &str,
+        path: &str,
+    ) -> Call<()> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_copy_in(s, h, host, path).await)
+    }
+
+    pub async fn copy_file_in(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        host: &str,
+        path: &str,
+    ) -> Call<()> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_copy_file_in(s, h, host, path).await)
+    }
+
+    pub async fn copy_file_out(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        path: &str,
+        host: &str,
+    ) -> Call<()> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_copy_file_out(s, h, path, host).await)
+    }
+
+    pub async fn read_file(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        path: &str,
+    ) -> Call<Vec<u8>> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_read_file(s, h, path).await)
+    }
+
+    pub async fn write_file(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        path: &str,
+        data: &[u8],
+    ) -> Call<()> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_write_file(s, h, path, data).await)
+    }
+
+    pub async fn stat(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        path: &str,
+    ) -> Call<api::FileStat> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_stat(s, h, path).await.map(|r| r.map(Into::into)))
+    }
+
+    pub async fn read_dir(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        path: &str,
+    ) -> Call<Vec<String>> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_read_dir(s, h, path).await)
+    }
+
+    pub async fn exists(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        path: &str,
+    ) -> Call<bool> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_exists(s, h, path).await)
+    }
+
+    pub async fn mkdir(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        path: &str,
+        recursive: bool,
+    ) -> Call<()> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_mkdir(s, h, path, recursive).await)
+    }
+
+    pub async fn remove(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        path: &str,
+        recursive: bool,
+        force: bool,
+    ) -> Call<()> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_remove(s, h, path, recursive, force).await)
+    }
+
+    pub async fn close(&self, s: &mut Store<PluginState>, h: ResourceAny) -> Call<()> {
+        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_close(s, h).await)
+    }
+}
+
+pub enum AgentBindings {
+    V0_1(v0_1::AgentPlugin),
+    V0_2(v0_2::AgentPlugin),
+}
+
+impl AgentBindings {
+    pub async fn instantiate(
+        version: ApiVersion,
+        pre: &InstancePre<PluginState>,
+        store: &mut Store<PluginState>,
+    ) -> wasmtime::Result<Self> {
+        Ok(match version {
+            ApiVersion::V0_1 => Self::V0_1(
+                v0_1::AgentPluginPre::new(pre.clone())?
+                    .instantiate_async(store)
+                    .await?,
+            ),
+            ApiVersion::V0_2 => Self::V0_2(
+                v0_2::AgentPluginPre::new(pre.clone())?
+                    .instantiate_async(store)
+                    .await?,
+            ),
+        })
+    }
+
+    pub async fn describe(&self, s: &mut Store<PluginState>) -> wasmtime::Result<api::AgentInfo> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().call_describe(s).await.map(Into::into))
+    }
+
+    pub async fn build_print_command(
+        &self,
+        s: &mut Store<PluginState>,
+        r: &api::CommandRequest,
+    ) -> Call<api::AgentCommand> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().call_build_print_command(s, &r.clone().into()).await.map(|r| r.map(Into::into)))
+    }
+
+    pub async fn build_interactive_command(
+        &self,
+        s: &mut Store<PluginState>,
+        r: &api::CommandRequest,
+    ) -> Call<api::AgentCommand> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().call_build_interactive_command(s, &r.clone().into()).await.map(|r| r.map(Into::into)))
+    }
+
+    pub async fn session_file_path(
+        &self,
+        s: &mut Store<PluginState>,
+        home: &str,
+        cwd: &str,
+        id: &str,
+    ) -> wasmtime::Result<Option<String>> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().call_session_file_path(s, home, cwd, id).await)
+    }
+
+    pub async fn rewrite_session_cwd(
+        &self,
+        s: &mut Store<PluginState>,
+        content: &str,
+        from: &str,
+        to: &str,
+    ) -> wasmtime::Result<String> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().call_rewrite_session_cwd(s, content, from, to).await)
+    }
+
+    pub async fn usage_from_session(
+        &self,
+        s: &mut Store<PluginState>,
+        content: &str,
+    ) -> wasmtime::Result<Option<api::Usage>> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().call_usage_from_session(s, content).await.map(|u| u.map(Into::into)))
+    }
+
+    pub async fn new_parser(&self, s: &mut Store<PluginState>) -> wasmtime::Result<ResourceAny> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().stream_parser().call_constructor(s).await)
+    }
+
+    pub async fn push_line(
+        &self,
+        s: &mut Store<PluginState>,
+        p: ResourceAny,
+        line: &str,
+    ) -> wasmtime::Result<Vec<api::AgentEvent>> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().stream_parser().call_push_line(s, p, line).await.map(events))
+    }
+
+    pub async fn push_lines(
+        &self,
+        s: &mut Store<PluginState>,
+        p: ResourceAny,
+        lines: &[String],
+    ) -> wasmtime::Result<Vec<api::AgentEvent>> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().stream_parser().call_push_lines(s, p, lines).await.map(events))
+    }
+
+    pub async fn finish(
+        &self,
+        s: &mut Store<PluginState>,
+        p: ResourceAny,
+    ) -> wasmtime::Result<Vec<api::AgentEvent>> {
+        each!(self, Self, b => b.sanddune_plugin_agent_provider().stream_parser().call_finish(s, p).await.map(events))
+    }
+}
+
+fn events<E: Into<api::AgentEvent>>(events: Vec<E>) -> Vec<api::AgentEvent> {
+    events.into_iter().map(Into::into).collect()
+}

@@ -1,0 +1,88 @@
+//! One binding module per supported version of the WIT package, each
+//! converting to and from the host-owned types of `plugin::api`. The
+//! capability imports are implemented once, by `host_imports!`, for every
+//! version whose import interfaces share their shape.
+//!
+//! Adding a version: freeze the released `wit/` as `wit/vX.Y/`, add a
+//! module here for it, and list it in `ApiVersion`. See ADR 0009.
+
+#[macro_use]
+mod imports;
+#[macro_use]
+mod convert;
+mod dispatch;
+pub mod v0_1;
+pub mod v0_2;
+
+use wasmtime::component::Linker;
+
+pub use dispatch::{AgentBindings, SandboxBindings};
+
+use crate::capability::PluginState;
+
+/// The package every version shares.
+pub const PACKAGE: &str = "sanddune:plugin";
+
+/// The supported versions of the contract, oldest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum ApiVersion {
+    V0_1,
+    V0_2,
+}
+
+impl ApiVersion {
+    pub const ALL: [ApiVersion; 2] = [ApiVersion::V0_1, ApiVersion::V0_2];
+    /// What `sanddune plugin new` scaffolds and the built-ins use.
+    pub const CURRENT: ApiVersion = ApiVersion::V0_2;
+
+    /// (major, minor); any patch of it loads.
+    pub fn number(self) -> (u64, u64) {
+        match self {
+            ApiVersion::V0_1 => (0, 1),
+            ApiVersion::V0_2 => (0, 2),
+        }
+    }
+
+    /// The version a component exports, from `x.y.z`; None when unsupported.
+    pub fn of(version: &str) -> Option<ApiVersion> {
+        let mut parts = version.split('.').map(|p| p.parse::<u64>().ok());
+        let (major, minor) = (parts.next().flatten()?, parts.next().flatten()?);
+        Self::ALL.into_iter().find(|v| v.number() == (major, minor))
+    }
+
+    /// `0.1, 0.2` for messages.
+    pub fn supported() -> String {
+        Self::ALL
+            .iter()
+            .map(|v| v.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+impl std::fmt::Display for ApiVersion {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (major, minor) = self.number();
+        write!(f, "{major}.{minor}")
+    }
+}
+
+/// The linkers of one version: its imports (and WASI) for each world.
+pub struct Linkers {
+    pub sandbox: Linker<PluginState>,
+    pub agent: Linker<PluginState>,
+}
+
+impl Linkers {
+    pub fn new(engine: &wasmtime::Engine, version: ApiVersion) -> wasmtime::Result<Self> {
+        let mut sandbox = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut sandbox)?;
+        let mut agent = Linker::new(engine);
+        wasmtime_wasi::p2::add_to_linker_async(&mut agent)?;
+        match version {
+            ApiVersion::V0_1 => v0_1::add_to_linkers(&mut sandbox, &mut agent)?,
+            ApiVersion::V0_2 => v0_2::add_to_linkers(&mut sandbox, &mut agent)?,
+        }
+        Ok(Self { sandbox, agent })
+    }
+}
