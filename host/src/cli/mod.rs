@@ -158,12 +158,11 @@ fn report(e: &Error) -> i32 {
     e.exit_code()
 }
 
-/// Ctrl-C aborts through the handle: the agent's processes are killed and
-/// the run fails with exit code 130, its worktree kept.
 /// Ctrl-C (SIGINT) and SIGTERM abort the run the same way: the agent's
 /// processes are killed, the sandbox closed, the worktree kept and its lock
-/// released. (SIGTERM's default action used to end the process on the spot,
-/// leaving the lock, the worktree and the sandbox's scratch dir behind.)
+/// released; the run fails with exit code 130. (SIGTERM's default action
+/// used to end the process on the spot, leaving the lock, the worktree and
+/// the sandbox's scratch dir behind.)
 fn abort_on_ctrl_c(abort: &crate::run::AbortHandle) {
     let on_int = abort.clone();
     tokio::spawn(async move {
