@@ -64,7 +64,7 @@ impl Rng {
         Rng(seed)
     }
 
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -74,7 +74,7 @@ impl Rng {
 
     /// Uniform in `0..n` (n > 0).
     pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
+        (self.next_u64() % n as u64) as usize
     }
 
     pub fn chance(&mut self, one_in: usize) -> bool {
@@ -116,7 +116,7 @@ pub fn mutate(rng: &mut Rng, corpus: &[Vec<u8>], dictionary: &[&str]) -> Vec<u8>
             }
             1 if len > 0 => {
                 let i = rng.below(len);
-                data[i] = rng.next() as u8;
+                data[i] = rng.next_u64() as u8;
             }
             2 | 3 => {
                 let t = token(rng).as_bytes().to_vec();
@@ -171,7 +171,7 @@ pub fn mutate(rng: &mut Rng, corpus: &[Vec<u8>], dictionary: &[&str]) -> Vec<u8>
             }
             _ => {
                 let n = 1 + rng.below(8);
-                let bytes: Vec<u8> = (0..n).map(|_| rng.next() as u8).collect();
+                let bytes: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
                 data.splice(at..at, bytes);
             }
         }
