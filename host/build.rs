@@ -50,6 +50,19 @@ fn main() {
         root.join("Cargo.lock").display()
     );
 
+    // Under cargo-fuzz (`--cfg fuzzing`, a nightly that may lack the wasm
+    // target) the fuzz targets need only the pure modules: embed nothing.
+    if env::var_os("CARGO_CFG_FUZZING").is_some() {
+        let test_dir = out_dir.join("test-plugins");
+        fs::create_dir_all(&test_dir).unwrap();
+        fs::write(out_dir.join("builtin_plugins.rs"), "&[]").unwrap();
+        println!(
+            "cargo:rustc-env=SANDDUNE_TEST_PLUGIN_DIR={}",
+            test_dir.display()
+        );
+        return;
+    }
+
     // A target dir of its own: the outer cargo holds the lock on the main one.
     let target_dir = out_dir
         .ancestors()

@@ -158,15 +158,27 @@ fn report(e: &Error) -> i32 {
     e.exit_code()
 }
 
-/// Ctrl-C aborts through the handle: the agent's processes are killed and
-/// the run fails with exit code 130, its worktree kept.
+/// Ctrl-C (SIGINT) and SIGTERM abort the run the same way: the agent's
+/// processes are killed, the sandbox closed, the worktree kept and its lock
+/// released; the run fails with exit code 130. (SIGTERM's default action
+/// used to end the process on the spot, leaving the lock, the worktree and
+/// the sandbox's scratch dir behind.)
 fn abort_on_ctrl_c(abort: &crate::run::AbortHandle) {
-    let abort = abort.clone();
+    let on_int = abort.clone();
     tokio::spawn(async move {
         if tokio::signal::ctrl_c().await.is_ok() {
-            abort.abort("interrupted (Ctrl-C)");
+            on_int.abort("interrupted (Ctrl-C)");
         }
     });
+    let on_term = abort.clone();
+    if let Ok(mut term) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+    {
+        tokio::spawn(async move {
+            if term.recv().await.is_some() {
+                on_term.abort("terminated (SIGTERM)");
+            }
+        });
+    }
 }
 
 /// Parse `KEY=VALUE`.

@@ -67,9 +67,14 @@ fn substitute(
     let mut rest = text;
     while let Some(start) = rest.find("{{") {
         let after = &rest[start + 2..];
-        let Some(end) = after.find("}}") else { break };
+        // The key is the run of key characters right after `{{`; looking
+        // only that far keeps this linear (searching for the next `}}` from
+        // every unclosed `{{` was quadratic).
+        let end = after
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(after.len());
         let key = &after[..end];
-        if key.is_empty() || !key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+        if key.is_empty() || !after[end..].starts_with("}}") {
             // Not a placeholder (e.g. `{{ }}` in code): keep it as text.
             out.push_str(&rest[..start + 2]);
             rest = after;
@@ -276,6 +281,16 @@ mod tests {
     fn braces_that_are_not_placeholders_are_kept() {
         let t = render("let x = {{ }}; {{a-b}} {{", &[], "s", "t").unwrap();
         assert_eq!(text(&t), "let x = {{ }}; {{a-b}} {{");
+    }
+
+    #[test]
+    fn many_unclosed_braces_stay_linear() {
+        // Found by fuzzing: every unclosed `{{` searched to the end for `}}`.
+        let template = format!("{}{{{{KEY}}}}", "{{a-\n".repeat(50_000));
+        let start = std::time::Instant::now();
+        let t = render(&template, &args(&[("KEY", "v")]), "s", "t").unwrap();
+        assert!(text(&t).ends_with("{{a-\nv"));
+        assert!(start.elapsed() < std::time::Duration::from_secs(2));
     }
 
     #[test]

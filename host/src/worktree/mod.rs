@@ -65,6 +65,18 @@ impl Worktree {
     pub fn lock(&self) -> &WorktreeLock {
         &self.lock
     }
+
+    /// `<name>.sync` beside the worktree: the commit an isolated sandbox's
+    /// sync is bringing in, written before the fetch and removed once the
+    /// branch has it. If the run dies in between, `sanddune gc` finds the
+    /// commit by it and puts it on a branch.
+    pub fn pending_sync_path(&self) -> PathBuf {
+        pending_sync_path(self.path.parent().unwrap_or(&self.path), &self.name)
+    }
+}
+
+fn pending_sync_path(worktrees_dir: &Path, name: &str) -> PathBuf {
+    worktrees_dir.join(format!("{name}.sync"))
 }
 
 /// How [`Repo::add_worktree`] came by the worktree.
@@ -93,10 +105,18 @@ struct Registered {
 
 /// Run the git CLI in `dir`, for what libgit2 cannot do (bundles). Returns
 /// its trimmed stdout.
+///
+/// Never with automatic maintenance: a `fetch` or `merge` would otherwise
+/// start `git gc --auto` (detached) on the user's repository once enough
+/// packs pile up (every synced bundle is one), and that gc's `git worktree
+/// prune` and repack run outside sanddune's git lock, racing the worktree
+/// removals of parallel runs (found by 64 runs at once). The user's own git
+/// commands still run it, between runs.
 pub fn git(dir: &Path, args: &[&str]) -> Result<String> {
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(dir)
+        .args(["-c", "maintenance.auto=false", "-c", "gc.auto=0"])
         .args(args)
         .output()
         .map_err(|e| {
@@ -506,14 +526,7 @@ impl Repo {
         }
         {
             let _git = GitLock::acquire(&self.git_dir())?;
-            let wt = self
-                .repo
-                .find_worktree(&worktree.name)
-                .map_err(|e| git_err("find worktree", e))?;
-            let mut opts = WorktreePruneOptions::new();
-            opts.valid(true).working_tree(true);
-            wt.prune(Some(&mut opts))
-                .map_err(|e| git_err("remove worktree", e))?;
+            self.remove_worktree(&worktree.name, &worktree.path)?;
             if worktree.temporary
                 && !keep_branch
                 && let Ok(mut b) = self.repo.find_branch(&worktree.branch, BranchType::Local)
@@ -572,6 +585,7 @@ impl Repo {
                 && Repository::open(&wt_path)
                     .map_err(|e| git_err("open worktree", e))
                     .and_then(|r| dirty(&r))?;
+            self.recover_synced(name, &holder.branch, kept)?;
             if kept {
                 found.push(Orphan::Kept {
                     path: wt_path,
@@ -589,14 +603,86 @@ impl Repo {
         Ok(found)
     }
 
+    /// Remove a worktree: git's admin dir, then the working tree. Call
+    /// under the git lock. A `git worktree prune` of another process (the
+    /// user's `git gc --auto`) does not take that lock: it may delete the
+    /// admin dir while libgit2 is deleting it, which is the same outcome.
+    fn remove_worktree(&self, name: &str, path: &Path) -> Result<()> {
+        let admin = self.git_dir().join("worktrees").join(name);
+        let pruned = match self.repo.find_worktree(name) {
+            Ok(wt) => {
+                let mut opts = WorktreePruneOptions::new();
+                opts.valid(true).working_tree(true);
+                wt.prune(Some(&mut opts))
+            }
+            Err(e) => Err(e),
+        };
+        match pruned {
+            Ok(()) => Ok(()),
+            Err(_) if !admin.exists() => match std::fs::remove_dir_all(path) {
+                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Other(
+                    anyhow::anyhow!("remove worktree {}: {e}", path.display()),
+                )),
+                _ => Ok(()),
+            },
+            Err(e) => Err(git_err("remove worktree", e)),
+        }
+    }
+
+    /// A run killed while fetching its sandbox's new commits into the
+    /// worktree (isolated providers' sync), or before fast-forwarding its
+    /// branch to them, left them reachable from nothing: the branch would
+    /// then be dropped as merged and the commits lost (found by kill -9 at
+    /// random points). Its `<name>.sync` names them: put them on the branch
+    /// (a clean worktree is removed next anyway), or, beside a kept dirty
+    /// worktree, on `<branch>-recovered`. (Killed before the fetch wrote
+    /// them, they are only in the dead sandbox.)
+    fn recover_synced(&self, name: &str, branch: &str, kept: bool) -> Result<()> {
+        let pending = pending_sync_path(&self.root.join(WORKTREES_DIR), name);
+        let fetched = std::fs::read_to_string(&pending)
+            .ok()
+            .and_then(|sha| git2::Oid::from_str(sha.trim()).ok())
+            .filter(|oid| self.repo.find_commit(*oid).is_ok());
+        let _ = std::fs::remove_file(&pending);
+        let Some(fetched) = fetched else {
+            return Ok(());
+        };
+        let _git = GitLock::acquire(&self.git_dir())?;
+        let Ok(tip) = self
+            .repo
+            .find_branch(branch, BranchType::Local)
+            .and_then(|b| b.get().peel_to_commit())
+        else {
+            return Ok(());
+        };
+        if fetched == tip.id()
+            || !self
+                .repo
+                .graph_descendant_of(fetched, tip.id())
+                .unwrap_or(false)
+        {
+            return Ok(());
+        }
+        let target = if kept {
+            format!("refs/heads/{branch}-recovered")
+        } else {
+            format!("refs/heads/{branch}")
+        };
+        self.repo
+            .reference(
+                &target,
+                fetched,
+                true,
+                "sanddune gc: commits synced out of a sandbox before its run died",
+            )
+            .map_err(|e| git_err("recover synced commits", e))?;
+        tracing::info!(%branch, commit = %fetched, "recovered commits a crashed run had synced");
+        Ok(())
+    }
+
     fn remove_orphan(&self, name: &str, branch: &str) -> Result<()> {
         let _git = GitLock::acquire(&self.git_dir())?;
-        if let Ok(wt) = self.repo.find_worktree(name) {
-            let mut opts = WorktreePruneOptions::new();
-            opts.valid(true).working_tree(true);
-            wt.prune(Some(&mut opts))
-                .map_err(|e| git_err("remove worktree", e))?;
-        }
+        self.remove_worktree(name, &self.root.join(WORKTREES_DIR).join(name))?;
         let head = self
             .repo
             .head()

@@ -8,9 +8,10 @@ use std::cell::Cell;
 wit_bindgen::generate!({ world: "agent-plugin", path: "../../wit" });
 
 use exports::sanddune::plugin::agent_provider::{
-    AgentCommand, AgentEvent, AgentInfo, AgentResult, CommandRequest, Guest, GuestStreamParser,
-    ToolCall,
+    AgentCommand, AgentInfo, AgentResult, CommandRequest, Guest, ToolCall,
 };
+// Public for the fuzz targets, which drive the parser natively.
+pub use exports::sanddune::plugin::agent_provider::{AgentEvent, GuestStreamParser};
 
 /// The demo agent. Reads the prompt from stdin, so a sandbox that drops stdin
 /// shows up as an error. Prints only fixed JSON texts: escaping prompt text
@@ -96,7 +97,7 @@ impl Guest for Demo {
 }
 
 /// Parses the script's JSON lines.
-struct Parser {
+pub struct Parser {
     /// A `done` or `error` line was seen: the run has its final result.
     finished: Cell<bool>,
 }
