@@ -14,14 +14,26 @@ use serde_json::Value;
 
 /// The mock, with this test's fake agents first on its commands' PATH.
 fn mock_for(repo: &TestRepo) -> VercelMock {
-    let path = format!("{}:{}", repo.bin().display(), std::env::var("PATH").unwrap_or_default());
+    let path = format!(
+        "{}:{}",
+        repo.bin().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
     VercelMock::start_with_path(&path)
 }
 
-const CREDENTIALS: &[(&str, &str)] =
-    &[("VERCEL_TOKEN", TOKEN), ("VERCEL_TEAM_ID", TEAM), ("VERCEL_PROJECT_ID", PROJECT)];
+const CREDENTIALS: &[(&str, &str)] = &[
+    ("VERCEL_TOKEN", TOKEN),
+    ("VERCEL_TEAM_ID", TEAM),
+    ("VERCEL_PROJECT_ID", PROJECT),
+];
 
-fn run_on_vercel(repo: &TestRepo, mock: &VercelMock, extra: &[&str], env: &[(&str, &str)]) -> Output {
+fn run_on_vercel(
+    repo: &TestRepo,
+    mock: &VercelMock,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> Output {
     let api = format!("api-url={}", mock.url());
     let mut args = vec![
         "run",
@@ -37,14 +49,24 @@ fn run_on_vercel(repo: &TestRepo, mock: &VercelMock, extra: &[&str], env: &[(&st
     ];
     args.extend_from_slice(extra);
     let mut cmd = repo.command(&args);
-    for key in ["VERCEL_TOKEN", "VERCEL_TEAM_ID", "VERCEL_PROJECT_ID", "VERCEL_OIDC_TOKEN"] {
+    for key in [
+        "VERCEL_TOKEN",
+        "VERCEL_TEAM_ID",
+        "VERCEL_PROJECT_ID",
+        "VERCEL_OIDC_TOKEN",
+    ] {
         cmd.env_remove(key);
     }
     cmd.envs(env.iter().copied()).output().unwrap()
 }
 
 fn json(out: &Output) -> Value {
-    assert!(out.status.success(), "sanddune failed:\n{}\n{}", stderr(out), stdout(out));
+    assert!(
+        out.status.success(),
+        "sanddune failed:\n{}\n{}",
+        stderr(out),
+        stdout(out)
+    );
     serde_json::from_str(&stdout(out)).unwrap_or_else(|e| panic!("bad JSON ({e}): {}", stdout(out)))
 }
 
@@ -53,14 +75,25 @@ fn a_run_on_vercel_brings_the_agents_commit_to_head() {
     let repo = TestRepo::new();
     let mock = mock_for(&repo);
     let before = repo.git(&["rev-parse", "HEAD"]);
-    let out = run_on_vercel(&repo, &mock, &["--prompt", "fix the typo in README"], CREDENTIALS);
+    let out = run_on_vercel(
+        &repo,
+        &mock,
+        &["--prompt", "fix the typo in README"],
+        CREDENTIALS,
+    );
     let result = json(&out);
 
     let commits = result["commits"].as_array().unwrap();
     assert_eq!(commits.len(), 1, "{result}");
-    assert_eq!(repo.git(&["rev-parse", "HEAD"]), commits[0]["sha"].as_str().unwrap());
+    assert_eq!(
+        repo.git(&["rev-parse", "HEAD"]),
+        commits[0]["sha"].as_str().unwrap()
+    );
     assert_eq!(repo.git(&["rev-parse", "HEAD~1"]), before);
-    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Fix typo in README");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s"]),
+        "Fix typo in README"
+    );
     let readme = std::fs::read_to_string(repo.path().join("README.md")).unwrap();
     assert!(readme.contains("This is the readme."), "{readme}");
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
@@ -72,32 +105,68 @@ fn a_run_on_vercel_brings_the_agents_commit_to_head() {
     let sandboxes = mock.sandboxes();
     assert_eq!(sandboxes.len(), 1);
     let sandbox = &sandboxes[0];
-    assert_eq!(calls[0]["cwd"].as_str().unwrap(), sandbox.cwd.display().to_string());
+    assert_eq!(
+        calls[0]["cwd"].as_str().unwrap(),
+        sandbox.cwd.display().to_string()
+    );
 
     // Tagged with the run, then stopped and deleted.
-    assert!(sandbox.tags.get("sanddune-run").is_some_and(|r| !r.is_empty()), "{:?}", sandbox.tags);
-    assert!(sandbox.deleted && sandbox.status == "stopped", "{sandbox:?}");
+    assert!(
+        sandbox
+            .tags
+            .get("sanddune-run")
+            .is_some_and(|r| !r.is_empty()),
+        "{:?}",
+        sandbox.tags
+    );
+    assert!(
+        sandbox.deleted && sandbox.status == "stopped",
+        "{sandbox:?}"
+    );
     // Only the documented API, always with the token and the team.
     for seen in mock.seen() {
-        assert_eq!(seen.authorization.as_deref(), Some(format!("Bearer {TOKEN}").as_str()));
+        assert_eq!(
+            seen.authorization.as_deref(),
+            Some(format!("Bearer {TOKEN}").as_str())
+        );
         assert!(seen.query.contains(&format!("teamId={TEAM}")), "{seen:?}");
         // (a 404 reading a file is the API's "no such file")
-        assert!(seen.status < 400 || seen.status == 404 && seen.path.ends_with("/fs/read"), "{seen:?}");
+        assert!(
+            seen.status < 400 || seen.status == 404 && seen.path.ends_with("/fs/read"),
+            "{seen:?}"
+        );
     }
     // The credentials are the provider's: none reached the agent's env.
-    assert_eq!(calls[0]["cloud_keys"], serde_json::json!([]), "{}", calls[0]);
-    assert!(!stdout(&out).contains(TOKEN) && !stderr(&out).contains(TOKEN), "the token leaked into the output");
+    assert_eq!(
+        calls[0]["cloud_keys"],
+        serde_json::json!([]),
+        "{}",
+        calls[0]
+    );
+    assert!(
+        !stdout(&out).contains(TOKEN) && !stderr(&out).contains(TOKEN),
+        "the token leaked into the output"
+    );
 }
 
 #[test]
 fn a_missing_credential_is_named_before_anything_is_created() {
     let repo = TestRepo::new();
     let mock = mock_for(&repo);
-    let out = run_on_vercel(&repo, &mock, &["--prompt", "fix the typo"], &[("VERCEL_TOKEN", TOKEN), ("VERCEL_TEAM_ID", TEAM)]);
+    let out = run_on_vercel(
+        &repo,
+        &mock,
+        &["--prompt", "fix the typo"],
+        &[("VERCEL_TOKEN", TOKEN), ("VERCEL_TEAM_ID", TEAM)],
+    );
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("VERCEL_PROJECT_ID"), "{err}");
-    assert!(mock.seen().is_empty(), "nothing may be sent without the credentials: {:?}", mock.seen());
+    assert!(
+        mock.seen().is_empty(),
+        "nothing may be sent without the credentials: {:?}",
+        mock.seen()
+    );
     assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
     assert!(repo.calls("claude").is_empty());
 }
@@ -106,7 +175,11 @@ fn a_missing_credential_is_named_before_anything_is_created() {
 fn a_rejected_token_fails_the_run_and_names_it() {
     let repo = TestRepo::new();
     let mock = mock_for(&repo);
-    let env = [("VERCEL_TOKEN", "expired"), ("VERCEL_TEAM_ID", TEAM), ("VERCEL_PROJECT_ID", PROJECT)];
+    let env = [
+        ("VERCEL_TOKEN", "expired"),
+        ("VERCEL_TEAM_ID", TEAM),
+        ("VERCEL_PROJECT_ID", PROJECT),
+    ];
     let out = run_on_vercel(&repo, &mock, &["--prompt", "fix the typo"], &env);
     assert!(!out.status.success());
     let err = stderr(&out);
@@ -121,17 +194,40 @@ fn faults_mid_run_lose_nothing() {
     // The agent's output stream drops after two lines, and the API answers
     // a rate limit and a server error along the way: the run still ends with
     // the commit on HEAD, every line of the agent's output delivered once.
-    mock.inject(Fault::DropMidExec { after_logs: 2, command_contains: "claude".into() });
-    mock.inject(Fault::Status { op: Op::ReadFile, status: 429, code: "rate_limited".into(), retry_after: Some(1), times: 1 });
+    mock.inject(Fault::DropMidExec {
+        after_logs: 2,
+        command_contains: "claude".into(),
+    });
+    mock.inject(Fault::Status {
+        op: Op::ReadFile,
+        status: 429,
+        code: "rate_limited".into(),
+        retry_after: Some(1),
+        times: 1,
+    });
     mock.inject(Fault::status(Op::WriteFiles, 502, "bad_gateway"));
-    let out = run_on_vercel(&repo, &mock, &["--prompt", "fix the typo in README"], CREDENTIALS);
+    let out = run_on_vercel(
+        &repo,
+        &mock,
+        &["--prompt", "fix the typo in README"],
+        CREDENTIALS,
+    );
     let result = json(&out);
     assert_eq!(result["commits"].as_array().unwrap().len(), 1, "{result}");
-    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Fix typo in README");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s"]),
+        "Fix typo in README"
+    );
     assert_eq!(result["completionSignal"], "<promise>COMPLETE</promise>");
     let statuses: Vec<u16> = mock.seen().iter().map(|s| s.status).collect();
-    assert!(statuses.contains(&429) && statuses.contains(&502), "{statuses:?}");
-    assert!(mock.seen().iter().any(|s| s.path.ends_with("/logs")), "the dropped stream was reattached");
+    assert!(
+        statuses.contains(&429) && statuses.contains(&502),
+        "{statuses:?}"
+    );
+    assert!(
+        mock.seen().iter().any(|s| s.path.ends_with("/logs")),
+        "the dropped stream was reattached"
+    );
     assert!(mock.sandboxes()[0].deleted);
 }
 
@@ -140,8 +236,19 @@ fn a_sandbox_that_stops_mid_run_fails_the_run_and_is_still_deleted() {
     let repo = TestRepo::new();
     let mock = mock_for(&repo);
     // The agent's command is refused: the sandbox has stopped (410).
-    mock.inject(Fault::Status { op: Op::RunCommand, status: 410, code: "sandbox_stopped".into(), retry_after: None, times: 50 });
-    let out = run_on_vercel(&repo, &mock, &["--prompt", "fix the typo in README"], CREDENTIALS);
+    mock.inject(Fault::Status {
+        op: Op::RunCommand,
+        status: 410,
+        code: "sandbox_stopped".into(),
+        retry_after: None,
+        times: 50,
+    });
+    let out = run_on_vercel(
+        &repo,
+        &mock,
+        &["--prompt", "fix the typo in README"],
+        CREDENTIALS,
+    );
     assert!(!out.status.success());
     let err = stderr(&out) + &stdout(&out);
     assert!(err.contains("410"), "{err}");
@@ -157,7 +264,9 @@ fn the_api_origin_comes_from_the_api_url_option() {
     let text = stdout(&out);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
-        text.contains("http:       the origin of option `api-url` (default https://vercel.com/api)"),
+        text.contains(
+            "http:       the origin of option `api-url` (default https://vercel.com/api)"
+        ),
         "{text}"
     );
     // An origin the HTTP policy refuses (plain http off loopback) fails the

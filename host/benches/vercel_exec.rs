@@ -17,13 +17,18 @@ fn median(mut v: Vec<Duration>) -> Duration {
 }
 
 fn main() {
-    let rounds: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(200);
+    let rounds: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(200);
     let mock = VercelMock::start();
     let repo = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let provider_times = rt.block_on(async {
         let runtime = PluginRuntime::new(RuntimeConfig::default()).unwrap();
-        let provider = SandboxProvider::load(&runtime, &PluginRef::Builtin("vercel".into())).await.unwrap();
+        let provider = SandboxProvider::load(&runtime, &PluginRef::Builtin("vercel".into()))
+            .await
+            .unwrap();
         let spec = SandboxSpec {
             run_id: "bench".into(),
             name: "bench".into(),
@@ -75,7 +80,10 @@ fn main() {
     )
     .unwrap();
     let session = created["session"]["id"].as_str().unwrap().to_string();
-    let url = format!("{}/v2/sandboxes/sessions/{session}/cmd?teamId={TEAM}", mock.url());
+    let url = format!(
+        "{}/v2/sandboxes/sessions/{session}/cmd?teamId={TEAM}",
+        mock.url()
+    );
     let body = r#"{"command":"true","args":[],"env":{},"sudo":false,"wait":true,"logs":true}"#;
     let bare = || {
         let text = agent
@@ -101,8 +109,14 @@ fn main() {
 
     let (p, b) = (median(provider_times), median(bare_times));
     println!("vercel exec of `true` over the mock, {rounds} rounds, medians:");
-    println!("  provider (component, wasi:http): {:>8.2} ms", p.as_secs_f64() * 1e3);
-    println!("  bare HTTP client (ureq):         {:>8.2} ms", b.as_secs_f64() * 1e3);
+    println!(
+        "  provider (component, wasi:http): {:>8.2} ms",
+        p.as_secs_f64() * 1e3
+    );
+    println!(
+        "  bare HTTP client (ureq):         {:>8.2} ms",
+        b.as_secs_f64() * 1e3
+    );
     println!(
         "  overhead per exec:               {:>8.2} ms ({:.2}x)",
         (p.as_secs_f64() - b.as_secs_f64()) * 1e3,

@@ -50,7 +50,11 @@ fn main() {
     }
     let api = Api::new(
         BaseUrl::parse(mock.url()).unwrap(),
-        Credentials { token: TOKEN.into(), team_id: TEAM.into(), project_id: PROJECT.into() },
+        Credentials {
+            token: TOKEN.into(),
+            team_id: TEAM.into(),
+            project_id: PROJECT.into(),
+        },
         NativeHttp,
     );
     let body = json!({"command": "true", "args": [], "env": {}, "sudo": false});
@@ -65,5 +69,8 @@ fn main() {
     }
     sb.close().unwrap();
     let (p, b) = (median(provider), median(bare));
-    println!("native, {rounds} execs of `true` over the mock, medians: provider {p:.2} ms, bare call {b:.2} ms, overhead {:.2} ms", p - b);
+    println!(
+        "native, {rounds} execs of `true` over the mock, medians: provider {p:.2} ms, bare call {b:.2} ms, overhead {:.2} ms",
+        p - b
+    );
 }

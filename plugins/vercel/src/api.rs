@@ -53,7 +53,12 @@ impl std::fmt::Display for ApiError {
 
 impl ApiError {
     fn protocol(message: String) -> Self {
-        ApiError { kind: ErrorKind::Protocol, status: None, code: None, message }
+        ApiError {
+            kind: ErrorKind::Protocol,
+            status: None,
+            code: None,
+            message,
+        }
     }
 
     fn transport(what: &str, e: TransportError) -> Self {
@@ -62,7 +67,12 @@ impl ApiError {
             TransportError::Cancelled(_) => ErrorKind::Cancelled,
             TransportError::Network(_) => ErrorKind::Network,
         };
-        ApiError { kind, status: None, code: None, message: format!("Vercel API, {what}: {e}") }
+        ApiError {
+            kind,
+            status: None,
+            code: None,
+            message: format!("Vercel API, {what}: {e}"),
+        }
     }
 
     /// The server answered `status` with `body` (`{"error":{code,message}}`).
@@ -84,23 +94,54 @@ impl ApiError {
             (None, None) => String::new(),
         };
         let (kind, text) = match status {
-            401 => (ErrorKind::Unauthorized, format!(
-                "Vercel rejected the credentials (401){said}: check VERCEL_TOKEN, or VERCEL_OIDC_TOKEN (an OIDC token expires after 12 hours; `vercel env pull` renews it)"
-            )),
-            403 => (ErrorKind::Forbidden, format!(
-                "Vercel refused access (403){said}: the token has no access to the team VERCEL_TEAM_ID or the project VERCEL_PROJECT_ID, or Sandbox is not enabled for them"
-            )),
-            404 => (ErrorKind::Gone, format!("the Vercel sandbox is gone (404){said}")),
-            410 => (ErrorKind::Gone, format!("the Vercel sandbox has stopped (410){said}")),
-            422 => (ErrorKind::Unprocessable, format!("Vercel cannot do this now (422){said}")),
-            429 => (ErrorKind::RateLimited, match retry_after {
-                Some(s) => format!("Vercel rate-limited the request (429){said}; it asks to retry after {s} s"),
-                None => format!("Vercel rate-limited the request (429){said}"),
-            }),
-            500..=599 => (ErrorKind::Server, format!("the Vercel API failed ({status}){said}")),
-            _ => (ErrorKind::OtherStatus, format!("the Vercel API answered {status}{said}")),
+            401 => (
+                ErrorKind::Unauthorized,
+                format!(
+                    "Vercel rejected the credentials (401){said}: check VERCEL_TOKEN, or VERCEL_OIDC_TOKEN (an OIDC token expires after 12 hours; `vercel env pull` renews it)"
+                ),
+            ),
+            403 => (
+                ErrorKind::Forbidden,
+                format!(
+                    "Vercel refused access (403){said}: the token has no access to the team VERCEL_TEAM_ID or the project VERCEL_PROJECT_ID, or Sandbox is not enabled for them"
+                ),
+            ),
+            404 => (
+                ErrorKind::Gone,
+                format!("the Vercel sandbox is gone (404){said}"),
+            ),
+            410 => (
+                ErrorKind::Gone,
+                format!("the Vercel sandbox has stopped (410){said}"),
+            ),
+            422 => (
+                ErrorKind::Unprocessable,
+                format!("Vercel cannot do this now (422){said}"),
+            ),
+            429 => (
+                ErrorKind::RateLimited,
+                match retry_after {
+                    Some(s) => format!(
+                        "Vercel rate-limited the request (429){said}; it asks to retry after {s} s"
+                    ),
+                    None => format!("Vercel rate-limited the request (429){said}"),
+                },
+            ),
+            500..=599 => (
+                ErrorKind::Server,
+                format!("the Vercel API failed ({status}){said}"),
+            ),
+            _ => (
+                ErrorKind::OtherStatus,
+                format!("the Vercel API answered {status}{said}"),
+            ),
         };
-        ApiError { kind, status: Some(status), code, message: format!("{what}: {text}") }
+        ApiError {
+            kind,
+            status: Some(status),
+            code,
+            message: format!("{what}: {text}"),
+        }
     }
 }
 
@@ -156,12 +197,18 @@ pub struct Api<T: Transport> {
 }
 
 fn retry_after(response: &Response) -> Option<u64> {
-    response.header("retry-after").and_then(|v| v.trim().parse().ok())
+    response
+        .header("retry-after")
+        .and_then(|v| v.trim().parse().ok())
 }
 
 impl<T: Transport> Api<T> {
     pub fn new(base: BaseUrl, creds: Credentials, transport: T) -> Self {
-        Api { base, creds, transport }
+        Api {
+            base,
+            creds,
+            transport,
+        }
     }
 
     pub fn project_id(&self) -> &str {
@@ -169,18 +216,34 @@ impl<T: Transport> Api<T> {
     }
 
     fn path(&self, path: &str, query: &[(&str, &str)]) -> String {
-        let mut out = format!("{}{path}?teamId={}", self.base.prefix, encode(&self.creds.team_id));
+        let mut out = format!(
+            "{}{path}?teamId={}",
+            self.base.prefix,
+            encode(&self.creds.team_id)
+        );
         for (k, v) in query {
             out.push_str(&format!("&{k}={}", encode(v)));
         }
         out
     }
 
-    fn request(&self, method: Method, path: String, body: Option<Value>, streaming: bool) -> Request {
+    fn request(
+        &self,
+        method: Method,
+        path: String,
+        body: Option<Value>,
+        streaming: bool,
+    ) -> Request {
         let mut headers = vec![
-            ("authorization".to_string(), format!("Bearer {}", self.creds.token)),
+            (
+                "authorization".to_string(),
+                format!("Bearer {}", self.creds.token),
+            ),
             ("content-type".to_string(), "application/json".to_string()),
-            ("user-agent".to_string(), format!("sanddune-vercel/{}", env!("CARGO_PKG_VERSION"))),
+            (
+                "user-agent".to_string(),
+                format!("sanddune-vercel/{}", env!("CARGO_PKG_VERSION")),
+            ),
         ];
         if streaming {
             headers.push(("accept".into(), "application/x-ndjson".into()));
@@ -243,9 +306,13 @@ impl<T: Transport> Api<T> {
     }
 
     fn json(&self, what: &str, mut response: Response) -> Result<Value> {
-        let body = response.read_all().map_err(|e| ApiError::transport(what, e))?;
+        let body = response
+            .read_all()
+            .map_err(|e| ApiError::transport(what, e))?;
         serde_json::from_slice(&body).map_err(|e| {
-            ApiError::protocol(format!("{what}: the Vercel API answered with something that is not JSON: {e}"))
+            ApiError::protocol(format!(
+                "{what}: the Vercel API answered with something that is not JSON: {e}"
+            ))
         })
     }
 
@@ -271,7 +338,11 @@ impl<T: Transport> Api<T> {
             Network::DenyAll => json!({ "mode": "deny-all" }),
             Network::Allow(domains) => json!({ "allow": domains }),
         };
-        let endpoint = if options.runtime.is_some() { "/v2/sandboxes" } else { "/v3/sandboxes" };
+        let endpoint = if options.runtime.is_some() {
+            "/v2/sandboxes"
+        } else {
+            "/v3/sandboxes"
+        };
         let path = self.path(endpoint, &[]);
         // Creating twice would leave a sandbox behind: no retry on a lost
         // connection, only on answers that say nothing was created.
@@ -282,7 +353,10 @@ impl<T: Transport> Api<T> {
         )?;
         let v = self.json("creating the sandbox", response)?;
         parse_created(&v).ok_or_else(|| {
-            ApiError::protocol(format!("creating the sandbox: unexpected answer {}", clip(&v.to_string())))
+            ApiError::protocol(format!(
+                "creating the sandbox: unexpected answer {}",
+                clip(&v.to_string())
+            ))
         })
     }
 
@@ -290,7 +364,11 @@ impl<T: Transport> Api<T> {
     pub fn session_status(&self, session: &str) -> Result<String> {
         let path = self.path(&format!("/v2/sandboxes/sessions/{session}"), &[]);
         let what = "reading the sandbox session";
-        let r = self.send(what, &|| self.request(Method::Get, path.clone(), None, false), true)?;
+        let r = self.send(
+            what,
+            &|| self.request(Method::Get, path.clone(), None, false),
+            true,
+        )?;
         let v = self.json(what, r)?;
         v["session"]["status"]
             .as_str()
@@ -306,16 +384,26 @@ impl<T: Transport> Api<T> {
         let mut body = body.clone();
         body["wait"] = json!(true);
         body["logs"] = json!(true);
-        let response =
-            self.send(what, &|| self.request(Method::Post, path.clone(), Some(body.clone()), true), false)?;
+        let response = self.send(
+            what,
+            &|| self.request(Method::Post, path.clone(), Some(body.clone()), true),
+            false,
+        )?;
         self.streaming(what, response, None)
     }
 
     /// `GET .../cmd/{id}/logs`: the command's log lines from its start.
     pub fn logs(&self, session: &str, cmd: &str) -> Result<Streaming> {
-        let path = self.path(&format!("/v2/sandboxes/sessions/{session}/cmd/{cmd}/logs"), &[]);
+        let path = self.path(
+            &format!("/v2/sandboxes/sessions/{session}/cmd/{cmd}/logs"),
+            &[],
+        );
         let what = "reading a command's output";
-        let response = self.send(what, &|| self.request(Method::Get, path.clone(), None, true), true)?;
+        let response = self.send(
+            what,
+            &|| self.request(Method::Get, path.clone(), None, true),
+            true,
+        )?;
         self.streaming(what, response, Some(cmd.to_string()))
     }
 
@@ -338,10 +426,14 @@ impl<T: Transport> Api<T> {
             match stream.next() {
                 Ok(Some(Event::Command { id, .. })) if !id.is_empty() => stream.id = id,
                 Ok(Some(other)) => {
-                    return Err(ApiError::protocol(format!("{what}: the stream began with {other:?}, not the command")));
+                    return Err(ApiError::protocol(format!(
+                        "{what}: the stream began with {other:?}, not the command"
+                    )));
                 }
                 Ok(None) => {
-                    return Err(ApiError::protocol(format!("{what}: the stream ended before the command started")));
+                    return Err(ApiError::protocol(format!(
+                        "{what}: the stream ended before the command started"
+                    )));
                 }
                 Err(e) => return Err(ApiError::transport(what, e)),
             }
@@ -351,7 +443,10 @@ impl<T: Transport> Api<T> {
 
     /// `GET .../cmd/{id}?wait=true`: the exit code once the command ends.
     pub fn wait(&self, session: &str, cmd: &str) -> Result<i32> {
-        let path = self.path(&format!("/v2/sandboxes/sessions/{session}/cmd/{cmd}"), &[("wait", "true")]);
+        let path = self.path(
+            &format!("/v2/sandboxes/sessions/{session}/cmd/{cmd}"),
+            &[("wait", "true")],
+        );
         let what = "waiting for a command";
         let mut req = || {
             let mut r = self.request(Method::Get, path.clone(), None, false);
@@ -363,12 +458,20 @@ impl<T: Transport> Api<T> {
         v["command"]["exitCode"]
             .as_i64()
             .map(|c| c as i32)
-            .ok_or_else(|| ApiError::protocol(format!("{what}: no command.exitCode in {}", clip(&v.to_string()))))
+            .ok_or_else(|| {
+                ApiError::protocol(format!(
+                    "{what}: no command.exitCode in {}",
+                    clip(&v.to_string())
+                ))
+            })
     }
 
     /// `POST .../cmd/{id}/kill`.
     pub fn kill(&self, session: &str, cmd: &str, signal: i32) -> Result<()> {
-        let path = self.path(&format!("/v2/sandboxes/sessions/{session}/cmd/{cmd}/kill"), &[]);
+        let path = self.path(
+            &format!("/v2/sandboxes/sessions/{session}/cmd/{cmd}/kill"),
+            &[],
+        );
         let body = json!({ "signal": signal });
         self.send(
             "stopping a command",
@@ -384,7 +487,8 @@ impl<T: Transport> Api<T> {
         let build = || {
             let mut r = self.request(Method::Post, path.clone(), None, false);
             r.headers.retain(|(k, _)| k != "content-type");
-            r.headers.push(("content-type".into(), "application/gzip".into()));
+            r.headers
+                .push(("content-type".into(), "application/gzip".into()));
             r.headers.push(("x-cwd".into(), "/".into()));
             r.body = archive.to_vec();
             r
@@ -399,7 +503,11 @@ impl<T: Transport> Api<T> {
         let path = self.path(&format!("/v2/sandboxes/sessions/{session}/fs/read"), &[]);
         let body = json!({ "path": file });
         let what = format!("reading {file}");
-        match self.send(&what, &|| self.request(Method::Post, path.clone(), Some(body.clone()), false), true) {
+        match self.send(
+            &what,
+            &|| self.request(Method::Post, path.clone(), Some(body.clone()), false),
+            true,
+        ) {
             Err(e) if e.status == Some(404) => Ok(None),
             Err(e) => Err(e),
             Ok(mut r) => {
@@ -409,7 +517,9 @@ impl<T: Transport> Api<T> {
                         "{what}: expected application/octet-stream, got `{ct}`"
                     )));
                 }
-                r.read_all().map(Some).map_err(|e| ApiError::transport(&what, e))
+                r.read_all()
+                    .map(Some)
+                    .map_err(|e| ApiError::transport(&what, e))
             }
         }
     }
@@ -431,7 +541,11 @@ impl<T: Transport> Api<T> {
     /// already gone counts as stopped.
     pub fn stop(&self, session: &str) -> Result<()> {
         let path = self.path(&format!("/v2/sandboxes/sessions/{session}/stop"), &[]);
-        match self.send("stopping the sandbox", &|| self.request(Method::Post, path.clone(), None, false), true) {
+        match self.send(
+            "stopping the sandbox",
+            &|| self.request(Method::Post, path.clone(), None, false),
+            true,
+        ) {
             Ok(mut r) => {
                 let _ = r.read_all();
                 Ok(())
@@ -443,7 +557,10 @@ impl<T: Transport> Api<T> {
 
     /// `POST .../extend-timeout {duration}` (ms).
     pub fn extend_timeout(&self, session: &str, duration_ms: u64) -> Result<()> {
-        let path = self.path(&format!("/v2/sandboxes/sessions/{session}/extend-timeout"), &[]);
+        let path = self.path(
+            &format!("/v2/sandboxes/sessions/{session}/extend-timeout"),
+            &[],
+        );
         let body = json!({ "duration": duration_ms });
         let mut r = self.send(
             "extending the sandbox's timeout",
@@ -456,8 +573,15 @@ impl<T: Transport> Api<T> {
 
     /// `DELETE /v2/sandboxes/{name}?projectId=`; gone already is fine.
     pub fn delete(&self, name: &str) -> Result<()> {
-        let path = self.path(&format!("/v2/sandboxes/{}", encode(name)), &[("projectId", &self.creds.project_id)]);
-        match self.send("deleting the sandbox", &|| self.request(Method::Delete, path.clone(), None, false), true) {
+        let path = self.path(
+            &format!("/v2/sandboxes/{}", encode(name)),
+            &[("projectId", &self.creds.project_id)],
+        );
+        match self.send(
+            "deleting the sandbox",
+            &|| self.request(Method::Delete, path.clone(), None, false),
+            true,
+        ) {
             Ok(mut r) => {
                 let _ = r.read_all();
                 Ok(())
@@ -470,9 +594,16 @@ impl<T: Transport> Api<T> {
     /// `GET /v2/sandboxes?project=&tags=k:v`: names and statuses.
     pub fn list_by_tag(&self, key: &str, value: &str) -> Result<Vec<(String, String, String)>> {
         let tag = format!("{key}:{value}");
-        let path = self.path("/v2/sandboxes", &[("project", &self.creds.project_id), ("tags", &tag)]);
+        let path = self.path(
+            "/v2/sandboxes",
+            &[("project", &self.creds.project_id), ("tags", &tag)],
+        );
         let what = "listing sandboxes";
-        let r = self.send(what, &|| self.request(Method::Get, path.clone(), None, false), true)?;
+        let r = self.send(
+            what,
+            &|| self.request(Method::Get, path.clone(), None, false),
+            true,
+        )?;
         let v = self.json(what, r)?;
         Ok(v["sandboxes"]
             .as_array()
@@ -491,7 +622,10 @@ fn parse_created(v: &Value) -> Option<Created> {
     let sandbox = &v["sandbox"];
     Some(Created {
         name: sandbox["name"].as_str()?.to_string(),
-        session_id: session["id"].as_str().or_else(|| sandbox["currentSessionId"].as_str())?.to_string(),
+        session_id: session["id"]
+            .as_str()
+            .or_else(|| sandbox["currentSessionId"].as_str())?
+            .to_string(),
         status: session["status"].as_str().unwrap_or("pending").to_string(),
         cwd: session["cwd"]
             .as_str()
@@ -510,7 +644,9 @@ pub fn encode(s: &str) -> String {
     let mut out = String::new();
     for b in s.bytes() {
         match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => out.push(b as char),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
             _ => out.push_str(&format!("%{b:02X}")),
         }
     }

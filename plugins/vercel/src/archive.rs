@@ -34,7 +34,14 @@ pub fn tar(entries: &[Entry<'_>]) -> Result<Vec<u8>, String> {
             // GNU long name: a pseudo-entry holding the name, then the file.
             let mut long = name.as_bytes().to_vec();
             long.push(0);
-            out.extend(header("././@LongLink", "", long.len() as u64, 0o644, b'L', 0));
+            out.extend(header(
+                "././@LongLink",
+                "",
+                long.len() as u64,
+                0o644,
+                b'L',
+                0,
+            ));
             out.extend(&long);
             pad(&mut out);
         }
@@ -131,7 +138,11 @@ pub fn crc32(data: &[u8]) -> u32 {
     for (i, slot) in table.iter_mut().enumerate() {
         let mut c = i as u32;
         for _ in 0..8 {
-            c = if c & 1 != 0 { 0xedb8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0xedb8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
         }
         *slot = c;
     }
@@ -163,12 +174,36 @@ mod tests {
         let longer = format!("x/{}", "y".repeat(200));
         let big: Vec<u8> = (0..200_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let archive = tar_gz(&[
-            Entry { path: "/a/b/hello.txt", data: b"hello\n", mode: 0o644 },
-            Entry { path: "/run.sh", data: b"#!/bin/sh\necho hi\n", mode: 0o755 },
-            Entry { path: &format!("/{long}"), data: b"long", mode: 0o600 },
-            Entry { path: &format!("/{longer}"), data: b"longer", mode: 0o644 },
-            Entry { path: "/big.bin", data: &big, mode: 0o644 },
-            Entry { path: "/empty", data: b"", mode: 0o644 },
+            Entry {
+                path: "/a/b/hello.txt",
+                data: b"hello\n",
+                mode: 0o644,
+            },
+            Entry {
+                path: "/run.sh",
+                data: b"#!/bin/sh\necho hi\n",
+                mode: 0o755,
+            },
+            Entry {
+                path: &format!("/{long}"),
+                data: b"long",
+                mode: 0o600,
+            },
+            Entry {
+                path: &format!("/{longer}"),
+                data: b"longer",
+                mode: 0o644,
+            },
+            Entry {
+                path: "/big.bin",
+                data: &big,
+                mode: 0o644,
+            },
+            Entry {
+                path: "/empty",
+                data: b"",
+                mode: 0o644,
+            },
         ])
         .unwrap();
         let mut child = Command::new("tar")
@@ -209,7 +244,12 @@ mod tests {
 
     #[test]
     fn parent_references_are_refused() {
-        let err = tar(&[Entry { path: "/a/../etc/x", data: b"", mode: 0o644 }]).unwrap_err();
+        let err = tar(&[Entry {
+            path: "/a/../etc/x",
+            data: b"",
+            mode: 0o644,
+        }])
+        .unwrap_err();
         assert!(err.contains("not a file path"), "{err}");
     }
 }

@@ -24,7 +24,11 @@ pub struct Credentials {
 /// `VERCEL_OIDC_TOKEN` (a JWT whose `owner_id` and `project_id` claims are
 /// the team and the project). A missing piece is an error naming it.
 pub fn credentials(env: &dyn Fn(&str) -> Option<String>) -> Result<Credentials, String> {
-    let get = |k: &str| env(k).map(|v| v.trim().to_string()).filter(|v| !v.is_empty());
+    let get = |k: &str| {
+        env(k)
+            .map(|v| v.trim().to_string())
+            .filter(|v| !v.is_empty())
+    };
     if let Some(token) = get("VERCEL_TOKEN") {
         let missing: Vec<&str> = ["VERCEL_TEAM_ID", "VERCEL_PROJECT_ID"]
             .into_iter()
@@ -45,7 +49,11 @@ pub fn credentials(env: &dyn Fn(&str) -> Option<String>) -> Result<Credentials, 
     }
     if let Some(token) = get("VERCEL_OIDC_TOKEN") {
         let (team_id, project_id) = oidc_claims(&token)?;
-        return Ok(Credentials { token, team_id, project_id });
+        return Ok(Credentials {
+            token,
+            team_id,
+            project_id,
+        });
     }
     Err("no Vercel credentials: set VERCEL_TOKEN with VERCEL_TEAM_ID and VERCEL_PROJECT_ID, or VERCEL_OIDC_TOKEN (`vercel env pull` writes one)".into())
 }
@@ -113,13 +121,29 @@ pub struct Options {
 
 /// (name, description, default) of every option, for `describe`.
 pub const OPTIONS: &[(&str, &str, Option<&str>)] = &[
-    ("api-url", "Base URL of the Vercel API (a proxy, or a local mock in tests)", Some(DEFAULT_API_URL)),
-    ("runtime", "Sandbox runtime image: node24, node22 or python3.13 (default: Vercel's default image)", None),
+    (
+        "api-url",
+        "Base URL of the Vercel API (a proxy, or a local mock in tests)",
+        Some(DEFAULT_API_URL),
+    ),
+    (
+        "runtime",
+        "Sandbox runtime image: node24, node22 or python3.13 (default: Vercel's default image)",
+        None,
+    ),
     ("image", "A custom image instead of a runtime", None),
     ("vcpus", "Virtual CPUs (2 GiB of memory each)", Some("2")),
-    ("timeout", "How long the sandbox may live before Vercel stops it: 90s, 45m, 5h", Some("45m")),
+    (
+        "timeout",
+        "How long the sandbox may live before Vercel stops it: 90s, 45m, 5h",
+        Some("45m"),
+    ),
     ("ports", "Ports to expose, comma-separated", None),
-    ("network", "Egress: allow-all, deny-all, or comma-separated domains to allow", Some("allow-all")),
+    (
+        "network",
+        "Egress: allow-all, deny-all, or comma-separated domains to allow",
+        Some("allow-all"),
+    ),
 ];
 
 pub fn options(config: &[(String, String)]) -> Result<Options, String> {
@@ -144,7 +168,9 @@ pub fn options(config: &[(String, String)]) -> Result<Options, String> {
                         .parse()
                         .ok()
                         .filter(|n| (1..=32).contains(n))
-                        .ok_or_else(|| format!("vcpus `{value}`: expected a number of CPUs, 1-32"))?,
+                        .ok_or_else(|| {
+                            format!("vcpus `{value}`: expected a number of CPUs, 1-32")
+                        })?,
                 )
             }
             "timeout" => o.timeout_ms = duration_ms(value)?,
@@ -153,7 +179,12 @@ pub fn options(config: &[(String, String)]) -> Result<Options, String> {
                     .split(',')
                     .map(str::trim)
                     .filter(|p| !p.is_empty())
-                    .map(|p| p.parse::<u16>().ok().filter(|p| *p != 0).ok_or_else(|| format!("ports: `{p}` is not a port")))
+                    .map(|p| {
+                        p.parse::<u16>()
+                            .ok()
+                            .filter(|p| *p != 0)
+                            .ok_or_else(|| format!("ports: `{p}` is not a port"))
+                    })
                     .collect::<Result<_, _>>()?
             }
             "network" => {
@@ -161,13 +192,19 @@ pub fn options(config: &[(String, String)]) -> Result<Options, String> {
                     "allow-all" | "" => Network::AllowAll,
                     "deny-all" => Network::DenyAll,
                     list => Network::Allow(
-                        list.split(',').map(|d| d.trim().to_string()).filter(|d| !d.is_empty()).collect(),
+                        list.split(',')
+                            .map(|d| d.trim().to_string())
+                            .filter(|d| !d.is_empty())
+                            .collect(),
                     ),
                 }
             }
             other => {
                 let known: Vec<&str> = OPTIONS.iter().map(|o| o.0).collect();
-                return Err(format!("vercel has no option `{other}` (options: {})", known.join(", ")));
+                return Err(format!(
+                    "vercel has no option `{other}` (options: {})",
+                    known.join(", ")
+                ));
             }
         }
     }
@@ -203,8 +240,10 @@ mod tests {
     use super::*;
 
     fn env(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let pairs: Vec<(String, String)> =
-            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let pairs: Vec<(String, String)> = pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         move |k| pairs.iter().find(|(kk, _)| kk == k).map(|(_, v)| v.clone())
     }
 
@@ -228,13 +267,26 @@ mod tests {
             ("VERCEL_PROJECT_ID", "prj_1"),
         ]))
         .unwrap();
-        assert_eq!((ok.token.as_str(), ok.team_id.as_str(), ok.project_id.as_str()), ("t", "team_1", "prj_1"));
+        assert_eq!(
+            (
+                ok.token.as_str(),
+                ok.team_id.as_str(),
+                ok.project_id.as_str()
+            ),
+            ("t", "team_1", "prj_1")
+        );
         let e = credentials(&env(&[("VERCEL_TOKEN", "t"), ("VERCEL_TEAM_ID", "x")])).unwrap_err();
         assert!(e.contains("VERCEL_PROJECT_ID is not"), "{e}");
         let e = credentials(&env(&[("VERCEL_TOKEN", "t")])).unwrap_err();
-        assert!(e.contains("VERCEL_TEAM_ID and VERCEL_PROJECT_ID are not"), "{e}");
+        assert!(
+            e.contains("VERCEL_TEAM_ID and VERCEL_PROJECT_ID are not"),
+            "{e}"
+        );
         let e = credentials(&env(&[])).unwrap_err();
-        assert!(e.contains("VERCEL_TOKEN") && e.contains("VERCEL_OIDC_TOKEN"), "{e}");
+        assert!(
+            e.contains("VERCEL_TOKEN") && e.contains("VERCEL_OIDC_TOKEN"),
+            "{e}"
+        );
         let e = credentials(&env(&[("VERCEL_TOKEN", "  ")])).unwrap_err();
         assert!(e.starts_with("no Vercel credentials"), "{e}");
     }
@@ -243,9 +295,16 @@ mod tests {
     fn oidc_token_gives_team_and_project_from_its_claims() {
         let token = jwt(r#"{"owner_id":"team_o","project_id":"prj_o","sub":"x"}"#);
         let c = credentials(&env(&[("VERCEL_OIDC_TOKEN", &token)])).unwrap();
-        assert_eq!((c.team_id.as_str(), c.project_id.as_str()), ("team_o", "prj_o"));
-        let e = credentials(&env(&[("VERCEL_OIDC_TOKEN", &jwt(r#"{"owner_id":"o"}"#))])).unwrap_err();
-        assert!(e.contains("VERCEL_OIDC_TOKEN") && e.contains("project_id"), "{e}");
+        assert_eq!(
+            (c.team_id.as_str(), c.project_id.as_str()),
+            ("team_o", "prj_o")
+        );
+        let e =
+            credentials(&env(&[("VERCEL_OIDC_TOKEN", &jwt(r#"{"owner_id":"o"}"#))])).unwrap_err();
+        assert!(
+            e.contains("VERCEL_OIDC_TOKEN") && e.contains("project_id"),
+            "{e}"
+        );
         let e = credentials(&env(&[("VERCEL_OIDC_TOKEN", "opaque")])).unwrap_err();
         assert!(e.contains("not a JWT"), "{e}");
     }
@@ -253,7 +312,12 @@ mod tests {
     #[test]
     fn options_parse_and_refuse_with_the_option_named() {
         let cfg = |pairs: &[(&str, &str)]| {
-            options(&pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<Vec<_>>())
+            options(
+                &pairs
+                    .iter()
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .collect::<Vec<_>>(),
+            )
         };
         let o = cfg(&[]).unwrap();
         assert_eq!(o.api_url.origin(), "https://vercel.com");
@@ -270,16 +334,25 @@ mod tests {
         .unwrap();
         assert_eq!(o.api_url.origin(), "http://127.0.0.1:4567");
         assert_eq!(o.api_url.prefix, "");
-        assert_eq!((o.runtime.as_deref(), o.vcpus, o.timeout_ms), (Some("node22"), Some(4), 7_200_000));
+        assert_eq!(
+            (o.runtime.as_deref(), o.vcpus, o.timeout_ms),
+            (Some("node22"), Some(4), 7_200_000)
+        );
         assert_eq!(o.ports, vec![3000, 8080]);
-        assert_eq!(o.network, Network::Allow(vec!["*.npmjs.org".into(), "github.com".into()]));
+        assert_eq!(
+            o.network,
+            Network::Allow(vec!["*.npmjs.org".into(), "github.com".into()])
+        );
         for (pairs, needle) in [
             (vec![("vcpu", "2")], "no option `vcpu`"),
             (vec![("vcpus", "lots")], "vcpus `lots`"),
             (vec![("timeout", "1d")], "timeout `1d`"),
             (vec![("ports", "80,x")], "`x` is not a port"),
             (vec![("api-url", "ftp://x")], "api-url `ftp://x`"),
-            (vec![("runtime", "node22"), ("image", "x")], "cannot be used together"),
+            (
+                vec![("runtime", "node22"), ("image", "x")],
+                "cannot be used together",
+            ),
         ] {
             let e = cfg(&pairs).unwrap_err();
             assert!(e.contains(needle), "{e}");

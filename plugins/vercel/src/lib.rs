@@ -26,8 +26,8 @@ mod component {
     wit_bindgen::generate!({ world: "sandbox-plugin", path: "../../wit", generate_all });
 
     use exports::sanddune::plugin::sandbox_provider::{
-        Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
-        ProviderInfo, Sandbox, SandboxKind,
+        Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest,
+        GuestSandbox, ProviderInfo, Sandbox, SandboxKind,
     };
     use sanddune::plugin::output::OutputSink;
     use sanddune::plugin::types::{CapabilityRequest, OutputLine, OutputStream};
@@ -48,7 +48,11 @@ mod component {
     }
 
     fn env_pairs(options: &CreateOptions) -> Vec<(String, String)> {
-        options.env.iter().map(|e| (e.key.clone(), e.value.clone())).collect()
+        options
+            .env
+            .iter()
+            .map(|e| (e.key.clone(), e.value.clone()))
+            .collect()
     }
 
     impl Guest for Provider {
@@ -60,10 +64,19 @@ mod component {
             // scratch dir is where the host stages the files it copies in and
             // out; the env keys are the credentials.
             let mut capabilities = vec![
-                CapabilityRequest { kind: "http-option".into(), value: "api-url".into() },
-                CapabilityRequest { kind: "scratch-dir".into(), value: String::new() },
+                CapabilityRequest {
+                    kind: "http-option".into(),
+                    value: "api-url".into(),
+                },
+                CapabilityRequest {
+                    kind: "scratch-dir".into(),
+                    value: String::new(),
+                },
             ];
-            capabilities.extend(ENV_KEYS.iter().map(|k| CapabilityRequest { kind: "env".into(), value: k.to_string() }));
+            capabilities.extend(ENV_KEYS.iter().map(|k| CapabilityRequest {
+                kind: "env".into(),
+                value: k.to_string(),
+            }));
             ProviderInfo {
                 name: "vercel".into(),
                 version: env!("CARGO_PKG_VERSION").into(),
@@ -94,7 +107,13 @@ mod component {
         }
 
         fn attach(state: String, options: CreateOptions) -> Result<Sandbox, String> {
-            let sandbox = VercelSandbox::attach(WasiHttp, &env_lookup, &options.config, &state, env_pairs(&options))?;
+            let sandbox = VercelSandbox::attach(
+                WasiHttp,
+                &env_lookup,
+                &options.config,
+                &state,
+                env_pairs(&options),
+            )?;
             Ok(Sandbox::new(Vercel(sandbox)))
         }
     }
@@ -122,11 +141,16 @@ mod component {
             let entry = entry.map_err(|e| format!("reading {}: {e}", dir.display()))?;
             let name = entry.file_name().to_string_lossy().into_owned();
             let path = entry.path();
-            let child = if rel.is_empty() { name } else { format!("{rel}/{name}") };
+            let child = if rel.is_empty() {
+                name
+            } else {
+                format!("{rel}/{name}")
+            };
             if path.is_dir() {
                 walk(&path, &child, out)?;
             } else {
-                let data = fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
+                let data =
+                    fs::read(&path).map_err(|e| format!("reading {}: {e}", path.display()))?;
                 out.push((child, data, 0o644));
             }
         }
@@ -134,7 +158,11 @@ mod component {
     }
 
     fn join(base: &str, rel: &str) -> String {
-        if rel.is_empty() { base.to_string() } else { format!("{}/{rel}", base.trim_end_matches('/')) }
+        if rel.is_empty() {
+            base.to_string()
+        } else {
+            format!("{}/{rel}", base.trim_end_matches('/'))
+        }
     }
 
     impl GuestSandbox for Vercel {
@@ -154,7 +182,10 @@ mod component {
                 };
                 sink.write(&OutputLine { stream, text });
             })?;
-            Ok(ExecResult { exit_code: outcome.exit_code, timed_out: outcome.timed_out })
+            Ok(ExecResult {
+                exit_code: outcome.exit_code,
+                timed_out: outcome.timed_out,
+            })
         }
 
         fn interactive_exec(&self, _request: ExecRequest) -> Result<i32, String> {
@@ -166,7 +197,10 @@ mod component {
             if host.is_dir() {
                 let mut files = Vec::new();
                 walk(host, "", &mut files)?;
-                let files = files.into_iter().map(|(rel, d, m)| (join(&sandbox_path, &rel), d, m)).collect();
+                let files = files
+                    .into_iter()
+                    .map(|(rel, d, m)| (join(&sandbox_path, &rel), d, m))
+                    .collect();
                 self.0.put(files)
             } else {
                 self.copy_file_in(host_path, sandbox_path)
@@ -181,7 +215,8 @@ mod component {
         fn copy_file_out(&self, sandbox_path: String, host_path: String) -> Result<(), String> {
             let data = self.0.read_file(&sandbox_path)?;
             if let Some(parent) = Path::new(&host_path).parent() {
-                fs::create_dir_all(parent).map_err(|e| format!("creating {}: {e}", parent.display()))?;
+                fs::create_dir_all(parent)
+                    .map_err(|e| format!("creating {}: {e}", parent.display()))?;
             }
             fs::write(&host_path, data).map_err(|e| format!("writing {host_path}: {e}"))
         }

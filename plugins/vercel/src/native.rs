@@ -73,7 +73,8 @@ impl Body for NativeBody {
                         return Err(net("connection closed mid-body"));
                     }
                     let size = line.trim().split(';').next().unwrap_or("");
-                    let size = u64::from_str_radix(size, 16).map_err(|_| net(format!("bad chunk size {line:?}")))?;
+                    let size = u64::from_str_radix(size, 16)
+                        .map_err(|_| net(format!("bad chunk size {line:?}")))?;
                     if size == 0 {
                         self.done = true;
                         return Ok(None);
@@ -151,7 +152,16 @@ impl Transport for NativeHttp {
             Framing::Length(n) => n,
             _ => 0,
         };
-        Ok(Response { status, headers, body: Box::new(NativeBody { reader, framing, left, done: false }) })
+        Ok(Response {
+            status,
+            headers,
+            body: Box::new(NativeBody {
+                reader,
+                framing,
+                left,
+                done: false,
+            }),
+        })
     }
 
     fn sleep(&self, duration: Duration) {

@@ -16,10 +16,19 @@ pub enum Stream {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Event {
     /// A `command` object; `exit_code` is None while it runs.
-    Command { id: String, exit_code: Option<i32> },
-    Log { stream: Stream, data: String },
+    Command {
+        id: String,
+        exit_code: Option<i32>,
+    },
+    Log {
+        stream: Stream,
+        data: String,
+    },
     /// The sandbox stopped (or failed) while the command ran.
-    Error { code: String, message: String },
+    Error {
+        code: String,
+        message: String,
+    },
     /// A line this parser does not know: ignored.
     Other,
 }
@@ -27,10 +36,18 @@ pub enum Event {
 /// Parse one ndjson line. A line that is not JSON is an error (the stream is
 /// corrupt); a JSON object of an unknown shape is `Other`.
 pub fn parse(line: &str) -> Result<Event, String> {
-    let value: Value = serde_json::from_str(line)
-        .map_err(|e| format!("the command stream has a line that is not JSON ({e}): {}", clip(line)))?;
+    let value: Value = serde_json::from_str(line).map_err(|e| {
+        format!(
+            "the command stream has a line that is not JSON ({e}): {}",
+            clip(line)
+        )
+    })?;
     if let Some(cmd) = value.get("command").filter(|c| c.is_object()) {
-        let id = cmd.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+        let id = cmd
+            .get("id")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
         let exit_code = cmd
             .get("exitCode")
             .and_then(Value::as_i64)
@@ -39,15 +56,31 @@ pub fn parse(line: &str) -> Result<Event, String> {
     }
     match value.get("stream").and_then(Value::as_str) {
         Some("stdout" | "stderr") => {
-            let stream = if value["stream"] == "stdout" { Stream::Stdout } else { Stream::Stderr };
-            let data = value.get("data").and_then(Value::as_str).unwrap_or("").to_string();
+            let stream = if value["stream"] == "stdout" {
+                Stream::Stdout
+            } else {
+                Stream::Stderr
+            };
+            let data = value
+                .get("data")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             Ok(Event::Log { stream, data })
         }
         Some("error") => {
             let data = &value["data"];
             Ok(Event::Error {
-                code: data.get("code").and_then(Value::as_str).unwrap_or("unknown").into(),
-                message: data.get("message").and_then(Value::as_str).unwrap_or("").into(),
+                code: data
+                    .get("code")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown")
+                    .into(),
+                message: data
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .into(),
             })
         }
         _ => Ok(Event::Other),
@@ -110,7 +143,10 @@ impl OutputLines {
     }
 
     pub fn finish(&mut self, emit: &mut dyn FnMut(&Stream, String)) {
-        for (stream, buf) in [(Stream::Stdout, &mut self.stdout), (Stream::Stderr, &mut self.stderr)] {
+        for (stream, buf) in [
+            (Stream::Stdout, &mut self.stdout),
+            (Stream::Stderr, &mut self.stderr),
+        ] {
             if !buf.is_empty() {
                 emit(&stream, std::mem::take(buf));
             }
@@ -127,23 +163,38 @@ mod tests {
         let cases = [
             (
                 r#"{"command":{"id":"cmd_1","name":"sh","args":["-c","x"],"cwd":"/vercel/sandbox","sessionId":"s","exitCode":null,"startedAt":1}}"#,
-                Event::Command { id: "cmd_1".into(), exit_code: None },
+                Event::Command {
+                    id: "cmd_1".into(),
+                    exit_code: None,
+                },
             ),
             (
                 r#"{"command":{"id":"cmd_1","exitCode":3,"startedAt":1,"extra":{"a":1}}}"#,
-                Event::Command { id: "cmd_1".into(), exit_code: Some(3) },
+                Event::Command {
+                    id: "cmd_1".into(),
+                    exit_code: Some(3),
+                },
             ),
             (
                 r#"{"stream":"stdout","data":"hi\n"}"#,
-                Event::Log { stream: Stream::Stdout, data: "hi\n".into() },
+                Event::Log {
+                    stream: Stream::Stdout,
+                    data: "hi\n".into(),
+                },
             ),
             (
                 r#"{"stream":"stderr","data":"oops"}"#,
-                Event::Log { stream: Stream::Stderr, data: "oops".into() },
+                Event::Log {
+                    stream: Stream::Stderr,
+                    data: "oops".into(),
+                },
             ),
             (
                 r#"{"stream":"error","data":{"code":"sandbox_stopped","message":"The sandbox was stopped"}}"#,
-                Event::Error { code: "sandbox_stopped".into(), message: "The sandbox was stopped".into() },
+                Event::Error {
+                    code: "sandbox_stopped".into(),
+                    message: "The sandbox was stopped".into(),
+                },
             ),
             (r#"{"type":"heartbeat"}"#, Event::Other),
             (r#"{"stream":"stdin","data":"x"}"#, Event::Other),
@@ -158,7 +209,10 @@ mod tests {
     fn lines_split_across_chunks_are_joined() {
         let mut s = LineSplitter::default();
         assert!(s.push(b"{\"a\":").is_empty());
-        assert_eq!(s.push(b"1}\n{\"b\":2}\r\n\n{\"c\""), vec!["{\"a\":1}", "{\"b\":2}"]);
+        assert_eq!(
+            s.push(b"1}\n{\"b\":2}\r\n\n{\"c\""),
+            vec!["{\"a\":1}", "{\"b\":2}"]
+        );
         assert_eq!(s.push(b":3}"), Vec::<String>::new());
         assert_eq!(s.finish().as_deref(), Some("{\"c\":3}"));
         assert_eq!(s.finish(), None);

@@ -68,7 +68,9 @@ pub struct State {
 /// `RandomState` from the platform's random source.)
 fn random_start() -> u64 {
     use std::hash::{BuildHasher, Hasher};
-    std::collections::hash_map::RandomState::new().build_hasher().finish()
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish()
 }
 
 fn now_ms() -> u64 {
@@ -88,8 +90,13 @@ impl State {
     }
 
     pub fn decode(text: &str) -> Result<State, String> {
-        let v: Value = serde_json::from_str(text).map_err(|_| format!("not a vercel sandbox state: {text}"))?;
-        let f = |k: &str| v[k].as_str().map(str::to_string).ok_or_else(|| format!("vercel sandbox state without {k}"));
+        let v: Value = serde_json::from_str(text)
+            .map_err(|_| format!("not a vercel sandbox state: {text}"))?;
+        let f = |k: &str| {
+            v[k].as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("vercel sandbox state without {k}"))
+        };
         Ok(State {
             name: f("name")?,
             session: f("session")?,
@@ -116,7 +123,9 @@ pub struct VercelSandbox<T: Transport> {
 /// The sandbox env without the provider's own credentials: they never
 /// enter the sandbox.
 fn sandbox_env(env: Vec<(String, String)>) -> Vec<(String, String)> {
-    env.into_iter().filter(|(k, _)| !ENV_KEYS.contains(&k.as_str())).collect()
+    env.into_iter()
+        .filter(|(k, _)| !ENV_KEYS.contains(&k.as_str()))
+        .collect()
 }
 
 fn err(e: ApiError) -> String {
@@ -139,7 +148,9 @@ impl<T: Transport> VercelSandbox<T> {
         let api = Api::new(options.api_url.clone(), creds, transport);
         let tag_name: String = name.chars().take(200).collect();
         let requested = now_ms();
-        let created = api.create(&options, &[(TAG_RUN, run_id), (TAG_NAME, &tag_name)]).map_err(err)?;
+        let created = api
+            .create(&options, &[(TAG_RUN, run_id), (TAG_NAME, &tag_name)])
+            .map_err(err)?;
         let mut sandbox = VercelSandbox {
             api,
             state: State {
@@ -159,7 +170,11 @@ impl<T: Transport> VercelSandbox<T> {
         match sandbox.finish_create(&created.status) {
             Ok(()) => Ok(sandbox),
             Err(e) => {
-                let cleanup = sandbox.close().err().map(|c| format!("; cleaning up also failed: {c}")).unwrap_or_default();
+                let cleanup = sandbox
+                    .close()
+                    .err()
+                    .map(|c| format!("; cleaning up also failed: {c}"))
+                    .unwrap_or_default();
                 Err(format!("{e}{cleanup}"))
             }
         }
@@ -170,13 +185,20 @@ impl<T: Transport> VercelSandbox<T> {
         let mut status = status.to_string();
         while status == "pending" {
             if started.elapsed() > START_WAIT {
-                return Err(format!("the Vercel sandbox {} did not start within {} s", self.state.name, START_WAIT.as_secs()));
+                return Err(format!(
+                    "the Vercel sandbox {} did not start within {} s",
+                    self.state.name,
+                    START_WAIT.as_secs()
+                ));
             }
             self.api.transport.sleep(Duration::from_millis(500));
             status = self.api.session_status(&self.state.session).map_err(err)?;
         }
         if status != "running" {
-            return Err(format!("the Vercel sandbox {} is {status}, not running", self.state.name));
+            return Err(format!(
+                "the Vercel sandbox {} is {status}, not running",
+                self.state.name
+            ));
         }
         // The provider's own directory, under the sandbox user's HOME.
         let (code, out, errout) = self.internal(
@@ -185,7 +207,10 @@ impl<T: Transport> VercelSandbox<T> {
         )?;
         let dir = out.trim();
         if code != 0 || !dir.starts_with('/') {
-            return Err(format!("preparing the sandbox failed ({code}): {}", errout.trim()));
+            return Err(format!(
+                "preparing the sandbox failed ({code}): {}",
+                errout.trim()
+            ));
         }
         self.state.scratch = dir.to_string();
         Ok(())
@@ -222,7 +247,11 @@ impl<T: Transport> VercelSandbox<T> {
         } else if path.is_empty() || path == "." {
             self.state.cwd.clone()
         } else {
-            format!("{}/{}", self.state.cwd.trim_end_matches('/'), path.trim_start_matches("./"))
+            format!(
+                "{}/{}",
+                self.state.cwd.trim_end_matches('/'),
+                path.trim_start_matches("./")
+            )
         }
     }
 
@@ -257,13 +286,23 @@ impl<T: Transport> VercelSandbox<T> {
         }
         // A refusal (the plan's maximum) is not fatal: the sandbox runs
         // until it stops, and calls then say that it has.
-        if self.api.extend_timeout(&self.state.session, timeout).is_ok() {
-            self.state.expires_ms.set(self.state.expires_ms.get() + timeout);
+        if self
+            .api
+            .extend_timeout(&self.state.session, timeout)
+            .is_ok()
+        {
+            self.state
+                .expires_ms
+                .set(self.state.expires_ms.get() + timeout);
         }
     }
 
     /// Run a command and send its output lines to `sink` as they arrive.
-    pub fn exec(&self, spec: ExecSpec, sink: &mut dyn FnMut(&Stream, String)) -> Result<ExecOutcome, String> {
+    pub fn exec(
+        &self,
+        spec: ExecSpec,
+        sink: &mut dyn FnMut(&Stream, String),
+    ) -> Result<ExecOutcome, String> {
         self.check_open()?;
         let (command, mut args) = match spec.command {
             Command::Argv(argv) if argv.is_empty() => return Err("empty argv".into()),
@@ -281,15 +320,22 @@ impl<T: Transport> VercelSandbox<T> {
                 let n = self.counter.get().wrapping_add(1);
                 self.counter.set(n);
                 let file = format!("{}/stdin-{n:016x}", self.state.scratch);
-                let archive = archive::tar_gz(&[Entry { path: &file, data: &data, mode: 0o600 }])?;
-                self.api.write_files(&self.state.session, &archive).map_err(err)?;
+                let archive = archive::tar_gz(&[Entry {
+                    path: &file,
+                    data: &data,
+                    mode: 0o600,
+                }])?;
+                self.api
+                    .write_files(&self.state.session, &archive)
+                    .map_err(err)?;
                 file
             }
             None => "/dev/null".to_string(),
         };
         let mut wrapped = vec![
             "-c".to_string(),
-            r#"exec <"$0" || exit 125; [ "$0" = /dev/null ] || rm -f -- "$0"; exec "$@""#.to_string(),
+            r#"exec <"$0" || exit 125; [ "$0" = /dev/null ] || rm -f -- "$0"; exec "$@""#
+                .to_string(),
             stdin_file,
             command,
         ];
@@ -297,7 +343,11 @@ impl<T: Transport> VercelSandbox<T> {
         let env: serde_json::Map<String, Value> = self
             .env
             .iter()
-            .chain(spec.env.iter().filter(|(k, _)| !ENV_KEYS.contains(&k.as_str())))
+            .chain(
+                spec.env
+                    .iter()
+                    .filter(|(k, _)| !ENV_KEYS.contains(&k.as_str())),
+            )
             .map(|(k, v)| (k.clone(), Value::from(v.as_str())))
             .collect();
         let mut body = json!({
@@ -311,17 +361,29 @@ impl<T: Transport> VercelSandbox<T> {
             body["timeout"] = json!(ms);
         }
         let started = Instant::now();
-        let stream = self.api.start_command(&self.state.session, &body).map_err(err)?;
+        let stream = self
+            .api
+            .start_command(&self.state.session, &body)
+            .map_err(err)?;
         let exit_code = self.follow(stream, sink)?;
-        let timed_out = spec.timeout_ms.is_some_and(|ms| exit_code != 0 && started.elapsed() >= Duration::from_millis(ms));
-        Ok(ExecOutcome { exit_code: if timed_out { -1 } else { exit_code }, timed_out })
+        let timed_out = spec
+            .timeout_ms
+            .is_some_and(|ms| exit_code != 0 && started.elapsed() >= Duration::from_millis(ms));
+        Ok(ExecOutcome {
+            exit_code: if timed_out { -1 } else { exit_code },
+            timed_out,
+        })
     }
 
     /// Deliver a command's output until its exit code. When the stream
     /// breaks (connection lost, or ended before the exit code), reattach
     /// through the command's logs, which replay from its start, deliver
     /// only what was not delivered yet, then ask for the exit code.
-    fn follow(&self, stream: Streaming, sink: &mut dyn FnMut(&Stream, String)) -> Result<i32, String> {
+    fn follow(
+        &self,
+        stream: Streaming,
+        sink: &mut dyn FnMut(&Stream, String),
+    ) -> Result<i32, String> {
         enum Next {
             Exit(i32),
             /// A logs stream ended: the command has; its exit code comes apart.
@@ -348,7 +410,10 @@ impl<T: Transport> VercelSandbox<T> {
                             lines.push(&s, &data, sink);
                         }
                     }
-                    Ok(Some(Event::Command { exit_code: Some(code), .. })) => break Next::Exit(code),
+                    Ok(Some(Event::Command {
+                        exit_code: Some(code),
+                        ..
+                    })) => break Next::Exit(code),
                     Ok(Some(Event::Error { code, message })) => {
                         break Next::Fatal(format!(
                             "the Vercel sandbox {} stopped while command {cmd} ran ({code}: {message})",
@@ -357,7 +422,11 @@ impl<T: Transport> VercelSandbox<T> {
                     }
                     Ok(Some(_)) => {}
                     Ok(None) if is_logs => break Next::LogsEnded,
-                    Ok(None) => break Next::Reattach("the command stream ended before the exit code".into()),
+                    Ok(None) => {
+                        break Next::Reattach(
+                            "the command stream ended before the exit code".into(),
+                        );
+                    }
                     Err(TransportError::Cancelled(m)) => break Next::Fatal(cancelled(m)),
                     Err(e) => break Next::Reattach(e.to_string()),
                 }
@@ -366,22 +435,32 @@ impl<T: Transport> VercelSandbox<T> {
                 Next::Exit(code) => break Ok(code),
                 Next::Fatal(m) => break Err(m),
                 Next::LogsEnded => {
-                    break self.api.wait(&self.state.session, &cmd).map_err(|e| match e.kind {
-                        ErrorKind::Cancelled => cancelled(e.message),
-                        _ => format!("waiting for command {cmd} failed: {}", e.message),
-                    });
+                    break self
+                        .api
+                        .wait(&self.state.session, &cmd)
+                        .map_err(|e| match e.kind {
+                            ErrorKind::Cancelled => cancelled(e.message),
+                            _ => format!("waiting for command {cmd} failed: {}", e.message),
+                        });
                 }
                 Next::Reattach(why) => {
                     reattached += 1;
                     if reattached > 3 {
                         break Err(format!("lost command {cmd}'s output: {why}"));
                     }
-                    self.api.transport.sleep(Duration::from_millis(200 * reattached));
+                    self.api
+                        .transport
+                        .sleep(Duration::from_millis(200 * reattached));
                     match self.api.logs(&self.state.session, &cmd) {
                         Ok(s) => (stream, is_logs) = (s, true),
-                        Err(e) if e.kind == ErrorKind::Cancelled => break Err(cancelled(e.message)),
+                        Err(e) if e.kind == ErrorKind::Cancelled => {
+                            break Err(cancelled(e.message));
+                        }
                         Err(e) => {
-                            break Err(format!("{why}, and reattaching to command {cmd} failed: {}", e.message));
+                            break Err(format!(
+                                "{why}, and reattaching to command {cmd} failed: {}",
+                                e.message
+                            ));
                         }
                     }
                 }
@@ -394,13 +473,29 @@ impl<T: Transport> VercelSandbox<T> {
     /// A script of the provider's own (`sh -c script args...`), its output
     /// collected: (exit code, stdout, stderr).
     fn internal(&self, script: &str, args: &[&str]) -> Result<(i32, String, String), String> {
-        let mut argv = vec!["sh".to_string(), "-c".to_string(), script.to_string(), "sh".to_string()];
+        let mut argv = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            script.to_string(),
+            "sh".to_string(),
+        ];
         argv.extend(args.iter().map(|a| a.to_string()));
         let (mut out, mut errout) = (String::new(), String::new());
         let outcome = self.exec(
-            ExecSpec { command: Command::Argv(argv), cwd: None, env: vec![], stdin: None, sudo: false, timeout_ms: Some(600_000) },
+            ExecSpec {
+                command: Command::Argv(argv),
+                cwd: None,
+                env: vec![],
+                stdin: None,
+                sudo: false,
+                timeout_ms: Some(600_000),
+            },
             &mut |s, line| {
-                let buf = if *s == Stream::Stdout { &mut out } else { &mut errout };
+                let buf = if *s == Stream::Stdout {
+                    &mut out
+                } else {
+                    &mut errout
+                };
                 buf.push_str(&line);
                 buf.push('\n');
             },
@@ -412,7 +507,11 @@ impl<T: Transport> VercelSandbox<T> {
         let (code, out, errout) = self.internal(script, args)?;
         if code != 0 {
             let why = errout.trim();
-            return Err(if why.is_empty() { format!("{what}: exit {code}") } else { format!("{what}: {why}") });
+            return Err(if why.is_empty() {
+                format!("{what}: exit {code}")
+            } else {
+                format!("{what}: {why}")
+            });
         }
         Ok(out)
     }
@@ -432,10 +531,18 @@ impl<T: Transport> VercelSandbox<T> {
 
     fn write_files(&self, files: &[(String, Vec<u8>, u32)]) -> Result<(), String> {
         self.check_open()?;
-        let entries: Vec<Entry<'_>> =
-            files.iter().map(|(p, d, m)| Entry { path: p, data: d, mode: *m }).collect();
+        let entries: Vec<Entry<'_>> = files
+            .iter()
+            .map(|(p, d, m)| Entry {
+                path: p,
+                data: d,
+                mode: *m,
+            })
+            .collect();
         let archive = archive::tar_gz(&entries)?;
-        self.api.write_files(&self.state.session, &archive).map_err(err)
+        self.api
+            .write_files(&self.state.session, &archive)
+            .map_err(err)
     }
 
     pub fn stat(&self, path: &str) -> Result<FileStat, String> {
@@ -467,13 +574,20 @@ printf '%s %s %s %s\n' "$t" "$l" "$(stat -L -c %s -- "$p" 2>/dev/null || echo -)
             r#"[ -d "$1" ] || { echo "not a directory" >&2; exit 2; }; cd -- "$1" && for f in * .[!.]* ..?*; do [ -e "$f" ] || [ -L "$f" ] && printf '%s\n' "$f"; done; true"#,
             &[&self.resolve(path)],
         )?;
-        let mut names: Vec<String> = out.lines().filter(|l| !l.is_empty()).map(str::to_string).collect();
+        let mut names: Vec<String> = out
+            .lines()
+            .filter(|l| !l.is_empty())
+            .map(str::to_string)
+            .collect();
         names.sort();
         Ok(names)
     }
 
     pub fn exists(&self, path: &str) -> Result<bool, String> {
-        let (code, _, errout) = self.internal(r#"if [ -e "$1" ] || [ -L "$1" ]; then exit 0; else exit 1; fi"#, &[&self.resolve(path)])?;
+        let (code, _, errout) = self.internal(
+            r#"if [ -e "$1" ] || [ -L "$1" ]; then exit 0; else exit 1; fi"#,
+            &[&self.resolve(path)],
+        )?;
         match code {
             0 => Ok(true),
             1 => Ok(false),
@@ -485,7 +599,8 @@ printf '%s %s %s %s\n' "$t" "$l" "$(stat -L -c %s -- "$p" 2>/dev/null || echo -)
         self.check_open()?;
         let full = self.resolve(path);
         if recursive {
-            self.internal_ok(&format!("mkdir {path}"), r#"mkdir -p -- "$1""#, &[&full]).map(|_| ())
+            self.internal_ok(&format!("mkdir {path}"), r#"mkdir -p -- "$1""#, &[&full])
+                .map(|_| ())
         } else {
             self.api.mkdir(&self.state.session, &full).map_err(err)
         }
@@ -498,14 +613,24 @@ if [ ! -e "$p" ] && [ ! -L "$p" ]; then [ "$f" = 1 ] && exit 0; echo "no such fi
 if [ -d "$p" ] && [ ! -L "$p" ]; then
   if [ "$r" = 1 ]; then rm -rf -- "$p"; else rmdir -- "$p"; fi
 else rm -f -- "$p"; fi"#;
-        self.internal_ok(&format!("removing {path}"), script, &[&full, if recursive { "1" } else { "0" }, if force { "1" } else { "0" }])
-            .map(|_| ())
+        self.internal_ok(
+            &format!("removing {path}"),
+            script,
+            &[
+                &full,
+                if recursive { "1" } else { "0" },
+                if force { "1" } else { "0" },
+            ],
+        )
+        .map(|_| ())
     }
 
     /// Copy host files (already read by the caller) into the sandbox.
     pub fn put(&self, files: Vec<(String, Vec<u8>, u32)>) -> Result<(), String> {
-        let files: Vec<(String, Vec<u8>, u32)> =
-            files.into_iter().map(|(p, d, m)| (self.resolve(&p), d, m)).collect();
+        let files: Vec<(String, Vec<u8>, u32)> = files
+            .into_iter()
+            .map(|(p, d, m)| (self.resolve(&p), d, m))
+            .collect();
         self.write_files(&files)
     }
 

@@ -33,7 +33,8 @@ pub struct BaseUrl {
 
 impl BaseUrl {
     pub fn parse(url: &str) -> Result<BaseUrl, String> {
-        let bad = |why: &str| format!("api-url `{url}`: {why}; expected e.g. https://vercel.com/api");
+        let bad =
+            |why: &str| format!("api-url `{url}`: {why}; expected e.g. https://vercel.com/api");
         let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme != "https" && scheme != "http" {

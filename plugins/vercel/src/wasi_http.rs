@@ -4,8 +4,8 @@
 use std::time::Duration;
 
 use crate::component::http_types::{
-    ErrorCode, Fields, IncomingBody, IncomingResponse, Method as WasiMethod, OutgoingBody, OutgoingRequest, RequestOptions,
-    Scheme,
+    ErrorCode, Fields, IncomingBody, IncomingResponse, Method as WasiMethod, OutgoingBody,
+    OutgoingRequest, RequestOptions, Scheme,
 };
 use crate::component::streams::{InputStream, StreamError};
 use crate::component::{monotonic_clock, outgoing_handler};
@@ -20,7 +20,9 @@ const STREAM_IDLE: Duration = Duration::from_secs(6 * 3600);
 fn error(code: ErrorCode) -> TransportError {
     match code {
         ErrorCode::HttpRequestDenied => TransportError::Denied("the origin is not granted".into()),
-        ErrorCode::InternalError(Some(m)) if m.contains("cancelled") => TransportError::Cancelled(m),
+        ErrorCode::InternalError(Some(m)) if m.contains("cancelled") => {
+            TransportError::Cancelled(m)
+        }
         other => TransportError::Network(format!("{other:?}")),
     }
 }
@@ -34,7 +36,9 @@ struct WasiBody {
 
 impl Body for WasiBody {
     fn next_chunk(&mut self) -> Result<Option<Vec<u8>>, TransportError> {
-        let Some(stream) = &self.stream else { return Ok(None) };
+        let Some(stream) = &self.stream else {
+            return Ok(None);
+        };
         loop {
             match stream.blocking_read(64 << 10) {
                 Ok(chunk) if chunk.is_empty() => continue,
@@ -76,10 +80,20 @@ impl Transport for WasiHttp {
         };
         let bad = |what: &str| TransportError::Network(format!("invalid request {what}"));
         outgoing.set_method(&method).map_err(|()| bad("method"))?;
-        let scheme = if base.scheme == "http" { Scheme::Http } else { Scheme::Https };
-        outgoing.set_scheme(Some(&scheme)).map_err(|()| bad("scheme"))?;
-        outgoing.set_authority(Some(&base.authority)).map_err(|()| bad("authority"))?;
-        outgoing.set_path_with_query(Some(&request.path)).map_err(|()| bad("path"))?;
+        let scheme = if base.scheme == "http" {
+            Scheme::Http
+        } else {
+            Scheme::Https
+        };
+        outgoing
+            .set_scheme(Some(&scheme))
+            .map_err(|()| bad("scheme"))?;
+        outgoing
+            .set_authority(Some(&base.authority))
+            .map_err(|()| bad("authority"))?;
+        outgoing
+            .set_path_with_query(Some(&request.path))
+            .map_err(|()| bad("path"))?;
         let body = outgoing.body().map_err(|()| bad("body"))?;
         let options = if request.streaming {
             let o = RequestOptions::new();
@@ -94,9 +108,9 @@ impl Transport for WasiHttp {
         {
             let stream = body.write().map_err(|()| bad("body stream"))?;
             for chunk in request.body.chunks(4096) {
-                stream
-                    .blocking_write_and_flush(chunk)
-                    .map_err(|e| TransportError::Network(format!("sending the request body: {e:?}")))?;
+                stream.blocking_write_and_flush(chunk).map_err(|e| {
+                    TransportError::Network(format!("sending the request body: {e:?}"))
+                })?;
             }
         }
         OutgoingBody::finish(body, None).map_err(error)?;
@@ -118,7 +132,11 @@ impl Transport for WasiHttp {
         Ok(Response {
             status,
             headers,
-            body: Box::new(WasiBody { stream: Some(stream), _body: Some(incoming), _response: response }),
+            body: Box::new(WasiBody {
+                stream: Some(stream),
+                _body: Some(incoming),
+                _response: response,
+            }),
         })
     }
 

@@ -29,17 +29,30 @@ fn create(mock: &VercelMock) -> VercelSandbox<NativeHttp> {
         &config(mock),
         "run-123",
         "my-branch",
-        vec![("GREETING".into(), "hello".into()), ("VERCEL_TOKEN".into(), TOKEN.into())],
+        vec![
+            ("GREETING".into(), "hello".into()),
+            ("VERCEL_TOKEN".into(), TOKEN.into()),
+        ],
     )
     .unwrap()
 }
 
 fn shell(line: &str) -> ExecSpec {
-    ExecSpec { command: Command::Shell(line.into()), cwd: None, env: vec![], stdin: None, sudo: false, timeout_ms: None }
+    ExecSpec {
+        command: Command::Shell(line.into()),
+        cwd: None,
+        env: vec![],
+        stdin: None,
+        sudo: false,
+        timeout_ms: None,
+    }
 }
 
 /// Run and collect: (exit code, stdout lines, stderr lines).
-fn run(sb: &VercelSandbox<NativeHttp>, spec: ExecSpec) -> Result<(i32, Vec<String>, Vec<String>), String> {
+fn run(
+    sb: &VercelSandbox<NativeHttp>,
+    spec: ExecSpec,
+) -> Result<(i32, Vec<String>, Vec<String>), String> {
     let (mut out, mut err) = (vec![], vec![]);
     let outcome = sb.exec(spec, &mut |s, line| match s {
         Stream::Stdout => out.push(line),
@@ -54,31 +67,55 @@ fn create_tags_the_run_and_close_stops_and_deletes() {
     let sb = create(&mock);
     let view = &mock.sandboxes()[0];
     assert_eq!(view.tags.get(TAG_RUN).map(String::as_str), Some("run-123"));
-    assert_eq!(view.tags.get(TAG_NAME).map(String::as_str), Some("my-branch"));
+    assert_eq!(
+        view.tags.get(TAG_NAME).map(String::as_str),
+        Some("my-branch")
+    );
     assert_eq!(view.body["projectId"], PROJECT);
     assert_eq!(view.body["resources"]["vcpus"], 2);
     assert_eq!(view.body["timeout"], 45 * 60_000);
     assert_eq!(sb.worktree_path(), view.cwd.display().to_string());
     // Every request carried the token and the team.
     for seen in mock.seen() {
-        assert_eq!(seen.authorization.as_deref(), Some(format!("Bearer {TOKEN}").as_str()));
+        assert_eq!(
+            seen.authorization.as_deref(),
+            Some(format!("Bearer {TOKEN}").as_str())
+        );
         assert!(seen.query.contains(&format!("teamId={TEAM}")), "{seen:?}");
     }
     sb.close().unwrap();
     sb.close().unwrap();
     let view = &mock.sandboxes()[0];
     assert!(view.deleted && view.status == "stopped", "{view:?}");
-    let ops: Vec<String> = mock.seen().iter().map(|s| format!("{} {}", s.method, s.path)).collect();
+    let ops: Vec<String> = mock
+        .seen()
+        .iter()
+        .map(|s| format!("{} {}", s.method, s.path))
+        .collect();
     assert!(ops.iter().any(|o| o.ends_with("/stop")), "{ops:?}");
-    assert_eq!(ops.iter().filter(|o| o.starts_with("DELETE /v2/sandboxes/")).count(), 1, "{ops:?}");
+    assert_eq!(
+        ops.iter()
+            .filter(|o| o.starts_with("DELETE /v2/sandboxes/"))
+            .count(),
+        1,
+        "{ops:?}"
+    );
 }
 
 #[test]
 fn exec_streams_output_delivers_stdin_and_keeps_credentials_out() {
     let mock = VercelMock::start();
     let sb = create(&mock);
-    let (code, out, err) = run(&sb, shell("echo one; echo two >&2; printf 'three'; exit 7")).unwrap();
-    assert_eq!((code, out, err), (7, vec!["one".to_string(), "three".into()], vec!["two".to_string()]));
+    let (code, out, err) =
+        run(&sb, shell("echo one; echo two >&2; printf 'three'; exit 7")).unwrap();
+    assert_eq!(
+        (code, out, err),
+        (
+            7,
+            vec!["one".to_string(), "three".into()],
+            vec!["two".to_string()]
+        )
+    );
 
     // Live: the first line arrives while the command still runs.
     let started = Instant::now();
@@ -89,11 +126,17 @@ fn exec_streams_output_delivers_stdin_and_keeps_credentials_out() {
         }
     })
     .unwrap();
-    assert!(first_at.unwrap() < Duration::from_millis(800), "{first_at:?}");
+    assert!(
+        first_at.unwrap() < Duration::from_millis(800),
+        "{first_at:?}"
+    );
 
     // Stdin bytes arrive intact, and the file holding them is gone.
     let prompt = "line 1\nünïcode ✓\n$HOME `x` 'q'\n".repeat(2000);
-    let spec = ExecSpec { stdin: Some(prompt.clone().into_bytes()), ..shell("sha256sum; ls -A \"$HOME/.sanddune\" | wc -l") };
+    let spec = ExecSpec {
+        stdin: Some(prompt.clone().into_bytes()),
+        ..shell("sha256sum; ls -A \"$HOME/.sanddune\" | wc -l")
+    };
     let (code, out, _) = run(&sb, spec).unwrap();
     let want = {
         use std::io::Write;
@@ -102,7 +145,11 @@ fn exec_streams_output_delivers_stdin_and_keeps_credentials_out() {
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        c.stdin.take().unwrap().write_all(prompt.as_bytes()).unwrap();
+        c.stdin
+            .take()
+            .unwrap()
+            .write_all(prompt.as_bytes())
+            .unwrap();
         String::from_utf8(c.wait_with_output().unwrap().stdout).unwrap()
     };
     assert_eq!(code, 0);
@@ -115,19 +162,33 @@ fn exec_streams_output_delivers_stdin_and_keeps_credentials_out() {
     // Argv is passed without a shell; env is the sandbox's plus the exec's,
     // never the provider's credentials.
     let spec = ExecSpec {
-        command: Command::Argv(vec!["printf".into(), "%s|".into(), "a b".into(), "$GREETING".into()]),
+        command: Command::Argv(vec![
+            "printf".into(),
+            "%s|".into(),
+            "a b".into(),
+            "$GREETING".into(),
+        ]),
         ..shell("")
     };
     assert_eq!(run(&sb, spec).unwrap().1, vec!["a b|$GREETING|"]);
     let spec = ExecSpec {
-        env: vec![("EXTRA".into(), "x".into()), ("VERCEL_TOKEN".into(), TOKEN.into())],
+        env: vec![
+            ("EXTRA".into(), "x".into()),
+            ("VERCEL_TOKEN".into(), TOKEN.into()),
+        ],
         ..shell("echo \"$GREETING $EXTRA ${VERCEL_TOKEN:-none}\"")
     };
     assert_eq!(run(&sb, spec).unwrap().1, vec!["hello x none"]);
     // cwd relative to the worktree.
     sb.mkdir("sub", false).unwrap();
-    let spec = ExecSpec { cwd: Some("sub".into()), ..shell("pwd") };
-    assert_eq!(run(&sb, spec).unwrap().1, vec![format!("{}/sub", sb.worktree_path())]);
+    let spec = ExecSpec {
+        cwd: Some("sub".into()),
+        ..shell("pwd")
+    };
+    assert_eq!(
+        run(&sb, spec).unwrap().1,
+        vec![format!("{}/sub", sb.worktree_path())]
+    );
     sb.close().unwrap();
 }
 
@@ -135,7 +196,10 @@ fn exec_streams_output_delivers_stdin_and_keeps_credentials_out() {
 fn exec_timeout_kills_and_reports_timed_out() {
     let mock = VercelMock::start();
     let sb = create(&mock);
-    let spec = ExecSpec { timeout_ms: Some(500), ..shell("echo start; sleep 30") };
+    let spec = ExecSpec {
+        timeout_ms: Some(500),
+        ..shell("echo start; sleep 30")
+    };
     let started = Instant::now();
     let outcome = sb.exec(spec, &mut |_, _| {}).unwrap();
     assert!(outcome.timed_out && outcome.exit_code == -1);
@@ -169,12 +233,18 @@ fn file_operations_round_trip() {
     assert!(!sb.exists("deep/none").unwrap());
 
     sb.mkdir("a", false).unwrap();
-    assert!(sb.mkdir("a", false).is_err(), "mkdir of an existing dir fails");
+    assert!(
+        sb.mkdir("a", false).is_err(),
+        "mkdir of an existing dir fails"
+    );
     assert!(sb.mkdir("b/c", false).is_err(), "mkdir is not recursive");
     sb.mkdir("b/c", true).unwrap();
     assert!(sb.stat("b/c").unwrap().is_directory);
 
-    assert!(sb.remove("deep", false, false).is_err(), "a non-empty dir needs recursive");
+    assert!(
+        sb.remove("deep", false, false).is_err(),
+        "a non-empty dir needs recursive"
+    );
     assert!(sb.exists("deep/dir/data.bin").unwrap());
     sb.remove("deep", true, false).unwrap();
     assert!(!sb.exists("deep").unwrap());
@@ -182,7 +252,12 @@ fn file_operations_round_trip() {
     sb.remove("deep", false, true).unwrap();
     sb.remove("b/c", false, false).unwrap();
 
-    sb.put(vec![("x/run.sh".into(), b"#!/bin/sh\necho ran\n".to_vec(), 0o755)]).unwrap();
+    sb.put(vec![(
+        "x/run.sh".into(),
+        b"#!/bin/sh\necho ran\n".to_vec(),
+        0o755,
+    )])
+    .unwrap();
     assert_eq!(run(&sb, shell("./x/run.sh")).unwrap().1, vec!["ran"]);
     sb.close().unwrap();
 }
@@ -191,22 +266,45 @@ fn file_operations_round_trip() {
 fn missing_credentials_are_named_before_anything_is_created() {
     let mock = VercelMock::start();
     let only_token = |k: &str| (k == "VERCEL_TOKEN").then(|| TOKEN.to_string());
-    let e = VercelSandbox::create(NativeHttp, &only_token, &config(&mock), "r", "n", vec![]).err().unwrap();
+    let e = VercelSandbox::create(NativeHttp, &only_token, &config(&mock), "r", "n", vec![])
+        .err()
+        .unwrap();
     assert!(e.contains("VERCEL_TEAM_ID and VERCEL_PROJECT_ID"), "{e}");
     let none = |_: &str| None;
-    let e = VercelSandbox::create(NativeHttp, &none, &config(&mock), "r", "n", vec![]).err().unwrap();
+    let e = VercelSandbox::create(NativeHttp, &none, &config(&mock), "r", "n", vec![])
+        .err()
+        .unwrap();
     assert!(e.contains("VERCEL_OIDC_TOKEN"), "{e}");
-    assert!(mock.seen().is_empty(), "no request before the credentials are known");
+    assert!(
+        mock.seen().is_empty(),
+        "no request before the credentials are known"
+    );
 }
 
 #[test]
 fn auth_failures_name_the_credential() {
     let mock = VercelMock::start();
-    let bad_token = |k: &str| if k == "VERCEL_TOKEN" { Some("wrong".into()) } else { creds(k) };
-    let e = VercelSandbox::create(NativeHttp, &bad_token, &config(&mock), "r", "n", vec![]).err().unwrap();
+    let bad_token = |k: &str| {
+        if k == "VERCEL_TOKEN" {
+            Some("wrong".into())
+        } else {
+            creds(k)
+        }
+    };
+    let e = VercelSandbox::create(NativeHttp, &bad_token, &config(&mock), "r", "n", vec![])
+        .err()
+        .unwrap();
     assert!(e.contains("401") && e.contains("VERCEL_TOKEN"), "{e}");
-    let bad_team = |k: &str| if k == "VERCEL_TEAM_ID" { Some("team_other".into()) } else { creds(k) };
-    let e = VercelSandbox::create(NativeHttp, &bad_team, &config(&mock), "r", "n", vec![]).err().unwrap();
+    let bad_team = |k: &str| {
+        if k == "VERCEL_TEAM_ID" {
+            Some("team_other".into())
+        } else {
+            creds(k)
+        }
+    };
+    let e = VercelSandbox::create(NativeHttp, &bad_team, &config(&mock), "r", "n", vec![])
+        .err()
+        .unwrap();
     assert!(e.contains("403") && e.contains("VERCEL_TEAM_ID"), "{e}");
     assert_eq!(mock.seen().len(), 2, "4xx are never retried");
     assert!(mock.sandboxes().is_empty());
@@ -218,19 +316,40 @@ fn rate_limits_and_server_errors_are_retried_within_bounds() {
     let sb = create(&mock);
     // 429 with a short Retry-After, then 503: both retried, the read succeeds.
     sb.write_file("f", b"x").unwrap();
-    mock.inject(Fault::Status { op: Op::ReadFile, status: 429, code: "rate_limited".into(), retry_after: Some(1), times: 1 });
+    mock.inject(Fault::Status {
+        op: Op::ReadFile,
+        status: 429,
+        code: "rate_limited".into(),
+        retry_after: Some(1),
+        times: 1,
+    });
     mock.inject(Fault::status(Op::ReadFile, 503, "unavailable"));
     let started = Instant::now();
     assert_eq!(sb.read_file("f").unwrap(), b"x");
-    assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After was honoured");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After was honoured"
+    );
     // A Retry-After beyond the bound is not waited for.
-    mock.inject(Fault::Status { op: Op::ReadFile, status: 429, code: "rate_limited".into(), retry_after: Some(3600), times: 1 });
+    mock.inject(Fault::Status {
+        op: Op::ReadFile,
+        status: 429,
+        code: "rate_limited".into(),
+        retry_after: Some(3600),
+        times: 1,
+    });
     let started = Instant::now();
     let e = sb.read_file("f").unwrap_err();
     assert!(e.contains("429") && e.contains("3600 s"), "{e}");
     assert!(started.elapsed() < Duration::from_secs(5));
     // Persistent 5xx: three attempts, then a clear error.
-    mock.inject(Fault::Status { op: Op::ReadFile, status: 500, code: "internal".into(), retry_after: None, times: 3 });
+    mock.inject(Fault::Status {
+        op: Op::ReadFile,
+        status: 500,
+        code: "internal".into(),
+        retry_after: None,
+        times: 3,
+    });
     let before = mock.seen().len();
     let e = sb.read_file("f").unwrap_err();
     assert!(e.contains("500") && e.contains("after 3 attempts"), "{e}");
@@ -264,17 +383,31 @@ fn a_stream_that_ends_early_or_drops_loses_no_output() {
     let script = "for i in 1 2 3 4 5 6; do echo line$i; sleep 0.1; done; exit 3";
     let want: Vec<String> = (1..=6).map(|i| format!("line{i}")).collect();
 
-    mock.inject(Fault::EndStreamEarly { command_contains: "line$i".into() });
+    mock.inject(Fault::EndStreamEarly {
+        command_contains: "line$i".into(),
+    });
     let (code, out, _) = run(&sb, shell(script)).unwrap();
     assert_eq!((code, &out), (3, &want));
 
-    mock.inject(Fault::DropMidExec { after_logs: 2, command_contains: "line$i".into() });
+    mock.inject(Fault::DropMidExec {
+        after_logs: 2,
+        command_contains: "line$i".into(),
+    });
     let (code, out, _) = run(&sb, shell(script)).unwrap();
     assert_eq!((code, &out), (3, &want), "each line exactly once");
 
     // When reattaching fails too, the error says what was lost.
-    mock.inject(Fault::DropMidExec { after_logs: 1, command_contains: String::new() });
-    mock.inject(Fault::Status { op: Op::Logs, status: 404, code: "not_found".into(), retry_after: None, times: 1 });
+    mock.inject(Fault::DropMidExec {
+        after_logs: 1,
+        command_contains: String::new(),
+    });
+    mock.inject(Fault::Status {
+        op: Op::Logs,
+        status: 404,
+        code: "not_found".into(),
+        retry_after: None,
+        times: 1,
+    });
     let e = run(&sb, shell(script)).unwrap_err();
     assert!(e.contains("reattaching") && e.contains("404"), "{e}");
     sb.close().unwrap();
@@ -284,8 +417,16 @@ fn a_stream_that_ends_early_or_drops_loses_no_output() {
 fn a_failure_after_create_stops_and_deletes_the_sandbox() {
     let mock = VercelMock::start();
     // The preparing exec fails: the sandbox must not be left running.
-    mock.inject(Fault::Status { op: Op::RunCommand, status: 500, code: "internal".into(), retry_after: None, times: 3 });
-    let e = VercelSandbox::create(NativeHttp, &creds, &config(&mock), "r", "n", vec![]).err().unwrap();
+    mock.inject(Fault::Status {
+        op: Op::RunCommand,
+        status: 500,
+        code: "internal".into(),
+        retry_after: None,
+        times: 3,
+    });
+    let e = VercelSandbox::create(NativeHttp, &creds, &config(&mock), "r", "n", vec![])
+        .err()
+        .unwrap();
     assert!(e.contains("500"), "{e}");
     let view = &mock.sandboxes()[0];
     assert!(view.deleted, "{view:?}");
@@ -295,12 +436,29 @@ fn a_failure_after_create_stops_and_deletes_the_sandbox() {
 fn attach_reopens_the_sandbox_from_its_state() {
     let mock = VercelMock::start();
     let sb = create(&mock);
-    sb.write_file("shared.txt", b"from the first instance").unwrap();
-    let other = VercelSandbox::attach(NativeHttp, &creds, &config(&mock), &sb.state.encode(), vec![]).unwrap();
-    assert_eq!(other.read_file("shared.txt").unwrap(), b"from the first instance");
-    assert_eq!(run(&other, shell("cat shared.txt")).unwrap().1, vec!["from the first instance"]);
+    sb.write_file("shared.txt", b"from the first instance")
+        .unwrap();
+    let other = VercelSandbox::attach(
+        NativeHttp,
+        &creds,
+        &config(&mock),
+        &sb.state.encode(),
+        vec![],
+    )
+    .unwrap();
+    assert_eq!(
+        other.read_file("shared.txt").unwrap(),
+        b"from the first instance"
+    );
+    assert_eq!(
+        run(&other, shell("cat shared.txt")).unwrap().1,
+        vec!["from the first instance"]
+    );
     drop(other);
-    assert!(!mock.sandboxes()[0].deleted, "dropping an attached handle keeps the sandbox");
+    assert!(
+        !mock.sandboxes()[0].deleted,
+        "dropping an attached handle keeps the sandbox"
+    );
     sb.close().unwrap();
 }
 
@@ -341,7 +499,10 @@ impl Transport for Cancellable {
         Ok(Response {
             status: r.status,
             headers: r.headers,
-            body: Box::new(CancellableBody { inner: r.body, cancel: self.cancel.clone() }),
+            body: Box::new(CancellableBody {
+                inner: r.body,
+                cancel: self.cancel.clone(),
+            }),
         })
     }
 
@@ -353,7 +514,9 @@ impl Transport for Cancellable {
 #[test]
 fn a_cancelled_exec_is_killed_at_the_next_call() {
     let mock = VercelMock::start();
-    let t = Cancellable { cancel: Default::default() };
+    let t = Cancellable {
+        cancel: Default::default(),
+    };
     let sb = VercelSandbox::create(t.clone(), &creds, &config(&mock), "r", "n", vec![]).unwrap();
     let e = sb
         .exec(shell("echo started; sleep 30"), &mut |_, line| {
@@ -364,7 +527,11 @@ fn a_cancelled_exec_is_killed_at_the_next_call() {
         .err()
         .unwrap();
     assert!(e.contains("cancelled"), "{e}");
-    assert_eq!(mock.running_commands().len(), 1, "the command outlives the cancelled call");
+    assert_eq!(
+        mock.running_commands().len(),
+        1,
+        "the command outlives the cancelled call"
+    );
     // The next call (the host's next use of the sandbox) kills it first.
     t.cancel.store(false, SeqCst);
     assert!(sb.exists("nothing-here").is_ok());
@@ -372,8 +539,15 @@ fn a_cancelled_exec_is_killed_at_the_next_call() {
     while !mock.running_commands().is_empty() && Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
-    assert!(mock.running_commands().is_empty(), "the cancelled command was not killed");
-    let kills = mock.seen().iter().filter(|s| s.path.ends_with("/kill")).count();
+    assert!(
+        mock.running_commands().is_empty(),
+        "the cancelled command was not killed"
+    );
+    let kills = mock
+        .seen()
+        .iter()
+        .filter(|s| s.path.ends_with("/kill"))
+        .count();
     assert_eq!(kills, 1);
     sb.close().unwrap();
 }
@@ -392,14 +566,22 @@ fn a_sandbox_in_use_is_extended_before_its_timeout() {
         std::thread::sleep(Duration::from_millis(1000));
     }
     assert_eq!(mock.sandboxes()[0].status, "running");
-    let extended = mock.seen().iter().filter(|s| s.path.ends_with("/extend-timeout")).count();
+    let extended = mock
+        .seen()
+        .iter()
+        .filter(|s| s.path.ends_with("/extend-timeout"))
+        .count();
     assert!((2..=6).contains(&extended), "{extended}");
     sb.close().unwrap();
 
     // Unused, the mock stops it like Vercel does.
     let idle = VercelSandbox::create(NativeHttp, &creds, &cfg, "r", "n", vec![]).unwrap();
     std::thread::sleep(Duration::from_millis(3500));
-    assert!(mock.sandboxes().iter().any(|s| s.status == "stopped" && !s.deleted));
+    assert!(
+        mock.sandboxes()
+            .iter()
+            .any(|s| s.status == "stopped" && !s.deleted)
+    );
     let e = run(&idle, shell("true")).unwrap_err();
     assert!(e.contains("410") && e.contains("stopped"), "{e}");
     idle.close().unwrap();

@@ -68,12 +68,21 @@ pub enum Fault {
     EndStreamEarly { command_contains: String },
     /// The next such command stream's connection is cut after `after_logs`
     /// log lines. The command runs on.
-    DropMidExec { after_logs: usize, command_contains: String },
+    DropMidExec {
+        after_logs: usize,
+        command_contains: String,
+    },
 }
 
 impl Fault {
     pub fn status(op: Op, status: u16, code: &str) -> Fault {
-        Fault::Status { op, status, code: code.into(), retry_after: None, times: 1 }
+        Fault::Status {
+            op,
+            status,
+            code: code.into(),
+            retry_after: None,
+            times: 1,
+        }
     }
 }
 
@@ -170,14 +179,19 @@ pub struct VercelMock {
 }
 
 fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).unwrap().as_millis() as u64
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
 }
 
 impl VercelMock {
     /// Start on `127.0.0.1` at a free port, serving from its own threads.
     /// Commands get this process's PATH.
     pub fn start() -> VercelMock {
-        Self::start_with_path(&std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()))
+        Self::start_with_path(
+            &std::env::var("PATH").unwrap_or_else(|_| "/usr/local/bin:/usr/bin:/bin".into()),
+        )
     }
 
     /// `start`, with `path` as the PATH of every command (a test's fake
@@ -216,7 +230,9 @@ impl VercelMock {
         let (s, c) = (state.clone(), counter.clone());
         runtime.spawn(async move {
             loop {
-                let Ok((stream, _)) = listener.accept().await else { continue };
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
                 let (s, c) = (s.clone(), c.clone());
                 tokio::spawn(async move {
                     let service = hyper::service::service_fn(move |req| {
@@ -229,7 +245,12 @@ impl VercelMock {
                 });
             }
         });
-        VercelMock { url, state, counter, runtime: Some(runtime) }
+        VercelMock {
+            url,
+            state,
+            counter,
+            runtime: Some(runtime),
+        }
     }
 
     /// `http://127.0.0.1:PORT`: the API base URL (no path prefix).
@@ -268,7 +289,11 @@ impl VercelMock {
     /// Commands still running in any sandbox.
     pub fn running_commands(&self) -> Vec<String> {
         let st = self.state.lock().unwrap();
-        st.cmds.values().filter(|c| c.exit.is_none()).map(|c| c.id.clone()).collect()
+        st.cmds
+            .values()
+            .filter(|c| c.exit.is_none())
+            .map(|c| c.id.clone())
+            .collect()
     }
 
     pub fn next_id(&self, prefix: &str) -> String {
@@ -278,7 +303,14 @@ impl VercelMock {
 
 impl Drop for VercelMock {
     fn drop(&mut self) {
-        let pgids: Vec<i32> = self.state.lock().unwrap().cmds.values().filter_map(|c| c.pgid).collect();
+        let pgids: Vec<i32> = self
+            .state
+            .lock()
+            .unwrap()
+            .cmds
+            .values()
+            .filter_map(|c| c.pgid)
+            .collect();
         for pgid in pgids {
             unsafe { libc::kill(-pgid, libc::SIGKILL) };
         }
@@ -294,7 +326,11 @@ fn full(status: u16, content_type: &str, body: impl Into<Bytes>) -> Response<Bod
     Response::builder()
         .status(status)
         .header("content-type", content_type)
-        .body(Full::new(body.into()).map_err(|never| match never {}).boxed())
+        .body(
+            Full::new(body.into())
+                .map_err(|never| match never {})
+                .boxed(),
+        )
         .unwrap()
 }
 
@@ -303,7 +339,11 @@ fn ok(v: Value) -> Response<Body> {
 }
 
 fn error(status: u16, code: &str, message: &str) -> Response<Body> {
-    full(status, "application/json", json!({"error": {"code": code, "message": message}}).to_string())
+    full(
+        status,
+        "application/json",
+        json!({"error": {"code": code, "message": message}}).to_string(),
+    )
 }
 
 fn query_map(query: &str) -> BTreeMap<String, String> {
@@ -346,13 +386,33 @@ async fn handle(state: Shared, counter: Arc<AtomicU64>, req: Request<Incoming>) 
     let method = req.method().as_str().to_string();
     let path = req.uri().path().to_string();
     let query = req.uri().query().unwrap_or("").to_string();
-    let header = |n: &str| req.headers().get(n).and_then(|v| v.to_str().ok()).map(str::to_string);
-    let (authorization, content_type, x_cwd) = (header("authorization"), header("content-type"), header("x-cwd"));
+    let header = |n: &str| {
+        req.headers()
+            .get(n)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    let (authorization, content_type, x_cwd) = (
+        header("authorization"),
+        header("content-type"),
+        header("x-cwd"),
+    );
     let body = match req.into_body().collect().await {
         Ok(b) => b.to_bytes(),
         Err(_) => Bytes::new(),
     };
-    let response = route(&state, &counter, &method, &path, &query, authorization.as_deref(), content_type.as_deref(), x_cwd, body).await;
+    let response = route(
+        &state,
+        &counter,
+        &method,
+        &path,
+        &query,
+        authorization.as_deref(),
+        content_type.as_deref(),
+        x_cwd,
+        body,
+    )
+    .await;
     state.lock().unwrap().seen.push(Seen {
         method,
         path,
@@ -400,7 +460,11 @@ async fn route(
         return error(404, "not_found", &format!("no route {method} {path}"));
     };
     if authorization != Some(&format!("Bearer {TOKEN}")) {
-        return error(401, "unauthorized", "Missing or invalid authentication token");
+        return error(
+            401,
+            "unauthorized",
+            "Missing or invalid authentication token",
+        );
     }
     let q = query_map(query);
     if q.get("teamId").map(String::as_str) != Some(TEAM) {
@@ -409,9 +473,21 @@ async fn route(
     // An injected status fault, if one applies.
     {
         let mut st = state.lock().unwrap();
-        let pos = st.faults.iter().position(|f| matches!(f, Fault::Status { op: o, .. } if *o == op || *o == Op::Any));
+        let pos = st
+            .faults
+            .iter()
+            .position(|f| matches!(f, Fault::Status { op: o, .. } if *o == op || *o == Op::Any));
         if let Some(i) = pos {
-            let Fault::Status { status, code, retry_after, times, .. } = st.faults[i].clone() else { unreachable!() };
+            let Fault::Status {
+                status,
+                code,
+                retry_after,
+                times,
+                ..
+            } = st.faults[i].clone()
+            else {
+                unreachable!()
+            };
             if times <= 1 {
                 st.faults.remove(i);
             } else if let Fault::Status { times: t, .. } = &mut st.faults[i] {
@@ -419,14 +495,17 @@ async fn route(
             }
             let mut r = error(status, &code, &format!("injected fault {status} {code}"));
             if let Some(s) = retry_after {
-                r.headers_mut().insert("retry-after", s.to_string().parse().unwrap());
+                r.headers_mut()
+                    .insert("retry-after", s.to_string().parse().unwrap());
             }
             return r;
         }
     }
     let json_body = || serde_json::from_slice::<Value>(&body).unwrap_or(Value::Null);
-    if matches!(op, Op::Create | Op::RunCommand | Op::Kill | Op::ReadFile | Op::Mkdir | Op::ExtendTimeout)
-        && !content_type.is_some_and(|c| c.starts_with("application/json"))
+    if matches!(
+        op,
+        Op::Create | Op::RunCommand | Op::Kill | Op::ReadFile | Op::Mkdir | Op::ExtendTimeout
+    ) && !content_type.is_some_and(|c| c.starts_with("application/json"))
     {
         return error(400, "bad_request", "content-type must be application/json");
     }
@@ -446,18 +525,35 @@ async fn route(
                 }
                 if sb.status == "stopped" || sb.deleted {
                     if op == Op::Stop {
-                        return ok(json!({"session": session_json(sb), "sandbox": sandbox_json(sb)}));
+                        return ok(
+                            json!({"session": session_json(sb), "sandbox": sandbox_json(sb)}),
+                        );
                     }
                     if !matches!(op, Op::GetCommand | Op::Logs) {
                         return error(410, "sandbox_stopped", "The sandbox has been stopped");
                     }
                 }
-                (sb.cwd.clone(), sb.root_path.clone(), sb.home.clone(), sb.env.clone(), st.path.clone())
+                (
+                    sb.cwd.clone(),
+                    sb.root_path.clone(),
+                    sb.home.clone(),
+                    sb.env.clone(),
+                    st.path.clone(),
+                )
             };
-            let sb = Sbx { session: sid.to_string(), cwd, root, home, env, path: path_var };
+            let sb = Sbx {
+                session: sid.to_string(),
+                cwd,
+                root,
+                home,
+                env,
+                path: path_var,
+            };
             match op {
                 Op::RunCommand => run_command(state, counter, &sb, json_body()).await,
-                Op::GetCommand => get_command(state, parts[5], q.get("wait").is_some_and(|w| w == "true")).await,
+                Op::GetCommand => {
+                    get_command(state, parts[5], q.get("wait").is_some_and(|w| w == "true")).await
+                }
                 Op::Logs => logs(state, parts[5]),
                 Op::Kill => kill(state, parts[5], json_body()),
                 Op::WriteFiles => write_files(&sb, content_type, x_cwd, body).await,
@@ -497,7 +593,11 @@ impl Sbx {
             }
         }
         if !clean.starts_with(&self.root) {
-            return Err(Box::new(error(400, "bad_request", &format!("path {path} is outside this mock sandbox"))));
+            return Err(Box::new(error(
+                400,
+                "bad_request",
+                &format!("path {path} is outside this mock sandbox"),
+            )));
         }
         Ok(clean)
     }
@@ -550,8 +650,14 @@ fn create(state: &Shared, counter: &AtomicU64, parts: &[&str], body: Value) -> R
     if parts[0] == "v2" && body.get("runtime").is_none_or(Value::is_null) {
         return error(400, "bad_request", "/v2/sandboxes requires a runtime");
     }
-    if body.get("runtime").is_some_and(|r| !r.is_null()) && body.get("image").is_some_and(|i| !i.is_null()) {
-        return error(400, "bad_request", "runtime and image cannot be used together");
+    if body.get("runtime").is_some_and(|r| !r.is_null())
+        && body.get("image").is_some_and(|i| !i.is_null())
+    {
+        return error(
+            400,
+            "bad_request",
+            "runtime and image cannot be used together",
+        );
     }
     let n = counter.fetch_add(1, Ordering::SeqCst);
     let root = match tempfile::Builder::new().prefix("vercel-mock-").tempdir() {
@@ -565,14 +671,25 @@ fn create(state: &Shared, counter: &AtomicU64, parts: &[&str], body: Value) -> R
     std::fs::create_dir_all(&home).unwrap();
     let tags: BTreeMap<String, String> = body["tags"]
         .as_object()
-        .map(|o| o.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
         .unwrap_or_default();
     let env: BTreeMap<String, String> = body["env"]
         .as_object()
-        .map(|o| o.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string())).collect())
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
         .unwrap_or_default();
     let sb = Sandbox {
-        name: body["name"].as_str().map(str::to_string).unwrap_or_else(|| format!("sbx-mock-{n}")),
+        name: body["name"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or_else(|| format!("sbx-mock-{n}")),
         session: format!("sess_mock{n}"),
         root: Some(root),
         root_path,
@@ -595,7 +712,8 @@ fn create(state: &Shared, counter: &AtomicU64, parts: &[&str], body: Value) -> R
         .filter_map(Value::as_u64)
         .map(|p| json!({"url": format!("https://sb-{n}-{p}.vercel.run"), "subdomain": format!("sb-{n}-{p}"), "port": p}))
         .collect();
-    let response = json!({"sandbox": sandbox_json(&sb), "session": session_json(&sb), "routes": routes});
+    let response =
+        json!({"sandbox": sandbox_json(&sb), "session": session_json(&sb), "routes": routes});
     state.lock().unwrap().sandboxes.push(sb);
     ok(response)
 }
@@ -608,7 +726,10 @@ fn list(state: &Shared, q: &BTreeMap<String, String>) -> Response<Body> {
         .iter()
         .filter(|s| !s.deleted)
         .filter(|s| tag.is_none_or(|(k, v)| s.tags.get(k).map(String::as_str) == Some(v)))
-        .filter(|s| q.get("namePrefix").is_none_or(|p| s.name.starts_with(p.as_str())))
+        .filter(|s| {
+            q.get("namePrefix")
+                .is_none_or(|p| s.name.starts_with(p.as_str()))
+        })
         .map(sandbox_json)
         .collect();
     ok(json!({"sandboxes": found, "pagination": {"count": found.len(), "next": null}}))
@@ -620,7 +741,11 @@ fn kill_group(pgid: i32, signal: i32) {
 
 fn stop(state: &Shared, sid: &str) -> Response<Body> {
     let mut st = state.lock().unwrap();
-    for c in st.cmds.values().filter(|c| c.session == sid && c.exit.is_none()) {
+    for c in st
+        .cmds
+        .values()
+        .filter(|c| c.session == sid && c.exit.is_none())
+    {
         if let Some(p) = c.pgid {
             kill_group(p, libc::SIGKILL);
         }
@@ -646,11 +771,19 @@ fn delete(state: &Shared, name: &str, q: &BTreeMap<String, String>) -> Response<
     }
     let name = decode(name);
     let mut st = state.lock().unwrap();
-    let Some(i) = st.sandboxes.iter().position(|s| s.name == name && !s.deleted) else {
+    let Some(i) = st
+        .sandboxes
+        .iter()
+        .position(|s| s.name == name && !s.deleted)
+    else {
         return error(404, "not_found", "Sandbox not found");
     };
     let session = st.sandboxes[i].session.clone();
-    for c in st.cmds.values().filter(|c| c.session == session && c.exit.is_none()) {
+    for c in st
+        .cmds
+        .values()
+        .filter(|c| c.session == session && c.exit.is_none())
+    {
         if let Some(p) = c.pgid {
             kill_group(p, libc::SIGKILL);
         }
@@ -666,7 +799,12 @@ async fn run_command(state: &Shared, counter: &AtomicU64, sb: &Sbx, body: Value)
     let Some(name) = body["command"].as_str().map(str::to_string) else {
         return error(400, "bad_request", "command is required");
     };
-    let args: Vec<String> = body["args"].as_array().into_iter().flatten().filter_map(|a| a.as_str().map(str::to_string)).collect();
+    let args: Vec<String> = body["args"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|a| a.as_str().map(str::to_string))
+        .collect();
     let cwd = match sb.resolve(body["cwd"].as_str().unwrap_or("."), None) {
         Ok(c) => c,
         Err(r) => return *r,
@@ -754,7 +892,8 @@ fn spawn_runner(
                     Ok(_) => {
                         let mut st = state.lock().unwrap();
                         let c = st.cmds.get_mut(&id).unwrap();
-                        c.logs.push(Log::Out(stream, String::from_utf8_lossy(&buf).into_owned()));
+                        c.logs
+                            .push(Log::Out(stream, String::from_utf8_lossy(&buf).into_owned()));
                         c.changed.notify_waiters();
                     }
                 }
@@ -843,38 +982,59 @@ async fn follow_logs(
 fn stream_command(state: &Shared, id: &str, first: Value) -> Response<Body> {
     let (tx, rx) = mpsc::channel(64);
     let line = std::iter::once(first["name"].as_str().unwrap_or(""))
-        .chain(first["args"].as_array().into_iter().flatten().filter_map(Value::as_str))
+        .chain(
+            first["args"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str),
+        )
         .collect::<Vec<_>>()
         .join(" ");
     let fault = {
         let mut st = state.lock().unwrap();
         let pos = st.faults.iter().position(|f| match f {
-            Fault::EndStreamEarly { command_contains } | Fault::DropMidExec { command_contains, .. } => {
-                line.contains(command_contains.as_str())
-            }
+            Fault::EndStreamEarly { command_contains }
+            | Fault::DropMidExec {
+                command_contains, ..
+            } => line.contains(command_contains.as_str()),
             Fault::Status { .. } => false,
         });
         pos.and_then(|i| st.faults.remove(i))
     };
     let (state, id) = (state.clone(), id.to_string());
     tokio::spawn(async move {
-        if tx.send(Ok(Bytes::from(json!({"command": first}).to_string() + "\n"))).await.is_err() {
+        if tx
+            .send(Ok(Bytes::from(
+                json!({"command": first}).to_string() + "\n",
+            )))
+            .await
+            .is_err()
+        {
             return;
         }
         let stop_after = match fault {
             Some(Fault::DropMidExec { after_logs, .. }) => Some(after_logs),
             _ => None,
         };
-        let Some(_) = follow_logs(&state, &id, &tx, 0, stop_after).await else { return };
+        let Some(_) = follow_logs(&state, &id, &tx, 0, stop_after).await else {
+            return;
+        };
         match fault {
             Some(Fault::DropMidExec { .. }) => {
-                let _ = tx.send(Err(std::io::Error::other("injected: connection dropped mid-exec"))).await;
+                let _ = tx
+                    .send(Err(std::io::Error::other(
+                        "injected: connection dropped mid-exec",
+                    )))
+                    .await;
             }
             Some(Fault::EndStreamEarly { .. }) => {}
             _ => {
                 let done = state.lock().unwrap().cmds.get(&id).map(Cmd::json);
                 if let Some(done) = done {
-                    let _ = tx.send(Ok(Bytes::from(json!({"command": done}).to_string() + "\n"))).await;
+                    let _ = tx
+                        .send(Ok(Bytes::from(json!({"command": done}).to_string() + "\n")))
+                        .await;
                 }
             }
         }
@@ -923,7 +1083,12 @@ fn kill(state: &Shared, id: &str, body: Value) -> Response<Body> {
     ok(json!({"command": c.json()}))
 }
 
-async fn write_files(sb: &Sbx, content_type: Option<&str>, x_cwd: Option<String>, body: Bytes) -> Response<Body> {
+async fn write_files(
+    sb: &Sbx,
+    content_type: Option<&str>,
+    x_cwd: Option<String>,
+    body: Bytes,
+) -> Response<Body> {
     if content_type != Some("application/gzip") {
         return error(400, "bad_request", "content-type must be application/gzip");
     }
@@ -941,7 +1106,18 @@ async fn write_files(sb: &Sbx, content_type: Option<&str>, x_cwd: Option<String>
         }
     }
     let target = PathBuf::from(&dir);
-    match tar(&["-xzf", "-", "--no-same-owner", "-C", &target.display().to_string()], &body).await {
+    match tar(
+        &[
+            "-xzf",
+            "-",
+            "--no-same-owner",
+            "-C",
+            &target.display().to_string(),
+        ],
+        &body,
+    )
+    .await
+    {
         Ok(_) => ok(json!({})),
         Err(e) => error(400, "bad_request", &format!("extracting: {e}")),
     }
@@ -1002,5 +1178,8 @@ fn mkdir(sb: &Sbx, body: Value) -> Response<Body> {
 
 /// The status a mock answer would have, for tests that only need codes.
 pub fn status_name(code: u16) -> &'static str {
-    StatusCode::from_u16(code).ok().and_then(|s| s.canonical_reason()).unwrap_or("")
+    StatusCode::from_u16(code)
+        .ok()
+        .and_then(|s| s.canonical_reason())
+        .unwrap_or("")
 }

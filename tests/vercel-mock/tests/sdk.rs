@@ -18,10 +18,18 @@ fn sdk_sources() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sdk/vercel")
 }
 
-const SDK_FILES: &[&str] = &["package.json", "package-lock.json", "check.mjs", "faults.mjs"];
+const SDK_FILES: &[&str] = &[
+    "package.json",
+    "package-lock.json",
+    "check.mjs",
+    "faults.mjs",
+];
 
 fn have(program: &str) -> bool {
-    Command::new(program).arg("--version").output().is_ok_and(|o| o.status.success())
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
 }
 
 /// The directory the scripts run in, with the pinned SDK installed beside
@@ -29,12 +37,18 @@ fn have(program: &str) -> bool {
 /// .ci/run installs nodejs and its absence fails the test.
 fn sdk_dir() -> Option<PathBuf> {
     if !have("node") {
-        assert!(std::env::var_os("CI").is_none(), "node is missing under CI: .ci/run installs nodejs");
-        eprintln!("SKIPPED: node is not installed, so the @vercel/sandbox SDK cannot run against the mock");
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "node is missing under CI: .ci/run installs nodejs"
+        );
+        eprintln!(
+            "SKIPPED: node is not installed, so the @vercel/sandbox SDK cannot run against the mock"
+        );
         return None;
     }
     static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let installed = INSTALLED.get_or_init(|| install(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vercel-sdk")));
+    let installed = INSTALLED
+        .get_or_init(|| install(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("vercel-sdk")));
     Some(installed.clone().unwrap_or_else(|e| panic!("{e}")))
 }
 
@@ -43,12 +57,16 @@ fn sdk_dir() -> Option<PathBuf> {
 fn install(dir: &Path) -> Result<PathBuf, String> {
     let src = sdk_sources();
     std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
-    let lock = std::fs::read(src.join("package-lock.json")).map_err(|e| format!("reading the lockfile: {e}"))?;
+    let lock = std::fs::read(src.join("package-lock.json"))
+        .map_err(|e| format!("reading the lockfile: {e}"))?;
     let installed_lock = dir.join("node_modules/.sanddune-installed-lock.json");
     let current = std::fs::read(&installed_lock).is_ok_and(|l| l == lock)
-        && dir.join("node_modules/@vercel/sandbox/package.json").exists();
+        && dir
+            .join("node_modules/@vercel/sandbox/package.json")
+            .exists();
     for file in SDK_FILES {
-        std::fs::copy(src.join(file), dir.join(file)).map_err(|e| format!("copying {file}: {e}"))?;
+        std::fs::copy(src.join(file), dir.join(file))
+            .map_err(|e| format!("copying {file}: {e}"))?;
     }
     if !current {
         let started = std::time::Instant::now();
@@ -56,12 +74,22 @@ fn install(dir: &Path) -> Result<PathBuf, String> {
             .args(["ci", "--no-audit", "--no-fund", "--quiet"])
             .current_dir(dir)
             .status()
-            .map_err(|e| format!("npm is needed to install the pinned SDK (npm ci in {}): {e}", dir.display()))?;
+            .map_err(|e| {
+                format!(
+                    "npm is needed to install the pinned SDK (npm ci in {}): {e}",
+                    dir.display()
+                )
+            })?;
         if !status.success() {
             return Err(format!("npm ci in {} failed: {status}", dir.display()));
         }
-        std::fs::write(&installed_lock, &lock).map_err(|e| format!("writing {}: {e}", installed_lock.display()))?;
-        eprintln!("installed @vercel/sandbox in {} in {:.1?}", dir.display(), started.elapsed());
+        std::fs::write(&installed_lock, &lock)
+            .map_err(|e| format!("writing {}: {e}", installed_lock.display()))?;
+        eprintln!(
+            "installed @vercel/sandbox in {} in {:.1?}",
+            dir.display(),
+            started.elapsed()
+        );
     }
     Ok(dir.to_path_buf())
 }
@@ -80,14 +108,45 @@ fn the_official_sdk_accepts_the_mock() {
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the SDK rejected the mock:\n{stdout}\n{stderr}");
-    for step in ["create", "exec streamed", "exec env", "files", "kill", "list", "stop", "delete"] {
-        assert!(stdout.lines().any(|l| l == format!("ok {step}")), "step {step} missing:\n{stdout}\n{stderr}");
+    assert!(
+        out.status.success(),
+        "the SDK rejected the mock:\n{stdout}\n{stderr}"
+    );
+    for step in [
+        "create",
+        "exec streamed",
+        "exec env",
+        "files",
+        "kill",
+        "list",
+        "stop",
+        "delete",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == format!("ok {step}")),
+            "step {step} missing:\n{stdout}\n{stderr}"
+        );
     }
     // What the SDK sent, as the mock saw it: the documented endpoints.
-    let seen: Vec<String> = mock.seen().iter().map(|s| format!("{} {} {}", s.status, s.method, s.path)).collect();
-    for want in ["200 POST /v3/sandboxes", "/cmd", "/fs/write", "/fs/read", "/fs/mkdir", "/kill", "/stop", "200 DELETE /v2/sandboxes/"] {
-        assert!(seen.iter().any(|s| s.contains(want)), "{want} not in {seen:#?}");
+    let seen: Vec<String> = mock
+        .seen()
+        .iter()
+        .map(|s| format!("{} {} {}", s.status, s.method, s.path))
+        .collect();
+    for want in [
+        "200 POST /v3/sandboxes",
+        "/cmd",
+        "/fs/write",
+        "/fs/read",
+        "/fs/mkdir",
+        "/kill",
+        "/stop",
+        "200 DELETE /v2/sandboxes/",
+    ] {
+        assert!(
+            seen.iter().any(|s| s.contains(want)),
+            "{want} not in {seen:#?}"
+        );
     }
     let view = &mock.sandboxes()[0];
     assert!(view.deleted && view.status == "stopped");
@@ -99,9 +158,23 @@ fn the_official_sdk_takes_the_mocks_faults_as_the_real_apis() {
     let Some(dir) = sdk_dir() else { return };
     let mock = VercelMock::start();
     mock.inject(Fault::status(Op::Create, 503, "unavailable"));
-    mock.inject(Fault::Status { op: Op::RunCommand, status: 429, code: "rate_limited".into(), retry_after: Some(1), times: 1 });
-    mock.inject(Fault::EndStreamEarly { command_contains: "early-end".into() });
-    mock.inject(Fault::Status { op: Op::ReadFile, status: 500, code: "internal".into(), retry_after: None, times: 3 });
+    mock.inject(Fault::Status {
+        op: Op::RunCommand,
+        status: 429,
+        code: "rate_limited".into(),
+        retry_after: Some(1),
+        times: 1,
+    });
+    mock.inject(Fault::EndStreamEarly {
+        command_contains: "early-end".into(),
+    });
+    mock.inject(Fault::Status {
+        op: Op::ReadFile,
+        status: 500,
+        code: "internal".into(),
+        retry_after: None,
+        times: 3,
+    });
     let out = Command::new("node")
         .arg("faults.mjs")
         .current_dir(&dir)
@@ -135,8 +208,21 @@ fn the_official_sdk_takes_the_mocks_faults_as_the_real_apis() {
     let status = out.wait().unwrap();
     let mut err = String::new();
     std::io::Read::read_to_string(&mut out.stderr.take().unwrap(), &mut err).unwrap();
-    assert!(status.success(), "the SDK took a fault differently:\n{text}\n{err}");
-    for step in ["create retried after 503", "429 retried after Retry-After", "stream ended early", "500 after retries", "410 sandbox_stopped", "stop"] {
-        assert!(text.lines().any(|l| l == format!("ok {step}")), "step {step} missing:\n{text}\n{err}");
+    assert!(
+        status.success(),
+        "the SDK took a fault differently:\n{text}\n{err}"
+    );
+    for step in [
+        "create retried after 503",
+        "429 retried after Retry-After",
+        "stream ended early",
+        "500 after retries",
+        "410 sandbox_stopped",
+        "stop",
+    ] {
+        assert!(
+            text.lines().any(|l| l == format!("ok {step}")),
+            "step {step} missing:\n{text}\n{err}"
+        );
     }
 }
