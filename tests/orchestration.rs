@@ -825,7 +825,11 @@ fn parallel_runs_on_one_repository_all_land() {
 #[test]
 fn gc_removes_a_crashed_runs_clean_worktree_and_keeps_a_dirty_one() {
     let repo = TestRepo::new();
-    for (branch, dirty) in [("crash/clean", false), ("crash/dirty", true)] {
+    for (branch, dirty) in [
+        ("crash/clean", false),
+        ("crash/dirty", true),
+        ("crash/creating", false),
+    ] {
         let mut run = hanging_run(&repo, branch);
         // A crash: no teardown, the lock stays behind with a dead pid.
         run.kill().unwrap();
@@ -837,6 +841,10 @@ fn gc_removes_a_crashed_runs_clean_worktree_and_keeps_a_dirty_one() {
             .join(branch.replace('/', "-"));
         if dirty {
             std::fs::write(wt.join("work.txt"), "unsaved").unwrap();
+        }
+        if branch == "crash/creating" {
+            // Killed while git wrote the worktree's `.git` file.
+            std::fs::write(wt.join(".git"), "").unwrap();
         }
     }
     let live = hanging_run(&repo, "still/running");
@@ -854,8 +862,14 @@ fn gc_removes_a_crashed_runs_clean_worktree_and_keeps_a_dirty_one() {
         report.contains("kept orphaned worktree") && report.contains("crash-dirty"),
         "{report}"
     );
+    assert!(
+        report.contains("removed orphaned worktree `crash-creating`"),
+        "{report}"
+    );
     let dir = repo.path().join(".sanddune/worktrees");
     assert!(!dir.join("crash-clean").exists());
+    assert!(!dir.join("crash-creating").exists());
+    assert!(!repo.path().join(".git/worktrees/crash-creating").exists());
     assert_eq!(
         std::fs::read_to_string(dir.join("crash-dirty/work.txt")).unwrap(),
         "unsaved"

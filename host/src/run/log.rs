@@ -49,12 +49,7 @@ impl RunLog {
                     Error::Other(anyhow::anyhow!("create {}: {e}", logs_dir.display()))
                 })?;
                 let stem = sanitize(name.unwrap_or("run"));
-                let path = unique_path(logs_dir, &stem, &file_time(SystemTime::now()));
-                let file = std::fs::OpenOptions::new()
-                    .create_new(true)
-                    .append(true)
-                    .open(&path)
-                    .map_err(|e| Error::Other(anyhow::anyhow!("create {}: {e}", path.display())))?;
+                let (path, file) = create_unique(logs_dir, &stem, &file_time(SystemTime::now()))?;
                 eprintln!(
                     "{prefix}sanddune: logging to {0}\n{prefix}  follow it with: tail -f {0}",
                     path.display()
@@ -287,17 +282,31 @@ fn sanitize(name: &str) -> String {
         .collect::<String>()
 }
 
-/// `<stem>-<time>.log`, with a counter when two runs start in one second.
-fn unique_path(dir: &Path, stem: &str, time: &str) -> PathBuf {
+/// Creates `<stem>-<time>.log`, with a counter when runs start in one
+/// second: each name is tried with `create_new`, so two processes racing
+/// for one name never share a file.
+fn create_unique(dir: &Path, stem: &str, time: &str) -> Result<(PathBuf, std::fs::File)> {
     let stem = if stem.is_empty() { "run" } else { stem };
-    let first = dir.join(format!("{stem}-{time}.log"));
-    if !first.exists() {
-        return first;
+    let names = std::iter::once(format!("{stem}-{time}.log"))
+        .chain((2..).map(|n| format!("{stem}-{time}-{n}.log")));
+    for name in names {
+        let path = dir.join(name);
+        match std::fs::OpenOptions::new()
+            .create_new(true)
+            .append(true)
+            .open(&path)
+        {
+            Ok(file) => return Ok((path, file)),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                return Err(Error::Other(anyhow::anyhow!(
+                    "create {}: {e}",
+                    path.display()
+                )));
+            }
+        }
     }
-    (2..)
-        .map(|n| dir.join(format!("{stem}-{time}-{n}.log")))
-        .find(|p| !p.exists())
-        .expect("an unused log file name")
+    unreachable!("the counter is unbounded")
 }
 
 /// UTC civil date from days since the Unix epoch (Howard Hinnant's algorithm).
@@ -348,6 +357,25 @@ fn clock(t: SystemTime) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runs_starting_in_one_second_get_their_own_log_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let names: Vec<String> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..8)
+                .map(|_| s.spawn(|| create_unique(dir.path(), "run", "20261123T203402Z").unwrap().0))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().unwrap().file_name().unwrap().to_string_lossy().into_owned())
+                .collect()
+        });
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), 8, "{names:?}");
+        assert!(names.contains(&"run-20261123T203402Z.log".to_string()));
+    }
 
     #[test]
     fn times_are_utc_civil() {

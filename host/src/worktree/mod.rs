@@ -581,10 +581,13 @@ impl Repo {
                 continue;
             };
             let wt_path = dir.join(name);
-            let kept = wt_path.exists()
-                && Repository::open(&wt_path)
-                    .map_err(|e| git_err("open worktree", e))
-                    .and_then(|r| dirty(&r))?;
+            // A worktree git cannot open was killed while being created
+            // (its `.git` file is written before the checkout, and before
+            // any agent runs in it): nothing of the run's is in it.
+            let kept = match Repository::open(&wt_path) {
+                Ok(repo) => dirty(&repo)?,
+                Err(_) => false,
+            };
             self.recover_synced(name, &holder.branch, kept)?;
             if kept {
                 found.push(Orphan::Kept {
