@@ -363,11 +363,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let names: Vec<String> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
-                .map(|_| s.spawn(|| create_unique(dir.path(), "run", "20261123T203402Z").unwrap().0))
+                .map(|_| {
+                    s.spawn(|| {
+                        create_unique(dir.path(), "run", "20261123T203402Z")
+                            .unwrap()
+                            .0
+                    })
+                })
                 .collect();
             handles
                 .into_iter()
-                .map(|h| h.join().unwrap().file_name().unwrap().to_string_lossy().into_owned())
+                .map(|h| {
+                    h.join()
+                        .unwrap()
+                        .file_name()
+                        .unwrap()
+                        .to_string_lossy()
+                        .into_owned()
+                })
                 .collect()
         });
         let mut unique = names.clone();

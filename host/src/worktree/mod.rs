@@ -622,12 +622,13 @@ impl Repo {
         };
         match pruned {
             Ok(()) => Ok(()),
-            Err(_) if !admin.exists() => match std::fs::remove_dir_all(path) {
-                Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Other(
-                    anyhow::anyhow!("remove worktree {}: {e}", path.display()),
-                )),
-                _ => Ok(()),
-            },
+            // Pruned by someone else, or broken by a kill while git created
+            // it (libgit2 cannot prune what it cannot read): remove what
+            // is left.
+            Err(_) if !admin.exists() || Repository::open(path).is_err() => {
+                remove_dir(&admin)?;
+                remove_dir(path)
+            }
             Err(e) => Err(git_err("remove worktree", e)),
         }
     }
@@ -706,6 +707,17 @@ impl Repo {
                 .map_err(|e| git_err("delete temporary branch", e))?;
         }
         Ok(())
+    }
+}
+
+/// Remove a directory tree that may already be gone.
+fn remove_dir(path: &Path) -> Result<()> {
+    match std::fs::remove_dir_all(path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(Error::Other(anyhow::anyhow!(
+            "remove worktree {}: {e}",
+            path.display()
+        ))),
+        _ => Ok(()),
     }
 }
 
