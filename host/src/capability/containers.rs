@@ -1240,3 +1240,232 @@ impl PluginState {
         self.logged(r)
     }
 }
+
+/// The policy half of the capability: what `create` and the file calls
+/// refuse, checked without an engine.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        worktree: PathBuf,
+        outside: PathBuf,
+        grant: ContainerGrant,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let worktree = root.join("wt");
+        let outside = root.join("elsewhere");
+        std::fs::create_dir_all(&worktree).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, worktree.join("link-out")).unwrap();
+        let grant = ContainerGrant {
+            run_id: "r".into(),
+            name: "n".into(),
+            mount_sources: vec![worktree.clone()],
+            readable: vec![worktree.clone()],
+            writable: vec![worktree.clone()],
+        };
+        Fixture {
+            _dir: dir,
+            worktree,
+            outside,
+            grant,
+        }
+    }
+
+    fn mount(source: &Path, target: &str) -> Mount {
+        Mount {
+            source: source.display().to_string(),
+            target: target.into(),
+            read_only: true,
+            selinux_relabel: true,
+        }
+    }
+
+    #[test]
+    fn create_refuses_every_escape_and_names_it() {
+        let f = fixture();
+        let some = |s: &str| Some(s.to_string());
+        let cases: Vec<(ContainerSpec, &str)> = vec![
+            (
+                ContainerSpec {
+                    privileged: true,
+                    ..Default::default()
+                },
+                "refused: privileged mode",
+            ),
+            (
+                ContainerSpec {
+                    cap_add: vec!["SYS_ADMIN".into()],
+                    ..Default::default()
+                },
+                "refused: added capabilities (SYS_ADMIN)",
+            ),
+            (
+                ContainerSpec {
+                    devices: vec!["/dev/kvm".into()],
+                    ..Default::default()
+                },
+                "refused: host devices (/dev/kvm)",
+            ),
+            (
+                ContainerSpec {
+                    pid_mode: some("host"),
+                    ..Default::default()
+                },
+                "refused: pid-mode=host",
+            ),
+            (
+                ContainerSpec {
+                    ipc_mode: some("container:abc"),
+                    ..Default::default()
+                },
+                "refused: ipc-mode=container:abc",
+            ),
+            (
+                ContainerSpec {
+                    network_mode: some("ns:/proc/1/ns/net"),
+                    ..Default::default()
+                },
+                "refused: network-mode=ns:/proc/1/ns/net",
+            ),
+            (
+                ContainerSpec {
+                    networks: vec!["host".into()],
+                    ..Default::default()
+                },
+                "refused: network=host",
+            ),
+            (
+                ContainerSpec {
+                    userns: some("host"),
+                    ..Default::default()
+                },
+                "refused: userns=host (only keep-id",
+            ),
+            (
+                ContainerSpec {
+                    labels: vec![("sanddune.run".into(), "other".into())],
+                    ..Default::default()
+                },
+                "refused: label `sanddune.run`",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree, "/w:rw")],
+                    ..Default::default()
+                },
+                "paths may not contain `:` or `,`",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree, "relative")],
+                    ..Default::default()
+                },
+                "is not an absolute path",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.outside, "/x")],
+                    ..Default::default()
+                },
+                "refused: bind mount of host path",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree.join("link-out"), "/x")],
+                    ..Default::default()
+                },
+                "refused: bind mount of host path",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree.join("../elsewhere"), "/x")],
+                    ..Default::default()
+                },
+                "refused: bind mount of host path",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(Path::new("wt"), "/x")],
+                    ..Default::default()
+                },
+                "is not an absolute host path",
+            ),
+        ];
+        for (spec, want) in cases {
+            let err = check_spec(&spec, &f.grant).unwrap_err();
+            assert!(err.contains(want), "{spec:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn create_accepts_what_the_grant_allows_as_binds() {
+        let f = fixture();
+        let spec = ContainerSpec {
+            image: "img".into(),
+            userns: Some("keep-id:uid=1000".into()),
+            labels: vec![("app".into(), "x".into())],
+            networks: vec!["bridge".into()],
+            mounts: vec![
+                mount(&f.worktree, "/workspace"),
+                Mount {
+                    read_only: false,
+                    selinux_relabel: false,
+                    ..mount(&f.worktree, "/rw")
+                },
+            ],
+            ..Default::default()
+        };
+        let wt = f.worktree.display();
+        assert_eq!(
+            check_spec(&spec, &f.grant).unwrap(),
+            [format!("{wt}:/workspace:ro,z"), format!("{wt}:/rw:rw")]
+        );
+    }
+
+    #[test]
+    fn copy_out_writes_only_inside_the_grant() {
+        let f = fixture();
+        let wt = f.worktree.display().to_string();
+        let ok = [
+            (format!("{wt}/file"), f.worktree.join("file")),
+            (
+                format!("{wt}/new/dir/file"),
+                f.worktree.join("new/dir/file"),
+            ),
+        ];
+        for (path, want) in ok {
+            assert_eq!(writable_target(&path, &f.grant).unwrap(), want);
+        }
+        let refused = [
+            (format!("{}/file", f.outside.display()), "only the worktree"),
+            (format!("{wt}/link-out/file"), "only the worktree"),
+            (format!("{wt}/link-out"), "is a symlink"),
+            (
+                format!("{wt}/new/../../elsewhere/file"),
+                "only the worktree",
+            ),
+            ("relative/file".to_string(), "not an absolute host path"),
+        ];
+        for (path, want) in refused {
+            let err = writable_target(&path, &f.grant).unwrap_err();
+            assert!(err.contains(want), "{path}: {err}");
+        }
+    }
+
+    #[test]
+    fn container_paths_split_into_parent_and_file() {
+        assert_eq!(
+            split_container_path("/home/agent/a.txt").unwrap(),
+            ("/home/agent".to_string(), "a.txt".to_string())
+        );
+        for bad in ["relative/a.txt", "/", ""] {
+            assert!(split_container_path(bad).is_err(), "{bad}");
+        }
+    }
+}
