@@ -137,23 +137,24 @@ impl Drop for Child {
     }
 }
 
-fn check_granted(state: &PluginState, program: &str) -> Result<(), String> {
-    if state.grants.programs.iter().any(|p| p == program) {
+/// A program runs only when granted by exactly the name it is spawned by
+/// (`sh` is not `/bin/sh`).
+fn check_granted(plugin: &str, programs: &[String], program: &str) -> Result<(), String> {
+    if programs.iter().any(|p| p == program) {
         return Ok(());
     }
-    let granted = if state.grants.programs.is_empty() {
+    let granted = if programs.is_empty() {
         "no programs".to_string()
     } else {
-        state.grants.programs.join(", ")
+        programs.join(", ")
     };
     Err(format!(
-        "plugin `{}` may not run `{program}`: it was granted {granted}",
-        state.plugin
+        "plugin `{plugin}` may not run `{program}`: it was granted {granted}"
     ))
 }
 
 fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
-    check_granted(state, &opts.program)?;
+    check_granted(&state.plugin, &state.grants.programs, &opts.program)?;
     if state.brokered.is_cancelled() {
         return Err("the run was cancelled: no new processes".into());
     }
@@ -319,5 +320,41 @@ impl Child {
 
     pub fn kill(&self) {
         self.kill.kill();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_granted_name_runs() {
+        let granted = ["sh".to_string(), "git".to_string()];
+        let table: &[(&[String], &str, Result<(), &str>)] = &[
+            (&granted, "sh", Ok(())),
+            (&granted, "git", Ok(())),
+            (
+                &granted,
+                "/bin/sh",
+                Err("plugin `p` may not run `/bin/sh`: it was granted sh, git"),
+            ),
+            (
+                &granted,
+                "curl",
+                Err("plugin `p` may not run `curl`: it was granted sh, git"),
+            ),
+            (
+                &[],
+                "sh",
+                Err("plugin `p` may not run `sh`: it was granted no programs"),
+            ),
+        ];
+        for (programs, program, want) in table {
+            assert_eq!(
+                check_granted("p", programs, program),
+                want.map_err(str::to_string),
+                "{program}"
+            );
+        }
     }
 }
