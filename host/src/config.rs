@@ -106,14 +106,7 @@ impl ProjectConfig {
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
         let config: Self = toml::from_str(text)
             .map_err(|e| Error::input(format!("{} is not valid: {e}", path.display())))?;
-        let hooks = config.hooks();
-        let commands = hooks
-            .host_on_worktree_ready
-            .iter()
-            .chain(&hooks.host_on_sandbox_ready)
-            .map(|h| &h.command)
-            .chain(hooks.sandbox_on_sandbox_ready.iter().map(|h| &h.command));
-        for command in commands {
+        for command in config.hooks().commands() {
             if command.trim().is_empty() {
                 return Err(Error::input(format!(
                     "{} has a hook with an empty command",

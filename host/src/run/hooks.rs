@@ -62,6 +62,15 @@ impl Hooks {
             && self.host_on_sandbox_ready.is_empty()
             && self.sandbox_on_sandbox_ready.is_empty()
     }
+
+    /// Every hook's command, host hooks first.
+    pub fn commands(&self) -> impl Iterator<Item = &String> {
+        self.host_on_worktree_ready
+            .iter()
+            .chain(&self.host_on_sandbox_ready)
+            .map(|h| &h.command)
+            .chain(self.sandbox_on_sandbox_ready.iter().map(|h| &h.command))
+    }
 }
 
 /// Where hook output lines go: (hook label, line).

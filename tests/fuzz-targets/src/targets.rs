@@ -142,14 +142,7 @@ pub fn project_config(data: &[u8]) {
                 ProjectConfig::parse(&text, path).ok().as_ref(),
                 Some(&config)
             );
-            let hooks = config.hooks();
-            let commands = hooks
-                .host_on_worktree_ready
-                .iter()
-                .chain(&hooks.host_on_sandbox_ready)
-                .map(|h| &h.command)
-                .chain(hooks.sandbox_on_sandbox_ready.iter().map(|h| &h.command));
-            for command in commands {
+            for command in config.hooks().commands() {
                 assert!(
                     !command.trim().is_empty(),
                     "an empty hook command was accepted"
