@@ -261,6 +261,14 @@ impl<T: Transport> Api<T> {
     /// `MAX_RETRY_AFTER_S`), 5xx and network errors `RETRIES` times; never
     /// other 4xx. `retry_network` is false for requests that must not run
     /// twice (starting a command). A non-2xx answer becomes an `ApiError`.
+    /// `send` (network errors retried) for a call whose answer is only its
+    /// status: the body is read to its end and dropped.
+    fn send_and_drain(&self, what: &str, build: &dyn Fn() -> Request) -> Result<()> {
+        let mut response = self.send(what, build, true)?;
+        let _ = response.read_all();
+        Ok(())
+    }
+
     pub fn send(
         &self,
         what: &str,
@@ -493,9 +501,7 @@ impl<T: Transport> Api<T> {
             r.body = archive.to_vec();
             r
         };
-        let mut response = self.send("writing files", &build, true)?;
-        let _ = response.read_all();
-        Ok(())
+        self.send_and_drain("writing files", &build)
     }
 
     /// `POST .../fs/read`: the file's bytes, None when it does not exist.
@@ -528,30 +534,20 @@ impl<T: Transport> Api<T> {
     pub fn mkdir(&self, session: &str, dir: &str) -> Result<()> {
         let path = self.path(&format!("/v2/sandboxes/sessions/{session}/fs/mkdir"), &[]);
         let body = json!({ "path": dir });
-        let mut r = self.send(
-            &format!("creating directory {dir}"),
-            &|| self.request(Method::Post, path.clone(), Some(body.clone()), false),
-            true,
-        )?;
-        let _ = r.read_all();
-        Ok(())
+        self.send_and_drain(&format!("creating directory {dir}"), &|| {
+            self.request(Method::Post, path.clone(), Some(body.clone()), false)
+        })
     }
 
     /// `POST .../stop`: blocks until the session stopped. A session that is
     /// already gone counts as stopped.
     pub fn stop(&self, session: &str) -> Result<()> {
         let path = self.path(&format!("/v2/sandboxes/sessions/{session}/stop"), &[]);
-        match self.send(
-            "stopping the sandbox",
-            &|| self.request(Method::Post, path.clone(), None, false),
-            true,
-        ) {
-            Ok(mut r) => {
-                let _ = r.read_all();
-                Ok(())
-            }
+        match self.send_and_drain("stopping the sandbox", &|| {
+            self.request(Method::Post, path.clone(), None, false)
+        }) {
             Err(e) if e.kind == ErrorKind::Gone => Ok(()),
-            Err(e) => Err(e),
+            done => done,
         }
     }
 
@@ -562,13 +558,9 @@ impl<T: Transport> Api<T> {
             &[],
         );
         let body = json!({ "duration": duration_ms });
-        let mut r = self.send(
-            "extending the sandbox's timeout",
-            &|| self.request(Method::Post, path.clone(), Some(body.clone()), false),
-            true,
-        )?;
-        let _ = r.read_all();
-        Ok(())
+        self.send_and_drain("extending the sandbox's timeout", &|| {
+            self.request(Method::Post, path.clone(), Some(body.clone()), false)
+        })
     }
 
     /// `DELETE /v2/sandboxes/{name}?projectId=`; gone already is fine.
@@ -577,17 +569,11 @@ impl<T: Transport> Api<T> {
             &format!("/v2/sandboxes/{}", encode(name)),
             &[("projectId", &self.creds.project_id)],
         );
-        match self.send(
-            "deleting the sandbox",
-            &|| self.request(Method::Delete, path.clone(), None, false),
-            true,
-        ) {
-            Ok(mut r) => {
-                let _ = r.read_all();
-                Ok(())
-            }
+        match self.send_and_drain("deleting the sandbox", &|| {
+            self.request(Method::Delete, path.clone(), None, false)
+        }) {
             Err(e) if e.status == Some(404) => Ok(()),
-            Err(e) => Err(e),
+            done => done,
         }
     }
 
