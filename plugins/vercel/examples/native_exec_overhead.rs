@@ -62,7 +62,7 @@ fn main() {
     for i in 0..rounds + 10 {
         let t = Instant::now();
         let mut s = api.start_command(&sb.state.session, &body).unwrap();
-        while s.next().unwrap().is_some() {}
+        while s.next_event().unwrap().is_some() {}
         if i >= 10 {
             bare.push(t.elapsed());
         }

@@ -168,7 +168,7 @@ pub struct Streaming {
 impl Streaming {
     /// The next event; None when the stream ended (cleanly or not: the
     /// caller knows whether it saw the exit code).
-    pub fn next(&mut self) -> std::result::Result<Option<Event>, TransportError> {
+    pub fn next_event(&mut self) -> std::result::Result<Option<Event>, TransportError> {
         loop {
             if let Some(line) = self.pending.pop_front() {
                 match ndjson::parse(&line) {
@@ -431,7 +431,7 @@ impl<T: Transport> Api<T> {
         };
         if id.is_none() {
             // The first line names the command.
-            match stream.next() {
+            match stream.next_event() {
                 Ok(Some(Event::Command { id, .. })) if !id.is_empty() => stream.id = id,
                 Ok(Some(other)) => {
                     return Err(ApiError::protocol(format!(
@@ -456,12 +456,12 @@ impl<T: Transport> Api<T> {
             &[("wait", "true")],
         );
         let what = "waiting for a command";
-        let mut req = || {
+        let req = || {
             let mut r = self.request(Method::Get, path.clone(), None, false);
             r.streaming = true;
             r
         };
-        let r = self.send(what, &mut req, true)?;
+        let r = self.send(what, &req, true)?;
         let v = self.json(what, r)?;
         v["command"]["exitCode"]
             .as_i64()

@@ -263,10 +263,10 @@ impl<T: Transport> VercelSandbox<T> {
         // Commands cut off by a cancelled call: kill them now.
         let pending: Vec<String> = self.pending_kills.borrow_mut().drain(..).collect();
         for cmd in pending {
-            if let Err(e) = self.api.kill(&self.state.session, &cmd, SIGKILL) {
-                if e.kind == ErrorKind::Cancelled {
-                    self.pending_kills.borrow_mut().push(cmd);
-                }
+            if let Err(e) = self.api.kill(&self.state.session, &cmd, SIGKILL)
+                && e.kind == ErrorKind::Cancelled
+            {
+                self.pending_kills.borrow_mut().push(cmd);
             }
         }
         Ok(())
@@ -402,7 +402,7 @@ impl<T: Transport> VercelSandbox<T> {
         let result = loop {
             let mut seen = 0usize;
             let next = loop {
-                match stream.next() {
+                match stream.next_event() {
                     Ok(Some(Event::Log { stream: s, data })) => {
                         seen += 1;
                         if seen > delivered {
