@@ -93,13 +93,7 @@ fn stats(values: &mut [f64]) -> (f64, f64, f64) {
     )
 }
 
-/// Not in the default run: about one CI run in several, one of the 64 runs
-/// fails to sync its commits out (`git fetch <bundle> HEAD`: "bad object
-/// refs/heads/sanddune/run-…", "did not send all necessary objects"), a race
-/// between concurrent fetches into one repository that is not found yet
-/// (README, "Many runs at once").
 #[test]
-#[ignore = "known gap: a sync-out race at 64 runs at once; run with --ignored"]
 fn many_runs_at_once_all_land_and_leave_nothing_behind() {
     let n = runs();
     let repo = TestRepo::new();

@@ -81,22 +81,11 @@ pub async fn sync_out(sandbox: &mut Sandbox, worktree: &Worktree, synced: &str) 
     let bundle = tmp.path().join("out.bundle");
     let inside = format!("{}/.git/sanddune-out.bundle", sandbox.worktree_path());
     sandbox.copy_file_out(&inside, &bundle).await?;
-    // Until the branch has them, the new commits are reachable from
-    // nothing: name them for `sanddune gc` in case this process dies.
-    let pending = worktree.pending_sync_path();
-    std::fs::write(&pending, &head)
-        .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", pending.display())))?;
-    git(
-        &worktree.path,
-        &["fetch", "-q", bundle.to_str().unwrap(), "HEAD"],
-    )?;
-    let merged = git(&worktree.path, &["merge", "-q", "--ff-only", "FETCH_HEAD"]);
-    let _ = std::fs::remove_file(&pending);
-    merged.map_err(|_| {
-        Error::Agent(format!(
+    if !worktree.fast_forward_from_bundle(&bundle, &head)? {
+        return Err(Error::Agent(format!(
             "the agent rewrote commits that were already synced; its work stays in sandbox `{}`",
             sandbox.provider_name()
-        ))
-    })?;
+        )));
+    }
     Ok(head)
 }

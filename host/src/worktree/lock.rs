@@ -219,7 +219,7 @@ const GIT_LOCK_WAIT: Duration = Duration::from_secs(60);
 /// of a process that dies.
 #[derive(Debug)]
 pub(super) struct GitLock {
-    _file: File,
+    file: File,
 }
 
 impl GitLock {
@@ -236,7 +236,7 @@ impl GitLock {
             // SAFETY: flock on a descriptor this function owns.
             let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) };
             if rc == 0 {
-                return Ok(Self { _file: file });
+                return Ok(Self { file });
             }
             let e = std::io::Error::last_os_error();
             match e.raw_os_error() {
@@ -257,6 +257,29 @@ impl GitLock {
                     )));
                 }
             }
+        }
+    }
+}
+
+impl GitLock {
+    /// Let `cmd`'s process, and every process it starts, hold this lock
+    /// too: the kernel drops it only when the last of them exits. A `git
+    /// fetch` that outlives a killed sanddune (with its `index-pack` still
+    /// writing objects) then keeps `sanddune gc` waiting until it is done,
+    /// instead of gc judging a state that is still changing.
+    pub(super) fn share_with(&self, cmd: &mut std::process::Command) {
+        use std::os::unix::process::CommandExt;
+        let fd = self.file.as_raw_fd();
+        // SAFETY: between fork and exec the closure only calls fcntl, which
+        // is async-signal-safe, on the child's copy of a descriptor that is
+        // open for as long as `self` (which outlives the spawn).
+        unsafe {
+            cmd.pre_exec(move || {
+                if libc::fcntl(fd, libc::F_SETFD, 0) == -1 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
         }
     }
 }

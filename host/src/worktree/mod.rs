@@ -25,7 +25,7 @@ use lock::GitLock;
 
 pub use copy::DEFAULT_COPY_TIMEOUT;
 pub use lock::{LockHolder, WorktreeLock};
-pub use merge::MergeOutcome;
+pub use merge::{FinishedMerge, MergeOutcome};
 
 /// Where managed worktrees and their lock files live, under the repository
 /// root.
@@ -59,6 +59,8 @@ pub struct Worktree {
     pub temporary: bool,
     pub origin: WorktreeOrigin,
     lock: WorktreeLock,
+    /// The repository's common git dir, where its git lock lives.
+    git_dir: PathBuf,
 }
 
 impl Worktree {
@@ -66,12 +68,36 @@ impl Worktree {
         &self.lock
     }
 
-    /// `<name>.sync` beside the worktree: the commit an isolated sandbox's
-    /// sync is bringing in, written before the fetch and removed once the
-    /// branch has it. If the run dies in between, `sanddune gc` finds the
-    /// commit by it and puts it on a branch.
-    pub fn pending_sync_path(&self) -> PathBuf {
-        pending_sync_path(self.path.parent().unwrap_or(&self.path), &self.name)
+    /// Fast-forward the branch to `head`, the tip of a git bundle of the
+    /// commits made since the branch's tip (an isolated sandbox's sync out).
+    /// False when `head` does not descend from the branch (the agent
+    /// rewrote synced commits); the branch is then unchanged.
+    ///
+    /// Under the repository's git lock like every other change to git
+    /// metadata: without it, one of 64 parallel runs' fetches failed about
+    /// one CI run in three ("bad object refs/heads/sanddune/run-…").
+    /// `<name>.sync` beside the worktree names `head` until the branch has
+    /// it: if the run dies in between, `sanddune gc` puts it on a branch,
+    /// once the git commands it left running are done.
+    pub fn fast_forward_from_bundle(&self, bundle: &Path, head: &str) -> Result<bool> {
+        let pending = pending_sync_path(self.path.parent().unwrap_or(&self.path), &self.name);
+        let git = GitLock::acquire(&self.git_dir)?;
+        std::fs::write(&pending, head)
+            .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", pending.display())))?;
+        let bundle = bundle.to_str().ok_or_else(|| {
+            Error::Other(anyhow::anyhow!(
+                "a bundle path that is not UTF-8: {}",
+                bundle.display()
+            ))
+        })?;
+        git_locked(&self.path, &["fetch", "-q", bundle, "HEAD"], &git)?;
+        let merged = git_locked(
+            &self.path,
+            &["merge", "-q", "--ff-only", "FETCH_HEAD"],
+            &git,
+        );
+        let _ = std::fs::remove_file(&pending);
+        Ok(merged.is_ok())
     }
 }
 
@@ -113,17 +139,34 @@ struct Registered {
 /// removals of parallel runs (found by 64 runs at once). The user's own git
 /// commands still run it, between runs.
 pub fn git(dir: &Path, args: &[&str]) -> Result<String> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
+    run_git(&mut git_command(dir, args), args)
+}
+
+/// [`git`], with the git lock shared with the command and its helpers
+/// ([`GitLock::share_with`]).
+fn git_locked(dir: &Path, args: &[&str], lock: &GitLock) -> Result<String> {
+    let mut cmd = git_command(dir, args);
+    lock.share_with(&mut cmd);
+    run_git(&mut cmd, args)
+}
+
+fn git_command(dir: &Path, args: &[&str]) -> std::process::Command {
+    let mut cmd = std::process::Command::new("git");
+    cmd.arg("-C")
         .arg(dir)
         .args(["-c", "maintenance.auto=false", "-c", "gc.auto=0"])
-        .args(args)
-        .output()
-        .map_err(|e| {
-            Error::input(format!(
-                "cannot run git (is it installed and on PATH?): {e}"
-            ))
-        })?;
+        // Nor a daemon: one started under a shared git lock would hold it.
+        .args(["-c", "core.fsmonitor=false"])
+        .args(args);
+    cmd
+}
+
+fn run_git(cmd: &mut std::process::Command, args: &[&str]) -> Result<String> {
+    let out = cmd.output().map_err(|e| {
+        Error::input(format!(
+            "cannot run git (is it installed and on PATH?): {e}"
+        ))
+    })?;
     if !out.status.success() {
         return Err(Error::Other(anyhow::anyhow!(
             "git {} failed: {}",
@@ -236,6 +279,7 @@ impl Repo {
             temporary,
             origin,
             lock,
+            git_dir: self.git_dir(),
         })
     }
 
@@ -511,6 +555,13 @@ impl Repo {
         merge::merge_into_head(&self.repo, branch)
     }
 
+    /// Finish the merge-to-head a killed run began, if one did (`sanddune
+    /// gc`; the next merge does it too).
+    pub fn finish_interrupted_merge(&self) -> Result<Option<FinishedMerge>> {
+        let _git = GitLock::acquire(&self.git_dir())?;
+        merge::finish_interrupted(&self.repo)
+    }
+
     /// Give a worktree back: remove it if clean (and its branch when
     /// temporary and not `keep_branch`), keep it if dirty; release its lock
     /// either way. Returns the kept path. The value is spent afterwards:
@@ -642,6 +693,9 @@ impl Repo {
     /// worktree, on `<branch>-recovered`. (Killed before the fetch wrote
     /// them, they are only in the dead sandbox.)
     fn recover_synced(&self, name: &str, branch: &str, kept: bool) -> Result<()> {
+        // First the lock: git commands the dead run left behind may still
+        // be writing the commits (GitLock::share_with).
+        let _git = GitLock::acquire(&self.git_dir())?;
         let pending = pending_sync_path(&self.root.join(WORKTREES_DIR), name);
         let fetched = std::fs::read_to_string(&pending)
             .ok()
@@ -651,7 +705,6 @@ impl Repo {
         let Some(fetched) = fetched else {
             return Ok(());
         };
-        let _git = GitLock::acquire(&self.git_dir())?;
         let Ok(tip) = self
             .repo
             .find_branch(branch, BranchType::Local)
