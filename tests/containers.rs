@@ -11,6 +11,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use common::engines::*;
 use common::{TestRepo, plugin_file, stderr};
 use sanddune::capability::Capabilities;
 use sanddune::capability::Limits;
@@ -19,56 +20,6 @@ use sanddune::plugin::sandbox::{
 };
 use sanddune::plugin::{Approval, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 
-const IMAGE: &str = "sanddune-test:latest";
-
-/// Whether `engine` answers and has the test image; a visible skip on a
-/// laptop, a failure in CI.
-fn engine_ready(engine: &str) -> bool {
-    // Through the engine's API socket, as sanddune reaches it: the podman
-    // CLI alone would read its storage without the service running.
-    let remote: &[&str] = if engine == "podman" {
-        &["--remote"]
-    } else {
-        &[]
-    };
-    let out = Command::new(engine)
-        .args(remote)
-        .args(["image", "inspect", IMAGE])
-        .output();
-    let why = match out {
-        Ok(out) if out.status.success() => return true,
-        Ok(out) => stderr(&out),
-        Err(e) => e.to_string(),
-    };
-    let msg = format!(
-        "{engine} is not reachable or has no {IMAGE} (run tests/images/build.sh {engine}): {}",
-        why.trim()
-    );
-    if std::env::var_os("CI").is_some() {
-        panic!("CI needs the real engines: {msg}");
-    }
-    eprintln!("SKIPPED: {msg}");
-    false
-}
-
-/// Containers carrying `label` (KEY=VALUE), running or not.
-fn containers_with(engine: &str, label: &str) -> Vec<String> {
-    let out = Command::new(engine)
-        .args(["ps", "-a", "-q", "--filter", &format!("label={label}")])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(String::from)
-        .collect()
-}
-
-/// No container labelled `sanddune.<key>=<value>` exists any more.
-fn assert_no_container_left(engine: &str, key: &str, value: &str) {
-    let left = containers_with(engine, &format!("sanddune.{key}={value}"));
-    assert!(left.is_empty(), "{engine} containers left behind: {left:?}");
-}
-
 /// A unique name for one test's branch (the provider labels with it).
 fn unique(prefix: &str) -> String {
     let nanos = std::time::SystemTime::now()
@@ -76,23 +27,6 @@ fn unique(prefix: &str) -> String {
         .unwrap()
         .as_nanos();
     format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
-}
-
-/// `--sandbox-opt` mounts that let the fakes record their calls on the
-/// host: the test's home is the container's HOME, and the current fakes run
-/// from `/sanddune-fakes/bin` (first on the image's PATH) with the test's home
-/// as their parent directory, whichever of the two places a fake logs to.
-fn fake_mounts(repo: &TestRepo) -> Vec<String> {
-    let home = repo.home.path().display();
-    let fakes = common::fakes_dir();
-    [
-        format!("mount={home}:/home/agent"),
-        format!("mount={home}:/sanddune-fakes"),
-        format!("mount={}:/sanddune-fakes/bin:ro", fakes.display()),
-    ]
-    .into_iter()
-    .flat_map(|m| ["--sandbox-opt".to_string(), m])
-    .collect()
 }
 
 /// `sanddune run` with the fake claude inside the test image; HOME in the
@@ -746,12 +680,20 @@ fn gc_removes_containers_whose_sanddune_is_gone_and_keeps_live_ones() {
     start("999999999:1", &orphan_run);
     start(&format!("{}:{started}", std::process::id()), &live_run);
     let repo = TestRepo::new();
-    let out = repo.sanddune(&["gc"]);
-    assert!(out.status.success(), "{}", stderr(&out));
+    // Two at once: one removes the orphan, the other waits for that.
+    let gcs = std::thread::scope(|s| {
+        let spawn = || s.spawn(|| repo.command(&["gc"]).output().unwrap());
+        let (a, b) = (spawn(), spawn());
+        [a.join().unwrap(), b.join().unwrap()]
+    });
+    for out in &gcs {
+        assert!(out.status.success(), "{}", stderr(out));
+    }
     assert!(
-        common::stdout(&out).contains(&format!("run {orphan_run}")),
-        "{}",
-        common::stdout(&out)
+        gcs.iter()
+            .any(|out| common::stdout(out).contains(&format!("run {orphan_run}"))),
+        "{:?}",
+        gcs.iter().map(common::stdout).collect::<Vec<_>>()
     );
     assert_no_container_left("docker", "run", &orphan_run);
     let live = containers_with("docker", &format!("sanddune.run={live_run}"));

@@ -2,6 +2,7 @@
 //! and running the real `sanddune` binary.
 #![allow(dead_code)]
 
+pub mod engines;
 pub mod tmux;
 
 use std::path::{Path, PathBuf};

@@ -219,9 +219,35 @@ pub async fn force_remove(docker: &Docker, id: &str) -> Result<(), String> {
         Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..
         }) => Ok(()),
+        // Another remover got there first (two `sanddune gc` at once): done
+        // once it is gone.
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 409,
+            message,
+        }) if message.contains("already in progress") => {
+            let deadline = tokio::time::Instant::now() + REMOVAL_WAIT;
+            loop {
+                match docker.inspect_container(id, None).await {
+                    Err(bollard::errors::Error::DockerResponseServerError {
+                        status_code: 404,
+                        ..
+                    }) => return Ok(()),
+                    _ if tokio::time::Instant::now() >= deadline => {
+                        return Err(format!(
+                            "container {id} is still being removed by someone else after {} s",
+                            REMOVAL_WAIT.as_secs()
+                        ));
+                    }
+                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        }
         Err(e) => Err(format!("cannot remove container {id}: {e}")),
     }
 }
+
+/// How long [`force_remove`] waits for another process's removal.
+const REMOVAL_WAIT: Duration = Duration::from_secs(30);
 
 /// `<pid>:<start time>` of this process: unique across pid reuse.
 pub fn owner_id() -> String {

@@ -1,5 +1,5 @@
 //! `sanddune gc`: remove containers and worktrees a crashed sanddune left
-//! behind.
+//! behind, and finish a merge-to-head it was in the middle of.
 //!
 //! Every container the `containers` capability creates carries the creating
 //! process (`sanddune.owner` = pid:start-time), and every worktree a run
@@ -40,19 +40,8 @@ fn owner_alive(owner: &str) -> bool {
 }
 
 pub async fn gc(args: GcArgs) -> Result<()> {
-    if let Ok(repo) = Repo::discover(&args.cwd) {
-        for orphan in repo.gc_worktrees()? {
-            match orphan {
-                Orphan::Removed { name, branch } => {
-                    println!("removed orphaned worktree `{name}` (branch `{branch}`)")
-                }
-                Orphan::Kept { path, branch } => println!(
-                    "kept orphaned worktree {} (branch `{branch}`): it has uncommitted changes; its stale lock is gone",
-                    path.display()
-                ),
-            }
-        }
-    }
+    // Containers first: an orphaned one may still run an agent that is
+    // changing its worktree.
     let mut removed = 0;
     for engine in [Engine::Docker, Engine::Podman] {
         let name = engine_name(engine);
@@ -94,5 +83,26 @@ pub async fn gc(args: GcArgs) -> Result<()> {
         "{removed} orphaned container{} removed",
         if removed == 1 { "" } else { "s" }
     );
+    if let Ok(repo) = Repo::discover(&args.cwd) {
+        if let Some(done) = repo.finish_interrupted_merge()? {
+            println!(
+                "finished merging `{}` into `{}` ({}), which a killed run had begun",
+                done.branch,
+                done.target.trim_start_matches("refs/heads/"),
+                &done.commit[..12]
+            );
+        }
+        for orphan in repo.gc_worktrees()? {
+            match orphan {
+                Orphan::Removed { name, branch } => {
+                    println!("removed orphaned worktree `{name}` (branch `{branch}`)")
+                }
+                Orphan::Kept { path, branch } => println!(
+                    "kept orphaned worktree {} (branch `{branch}`): it has uncommitted changes; its stale lock is gone",
+                    path.display()
+                ),
+            }
+        }
+    }
     Ok(())
 }

@@ -1,0 +1,92 @@
+//! The real container engines, for the tests that use them: whether one is
+//! ready, the containers it holds, and mounts for the fakes.
+
+use std::process::Command;
+
+use super::{TestRepo, fakes_dir, stderr};
+
+pub const IMAGE: &str = "sanddune-test:latest";
+
+/// Whether `engine` answers and has the test image; a visible skip on a
+/// laptop, a failure in CI.
+pub fn engine_ready(engine: &str) -> bool {
+    // Through the engine's API socket, as sanddune reaches it: the podman
+    // CLI alone would read its storage without the service running.
+    let remote: &[&str] = if engine == "podman" {
+        &["--remote"]
+    } else {
+        &[]
+    };
+    let out = Command::new(engine)
+        .args(remote)
+        .args(["image", "inspect", IMAGE])
+        .output();
+    let why = match out {
+        Ok(out) if out.status.success() => return true,
+        Ok(out) => stderr(&out),
+        Err(e) => e.to_string(),
+    };
+    let msg = format!(
+        "{engine} is not reachable or has no {IMAGE} (run tests/images/build.sh {engine}): {}",
+        why.trim()
+    );
+    if std::env::var_os("CI").is_some() {
+        panic!("CI needs the real engines: {msg}");
+    }
+    eprintln!("SKIPPED: {msg}");
+    false
+}
+
+/// `docker ps --format` of every sanddune container, running or not.
+pub fn containers_with_format(engine: &str, format: &str) -> Vec<String> {
+    let out = Command::new(engine)
+        .args([
+            "ps",
+            "-a",
+            "--filter",
+            "label=sanddune.owner",
+            "--format",
+            format,
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// Containers carrying `label` (KEY=VALUE), running or not.
+pub fn containers_with(engine: &str, label: &str) -> Vec<String> {
+    let out = Command::new(engine)
+        .args(["ps", "-a", "-q", "--filter", &format!("label={label}")])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(String::from)
+        .collect()
+}
+
+/// No container labelled `sanddune.<key>=<value>` exists any more.
+pub fn assert_no_container_left(engine: &str, key: &str, value: &str) {
+    let left = containers_with(engine, &format!("sanddune.{key}={value}"));
+    assert!(left.is_empty(), "{engine} containers left behind: {left:?}");
+}
+
+/// `--sandbox-opt` mounts that let the fakes record their calls on the
+/// host: the test's home is the container's HOME, and the current fakes run
+/// from `/sanddune-fakes/bin` (first on the image's PATH) with the test's home
+/// as their parent directory, whichever of the two places a fake logs to.
+pub fn fake_mounts(repo: &TestRepo) -> Vec<String> {
+    let home = repo.home.path().display();
+    let fakes = fakes_dir();
+    [
+        format!("mount={home}:/home/agent"),
+        format!("mount={home}:/sanddune-fakes"),
+        format!("mount={}:/sanddune-fakes/bin:ro", fakes.display()),
+    ]
+    .into_iter()
+    .flat_map(|m| ["--sandbox-opt".to_string(), m])
+    .collect()
+}
