@@ -45,8 +45,42 @@ fn claude_code_in_test_isolated_merges_the_commit_to_head() {
         "--max-iterations",
         "3",
         "--json",
+        "--timings",
     ]);
     let result = json(&out);
+
+    // Every phase of the run, in order, timed; `--timings` printed them.
+    let phases: Vec<&str> = result["timings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            assert!(p["ms"].as_f64().unwrap() >= 0.0, "{p}");
+            p["phase"].as_str().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "process start",
+            "plugin load",
+            "worktree",
+            "sandbox create",
+            "sync in",
+            "hooks",
+            "iteration 1 exec",
+            "iteration 1 sync out",
+            "iteration 1 session capture",
+            "sandbox close",
+            "merge",
+            "worktree release"
+        ]
+    );
+    let table = stderr(&out);
+    assert!(
+        table.contains("iteration 1 exec") && table.lines().any(|l| l.starts_with("total")),
+        "{table}"
+    );
 
     // Stopped after one iteration: the completion signal fired.
     let iterations = result["iterations"].as_array().unwrap();

@@ -3,16 +3,20 @@
 # committing one line) against the bare shell sequence of the same steps:
 # git worktree add, docker run, docker exec of the agent with the prompt on
 # stdin, docker rm -f, git merge, git worktree remove. Prints the medians of
-# N alternating rounds and their ratio (target: at most 1.25).
+# N alternating rounds, their ratio (target: at most 1.10), and the median
+# of each phase of the sanddune run (its `timings`, as `--timings` prints).
 #
 #   host/benches/docker_run.sh [rounds]     (default 5)
 #
-# Needs docker, the test image (tests/images/build.sh docker) and a built
-# binary ($SANDDUNE, else target/debug/sanddune).
+# Needs docker, the test image (tests/images/build.sh docker), python3, and
+# the release binary (built here if missing; $SANDDUNE for another one).
 set -euo pipefail
 rounds=${1:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-sanddune=${SANDDUNE:-$root/target/debug/sanddune}
+sanddune=${SANDDUNE:-$root/target/release/sanddune}
+if [ -z "${SANDDUNE:-}" ] && [ ! -x "$sanddune" ]; then
+    (cd "$root" && cargo build --release -q -p sanddune)
+fi
 image=sanddune-test:latest
 [ -x "$sanddune" ] || { echo "no binary at $sanddune: cargo build first" >&2; exit 1; }
 docker image inspect "$image" >/dev/null || { echo "no $image: tests/images/build.sh docker" >&2; exit 1; }
@@ -28,10 +32,12 @@ export SANDDUNE_CACHE_DIR=$work/cache
 
 now() { date +%s.%N; }
 
+round=0
 sanddune_once() {
+    round=$((round + 1))
     "$sanddune" run --cwd "$repo" --sandbox docker --agent claude-code \
-        --strategy merge-to-head --prompt "add a line" \
-        --sandbox-opt image="$image" >/dev/null 2>&1
+        --strategy merge-to-head --prompt "add a line" --json \
+        --sandbox-opt image="$image" >"$work/result-$round.json" 2>/dev/null
 }
 
 bare_once() {
@@ -66,4 +72,22 @@ mb=$(median "${times_b[@]}")
 commits=$(git -C "$repo" rev-list --count main)
 printf 'sanddune run --sandbox docker: median %.3f s over %d rounds\n' "$ms" "$rounds"
 printf 'bare shell sequence:           median %.3f s over %d rounds\n' "$mb" "$rounds"
-printf 'ratio: %.2fx (target <= 1.25x); %d commits landed on main\n' "$(awk "BEGIN {print $ms / $mb}")" "$commits"
+printf 'ratio: %.2fx (target <= 1.10x); %d commits landed on main\n' "$(awk "BEGIN {print $ms / $mb}")" "$commits"
+
+# The timed rounds' phases (the first, untimed round is result-1).
+python3 - "$work" "$rounds" <<'PY'
+import json, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+phases = {}
+for r in range(2, rounds + 2):
+    with open(f"{work}/result-{r}.json") as f:
+        for p in json.load(f)["timings"]:
+            phases.setdefault(p["phase"], []).append(p["ms"])
+print("sanddune run phases, median ms over the timed rounds:")
+total = 0.0
+for name, ms in phases.items():
+    m = statistics.median(ms)
+    total += m
+    print(f"  {name:<28} {m:8.1f}")
+print(f"  {'sum of phases':<28} {total:8.1f}")
+PY

@@ -1,3 +1,4 @@
 fn main() {
+    sanddune::run::timings::mark_process_start();
     std::process::exit(sanddune::cli::main());
 }

@@ -113,6 +113,10 @@ pub struct RunArgs {
     /// Print the run result as JSON on stdout, and nothing else.
     #[arg(long)]
     json: bool,
+    /// Print how long each phase of the run took, on stderr (the JSON
+    /// result always has them as `timings`).
+    #[arg(long)]
+    timings: bool,
     #[command(flatten)]
     approval: super::ApprovalArgs,
 }
@@ -294,6 +298,9 @@ pub async fn run(args: RunArgs) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
+    if args.timings {
+        eprint!("{}", crate::run::timings::table(&result.timings));
+    }
     if args.json {
         println!(
             "{}",

@@ -98,8 +98,15 @@ pub async fn capture(
     // failure never leaves a half-written session where the agent looks.
     let staged = tempfile::NamedTempFile::new_in(dir)
         .map_err(|e| Error::Other(anyhow::anyhow!("create a file in {}: {e}", dir.display())))?;
-    let inside = locate(sandbox, &inside, sandbox_home, session_id).await?;
-    sandbox.copy_file_out(&inside, staged.path()).await?;
+    // Where the agent names it, in one round trip; else look for it.
+    let inside = match sandbox.copy_file_out(&inside, staged.path()).await {
+        Ok(()) => inside,
+        Err(_) => {
+            let found = locate(sandbox, &inside, sandbox_home, session_id).await?;
+            sandbox.copy_file_out(&found, staged.path()).await?;
+            found
+        }
+    };
     let content = std::fs::read_to_string(staged.path())
         .map_err(|e| Error::Other(anyhow::anyhow!("read the session {inside}: {e}")))?;
     let content = agent
@@ -111,7 +118,8 @@ pub async fn capture(
     Ok(Some((outside, content)))
 }
 
-/// The session file as the agent wrote it. Some agents stamp the name with
+/// The session file as the agent wrote it, when it is not where the agent
+/// provider says. Some agents stamp the name with
 /// a creation time nobody can derive from the id (codex, pi): where
 /// `expected` is missing, the file ending in `<id>.jsonl` is looked for
 /// within three directories above it, never above the sandbox home.

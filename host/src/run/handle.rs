@@ -240,6 +240,8 @@ impl SandboxHandle {
             uncommitted_changes: uncommitted,
             log_file_path: log.path().map(|p| p.display().to_string()),
             output,
+            // Since the sandbox was created; `run` adds its teardown.
+            timings: log.timings().phases(),
         })
     }
 
@@ -309,13 +311,15 @@ impl SandboxHandle {
             result.branch = self.place.target.clone();
         }
         result.preserved_worktree_path = close.preserved_worktree_path;
+        result.timings = self.log.timings().phases();
         Ok(result)
     }
 
     /// Returns what was kept and whether a merge happened.
     async fn close_inner(&mut self, merge: bool) -> Result<(CloseResult, bool)> {
+        let timings = self.log.timings().clone();
         let closed = match self.sandbox.take() {
-            Some(mut sandbox) => sandbox.close().await,
+            Some(mut sandbox) => timings.time("sandbox close", sandbox.close()).await,
             None => Ok(()),
         };
         self.log.finish();
@@ -326,14 +330,18 @@ impl SandboxHandle {
         let mut merged = false;
         let mut failure = closed.err();
         if merge && failure.is_none() {
+            let merging = std::time::Instant::now();
             match repo.merge_into_head(&self.place.branch) {
                 Ok(_) => merged = true,
                 Err(e) => failure = Some(e),
             }
+            timings.record("merge", merging.elapsed());
         }
         let mut close = CloseResult::default();
         if let Some(wt) = &self.place.worktree {
+            let releasing = std::time::Instant::now();
             close.preserved_worktree_path = setup::release_worktree(&repo, wt, merged)?;
+            timings.record("worktree release", releasing.elapsed());
         }
         self.owns_place = false;
         match failure {
@@ -547,8 +555,10 @@ pub(super) async fn one_shot(
             "resuming a session applies to iteration 1 only: use --max-iterations 1 with --resume",
         ));
     }
+    let process = super::timings::since_process_start();
     let repo = Repo::discover(&setup::absolute(&so.cwd)?)?;
     let runtime = setup::runtime(&so.runtime)?;
+    let loading = std::time::Instant::now();
     let provider = setup::load_sandbox_provider(&runtime, &so.sandbox).await?;
     let strategy = super::strategy::resolve(
         requested,
@@ -563,6 +573,7 @@ pub(super) async fn one_shot(
     let id = setup::run_id();
     let source = setup::source_branch(&strategy, &target, &id);
     let mut prepared = setup::prepare_agent(&runtime, &ao, checked, &source, &target, None).await?;
+    let loaded = loading.elapsed();
     let mut declared = setup::agent_keys(&prepared.agent);
     declared.extend(provider.capabilities().env_keys);
     let identity = identity::resolve(repo.root(), &so.commit)?;
@@ -586,7 +597,14 @@ pub(super) async fn one_shot(
 
     // Side effects from here on.
     let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
-    let place = setup::prepare_place(&repo, strategy, &id, &so, &log).await?;
+    let timings = log.timings().clone();
+    if let Some(process) = process {
+        timings.record("process start", process);
+    }
+    timings.record("plugin load", loaded);
+    let place = timings
+        .time("worktree", setup::prepare_place(&repo, strategy, &id, &so, &log))
+        .await?;
     let started =
         match setup::start_sandbox(&provider, &place, env.clone(), &so, &identity, &log).await {
             Ok(started) => started,

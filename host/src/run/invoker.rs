@@ -248,6 +248,7 @@ impl AgentInvoker for SandboxInvoker<'_> {
         };
         let parser = self.agent.new_parser().await?;
         let canceller = self.sandbox.canceller();
+        let exec_start = std::time::Instant::now();
         let mut parsed = Parsed::default();
         let mut idled = false;
         // The exec and the parser run side by side; the block ends their borrows.
@@ -312,6 +313,9 @@ impl AgentInvoker for SandboxInvoker<'_> {
                 }
             }
         };
+        self.log
+            .timings()
+            .record(format!("iteration {iteration} exec"), exec_start.elapsed());
         let output = exec_result?;
         if let Some(e) = parser_failure {
             return Err(e);
@@ -322,7 +326,14 @@ impl AgentInvoker for SandboxInvoker<'_> {
         // Bring commits back before judging the iteration: a failed
         // iteration's commits are kept on the branch too.
         if let Some((worktree, synced)) = &mut self.sync {
-            *synced = sync::sync_out(self.sandbox, worktree, synced).await?;
+            *synced = self
+                .log
+                .timings()
+                .time(
+                    format!("iteration {iteration} sync out"),
+                    sync::sync_out(self.sandbox, worktree, synced),
+                )
+                .await?;
         }
         let name = self.agent.name().to_string();
         if idled {
@@ -348,7 +359,12 @@ impl AgentInvoker for SandboxInvoker<'_> {
             )));
         }
         let mut inv = parsed.inv;
+        let capturing = std::time::Instant::now();
         self.capture(iteration, &mut inv).await;
+        self.log.timings().record(
+            format!("iteration {iteration} session capture"),
+            capturing.elapsed(),
+        );
         Ok(inv)
     }
 }

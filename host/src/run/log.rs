@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
 use super::iteration::StreamEvent;
+use super::timings::Timings;
 use crate::error::{Error, Result};
 
 /// How a run shows its progress.
@@ -33,6 +34,7 @@ pub struct RunLog {
 }
 
 struct Inner {
+    timings: Timings,
     prefix: String,
     file: Option<(PathBuf, Mutex<std::fs::File>)>,
     spinner: Option<ProgressBar>,
@@ -56,6 +58,7 @@ impl RunLog {
                 );
                 Ok(Self {
                     inner: Arc::new(Inner {
+                        timings: Timings::default(),
                         prefix,
                         file: Some((path, Mutex::new(file))),
                         spinner: None,
@@ -80,6 +83,7 @@ impl RunLog {
                 });
                 Ok(Self {
                     inner: Arc::new(Inner {
+                        timings: Timings::default(),
                         prefix,
                         file: None,
                         spinner,
@@ -88,6 +92,11 @@ impl RunLog {
                 })
             }
         }
+    }
+
+    /// The run's phase timings.
+    pub fn timings(&self) -> &Timings {
+        &self.inner.timings
     }
 
     /// The log file, in file mode.

@@ -29,6 +29,7 @@ mod setup;
 pub mod strategy;
 pub mod structured;
 pub mod sync;
+pub mod timings;
 mod uncommitted;
 
 use std::path::PathBuf;
@@ -295,6 +296,9 @@ pub struct RunResult {
     /// The structured result, when one was asked for.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: Option<serde_json::Value>,
+    /// How long each phase took, in the order they ended.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timings: Vec<timings::Phase>,
 }
 
 /// Run an agent in a sandbox until a completion signal or `max_iterations`,

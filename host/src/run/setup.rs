@@ -379,7 +379,8 @@ pub(super) async fn start_sandbox(
         config: o.sandbox_config.clone(),
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
-    let mut sandbox = provider.create(&spec).await?;
+    let timings = log.timings();
+    let mut sandbox = timings.time("sandbox create", provider.create(&spec)).await?;
     let ready = async {
         if provider.info().kind == SandboxKind::Isolated {
             let wt = place
@@ -392,8 +393,9 @@ pub(super) async fn start_sandbox(
                     wt.path.display()
                 ));
             }
-            sync::sync_in(&mut sandbox, wt).await?;
+            timings.time("sync in", sync::sync_in(&mut sandbox, wt)).await?;
         }
+        let hooks_start = std::time::Instant::now();
         let hooks_dir = match &identity.trailer {
             Some(trailer) => Some(identity::install_trailer_hook(&mut sandbox, trailer).await?),
             None => None,
@@ -410,6 +412,7 @@ pub(super) async fn start_sandbox(
             &hook_log(log),
         )
         .await?;
+        timings.record("hooks", hooks_start.elapsed());
         Ok(hooks_dir)
     };
     match ready.await {
