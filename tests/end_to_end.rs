@@ -68,9 +68,11 @@ fn claude_code_in_test_isolated_merges_the_commit_to_head() {
             "sandbox create",
             "sync in",
             "hooks",
+            "status before",
             "iteration 1 exec",
             "iteration 1 sync out",
             "iteration 1 session capture",
+            "status after",
             "sandbox close",
             "merge",
             "worktree release"

@@ -152,7 +152,11 @@ impl SandboxHandle {
             capture::transfer_in(&mut agent, sandbox, &home, host, source, session).await?;
             sandbox_home = Some(home);
         }
-        let before = uncommitted::status(sandbox).await.unwrap_or_default();
+        let before = log
+            .timings()
+            .time("status before", uncommitted::status(sandbox))
+            .await
+            .unwrap_or_default();
         let worktree = self.place.worktree.clone();
         let isolated = self.provider.info().kind == SandboxKind::Isolated;
         let synced = self.synced.clone().unwrap_or_else(|| base.clone());
@@ -196,8 +200,13 @@ impl SandboxHandle {
                 return Err(e);
             }
         };
-        let uncommitted = self
-            .left_uncommitted(&before, outcome.completion_signal.is_some())
+        let uncommitted = log
+            .timings()
+            .clone()
+            .time(
+                "status after",
+                self.left_uncommitted(&before, outcome.completion_signal.is_some()),
+            )
             .await;
         let commits: Vec<Commit> = repo
             .commits_since(&base, &self.place.branch)?
