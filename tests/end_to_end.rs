@@ -584,3 +584,39 @@ fn a_silent_agent_is_stopped_by_the_idle_timeout() {
     );
     assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
 }
+
+/// A git command of the user's holds the index (a `git commit` waiting on
+/// its editor) when the run merges: the run fails with exit 1 naming the
+/// lock, the user's tree is not touched, and the agent's commit is kept on
+/// the run's branch for a later merge.
+#[test]
+fn merge_to_head_with_the_index_locked_keeps_the_commit_and_touches_nothing() {
+    let repo = TestRepo::new();
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    let lock = repo.path().join(".git/index.lock");
+    std::fs::write(&lock, "").unwrap();
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo in README",
+    ]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("index.lock") && err.contains("nothing changed"), "{err}");
+    assert!(lock.exists(), "the user's lock is theirs");
+    std::fs::remove_file(&lock).unwrap();
+
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), before);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    let kept = repo.git(&["branch", "--list", "--format=%(refname:short)", "sanddune/*"]);
+    assert_eq!(kept.lines().count(), 1, "{kept}");
+    assert!(err.contains(&format!("`{kept}`")), "names the branch: {err}");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &kept]),
+        "Fix typo in README"
+    );
+}

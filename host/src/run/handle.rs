@@ -612,7 +612,10 @@ pub(super) async fn one_shot(
     }
     timings.record("plugin load", loaded);
     let place = timings
-        .time("worktree", setup::prepare_place(&repo, strategy, &id, &so, &log))
+        .time(
+            "worktree",
+            setup::prepare_place(&repo, strategy, &id, &so, &log),
+        )
         .await?;
     let started =
         match setup::start_sandbox(&provider, &place, env.clone(), &so, &identity, &log).await {

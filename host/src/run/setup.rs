@@ -380,7 +380,9 @@ pub(super) async fn start_sandbox(
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
     let timings = log.timings();
-    let mut sandbox = timings.time("sandbox create", provider.create(&spec)).await?;
+    let mut sandbox = timings
+        .time("sandbox create", provider.create(&spec))
+        .await?;
     let ready = async {
         if provider.info().kind == SandboxKind::Isolated {
             let wt = place
@@ -393,7 +395,9 @@ pub(super) async fn start_sandbox(
                     wt.path.display()
                 ));
             }
-            timings.time("sync in", sync::sync_in(&mut sandbox, wt)).await?;
+            timings
+                .time("sync in", sync::sync_in(&mut sandbox, wt))
+                .await?;
         }
         let hooks_start = std::time::Instant::now();
         let hooks_dir = match &identity.trailer {

@@ -57,10 +57,19 @@ pub fn since_process_start() -> Option<Duration> {
 /// A table for `--timings`: each phase, its share of the total.
 pub fn table(phases: &[Phase]) -> String {
     let total: f64 = phases.iter().map(|p| p.ms).sum();
-    let width = phases.iter().map(|p| p.phase.len()).max().unwrap_or(5).max(5);
+    let width = phases
+        .iter()
+        .map(|p| p.phase.len())
+        .max()
+        .unwrap_or(5)
+        .max(5);
     let mut out = String::new();
     for p in phases {
-        let share = if total > 0.0 { p.ms * 100.0 / total } else { 0.0 };
+        let share = if total > 0.0 {
+            p.ms * 100.0 / total
+        } else {
+            0.0
+        };
         out += &format!("{:<width$}  {:>9.1} ms  {share:>5.1}%\n", p.phase, p.ms);
     }
     out += &format!("{:<width$}  {total:>9.1} ms\n", "total");
@@ -80,7 +89,10 @@ mod tests {
         assert_eq!(phases[0].phase, "worktree");
         assert_eq!(phases[1].ms, 10.0);
         let table = table(&phases);
-        assert!(table.contains("worktree") && table.contains("75.0%"), "{table}");
+        assert!(
+            table.contains("worktree") && table.contains("75.0%"),
+            "{table}"
+        );
         assert!(table.lines().last().unwrap().contains("40.0 ms"), "{table}");
     }
 }

@@ -9,7 +9,7 @@
 //! it forward from `sanddune gc` or the next merge.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use git2::build::CheckoutBuilder;
 use git2::{BranchType, Commit, ErrorCode, FileMode, ObjectType, Oid, Repository, Signature};
@@ -118,6 +118,17 @@ fn move_target(
     target_name: &str,
     message: &str,
 ) -> Result<()> {
+    // A git command that holds the index (a `git commit` waiting on its
+    // editor) would fail the checkout after it wrote the files: refuse
+    // before writing any.
+    let index_lock = repo.path().join("index.lock");
+    if index_lock.exists() {
+        return Err(Error::Agent(format!(
+            "cannot update `{target_name}`: another git command holds {}; nothing changed; the agent's commits are kept on `{}`: merge them when it is done",
+            index_lock.display(),
+            intent.branch
+        )));
+    }
     let path = intent_path(repo);
     write_intent(&path, intent)?;
     if let Err(e) = repo.checkout_tree(to.as_object(), Some(CheckoutBuilder::new().safe())) {
@@ -244,13 +255,16 @@ pub fn finish_interrupted(repo: &Repository) -> Result<Option<FinishedMerge>> {
         )));
     }
     // The killed process may have held git's own locks.
-    clear_stale_lock(&repo.path().join("index.lock"))?;
+    let recorded = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .map_err(|e| Error::Other(anyhow::anyhow!("read {}: {e}", path.display())))?;
+    clear_stale_lock(&repo.path().join("index.lock"), recorded)?;
     let ref_dir = if intent.target == "HEAD" {
         repo.path()
     } else {
         repo.commondir()
     };
-    clear_stale_lock(&ref_dir.join(format!("{}.lock", intent.target)))?;
+    clear_stale_lock(&ref_dir.join(format!("{}.lock", intent.target)), recorded)?;
     if diff.deltas().len() > 0 {
         repo.checkout_tree(new_commit.as_object(), Some(&mut checkout))
             .map_err(|e| err("finish checkout", e))?;
@@ -270,12 +284,20 @@ pub fn finish_interrupted(repo: &Repository) -> Result<Option<FinishedMerge>> {
 /// process's: a live git command holds one for moments.
 const STALE_LOCK_WAIT: Duration = Duration::from_secs(3);
 
-/// Remove a git lock file (`index.lock`, `<ref>.lock`) that outlives
-/// [`STALE_LOCK_WAIT`]: with a merge record pending and the git lock held,
-/// it is the interrupted merge's.
-fn clear_stale_lock(path: &Path) -> Result<()> {
+/// Remove a git lock file (`index.lock`, `<ref>.lock`) the interrupted
+/// merge took: one made after its record (`recorded`) that outlives
+/// [`STALE_LOCK_WAIT`]. One older than the record is another git command's
+/// (a `git commit` waiting on its editor holds `index.lock`): never removed,
+/// an error naming it.
+fn clear_stale_lock(path: &Path, recorded: SystemTime) -> Result<()> {
     let deadline = Instant::now() + STALE_LOCK_WAIT;
-    while path.exists() {
+    while let Ok(meta) = std::fs::metadata(path) {
+        if meta.modified().is_ok_and(|made| made < recorded) {
+            return Err(Error::Agent(format!(
+                "cannot finish an interrupted merge-to-head: another git command holds {}; once it is done (or, if none runs, after removing the file) run `sanddune gc`",
+                path.display()
+            )));
+        }
         if Instant::now() >= deadline {
             tracing::warn!(path = %path.display(), "removing a lock file an interrupted merge-to-head left");
             return remove_if_present(path);
@@ -416,6 +438,23 @@ mod tests {
         finish_interrupted(&repo).unwrap().unwrap();
         assert_eq!(repo.refname_to_id("refs/heads/main").unwrap(), to);
         assert!(locks.iter().all(|l| !l.exists()));
+    }
+
+    #[test]
+    fn a_lock_older_than_the_record_is_another_commands_and_stays() {
+        let (_dir, repo) = repo_with_branch();
+        let from = repo.refname_to_id("refs/heads/main").unwrap();
+        interrupt_fast_forward(&repo);
+        let lock = repo.path().join("index.lock");
+        let file = std::fs::File::create(&lock).unwrap();
+        file.set_modified(SystemTime::now() - Duration::from_secs(60))
+            .unwrap();
+
+        let e = finish_interrupted(&repo).unwrap_err().to_string();
+        assert!(e.contains("index.lock") && e.contains("sanddune gc"), "{e}");
+        assert!(lock.exists());
+        assert_eq!(repo.refname_to_id("refs/heads/main").unwrap(), from);
+        assert!(intent_path(&repo).exists());
     }
 
     #[test]
