@@ -606,15 +606,26 @@ fn merge_to_head_with_the_index_locked_keeps_the_commit_and_touches_nothing() {
     ]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(1), "{err}");
-    assert!(err.contains("index.lock") && err.contains("nothing changed"), "{err}");
+    assert!(
+        err.contains("index.lock") && err.contains("nothing changed"),
+        "{err}"
+    );
     assert!(lock.exists(), "the user's lock is theirs");
     std::fs::remove_file(&lock).unwrap();
 
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), before);
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
-    let kept = repo.git(&["branch", "--list", "--format=%(refname:short)", "sanddune/*"]);
+    let kept = repo.git(&[
+        "branch",
+        "--list",
+        "--format=%(refname:short)",
+        "sanddune/*",
+    ]);
     assert_eq!(kept.lines().count(), 1, "{kept}");
-    assert!(err.contains(&format!("`{kept}`")), "names the branch: {err}");
+    assert!(
+        err.contains(&format!("`{kept}`")),
+        "names the branch: {err}"
+    );
     assert_eq!(
         repo.git(&["log", "-1", "--format=%s", &kept]),
         "Fix typo in README"

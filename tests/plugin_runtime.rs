@@ -109,6 +109,42 @@ async fn reading_a_file_outside_the_preopens_is_refused() {
     host_still_works(&rt).await;
 }
 
+/// The hostile provider's worktree is `<tmp>/wt`, granted to it; beside it,
+/// `<tmp>/secret.txt` is not. Returns what `create` said.
+async fn attack_from_worktree(rt: &PluginRuntime, name: &str) -> String {
+    let hostile = provider(rt, "sanddune-test-plugin-hostile").await;
+    let dir = tempfile::tempdir().unwrap();
+    let wt = dir.path().join("wt");
+    std::fs::create_dir(&wt).unwrap();
+    std::fs::write(wt.join("inside.txt"), "in the grant").unwrap();
+    let secret = dir.path().join("secret.txt");
+    std::fs::write(&secret, "outside the grant").unwrap();
+    // A repository may hold a symlink to anywhere.
+    std::os::unix::fs::symlink(&secret, wt.join("escape")).unwrap();
+    match hostile.create(&spec(&wt, &[("attack", name)])).await {
+        Ok(_) => panic!("attack `{name}` was not stopped"),
+        Err(e) => e.to_string(),
+    }
+}
+
+#[tokio::test]
+async fn a_symlink_out_of_the_granted_worktree_is_not_followed() {
+    let rt = runtime();
+    let err = attack_from_worktree(&rt, "symlink").await;
+    assert!(err.contains("read refused"), "{err}");
+    assert!(!err.contains("outside the grant"), "{err}");
+    host_still_works(&rt).await;
+}
+
+#[tokio::test]
+async fn dot_dot_out_of_the_granted_worktree_is_refused() {
+    let rt = runtime();
+    let err = attack_from_worktree(&rt, "traversal").await;
+    assert!(err.contains("read refused"), "{err}");
+    assert!(!err.contains("outside the grant"), "{err}");
+    host_still_works(&rt).await;
+}
+
 #[tokio::test]
 async fn an_undeclared_env_var_is_invisible() {
     // SAFETY: set before any thread of this test reads the environment.

@@ -33,10 +33,13 @@ impl Guest for Hostile {
             kind: SandboxKind::BindMount,
             config: vec![ConfigOption {
                 name: "attack".into(),
-                description: "none, spawn, read-file, env, loop, alloc, drop-stdin or flood".into(),
+                description:
+                    "none, spawn, read-file, symlink, traversal, env, loop, alloc, drop-stdin or flood"
+                        .into(),
                 default_value: Some("none".into()),
             }],
-            capabilities: [("program", "sh")]
+            // The worktree readable: the escapes below start from a grant.
+            capabilities: [("program", "sh"), ("worktree", "read-only")]
                 .into_iter()
                 .map(|(kind, value)| CapabilityRequest {
                     kind: kind.into(),
@@ -63,6 +66,23 @@ impl Guest for Hostile {
                     Err(e) => format!("read refused: {e}"),
                 });
             }
+            // Out of the granted worktree through a symlink the repository
+            // holds, and by `..`: both must be refused.
+            "symlink" => {
+                // The grant works: a file in the worktree reads.
+                if let Err(e) =
+                    std::fs::read_to_string(format!("{}/inside.txt", options.host_worktree_path))
+                {
+                    return Err(format!("the worktree grant does not work: {e}"));
+                }
+                return Err(read_out(&format!("{}/escape", options.host_worktree_path)));
+            }
+            "traversal" => {
+                return Err(read_out(&format!(
+                    "{}/../secret.txt",
+                    options.host_worktree_path
+                )));
+            }
             "env" => {
                 return Err(match std::env::var("SANDDUNE_TEST_SECRET") {
                     Ok(v) => format!("LEAKED: {v}"),
@@ -82,6 +102,14 @@ impl Guest for Hostile {
 
     fn attach(_state: String, _options: CreateOptions) -> Result<Sandbox, String> {
         Err("not supported".into())
+    }
+}
+
+/// Reads a file that must stay out of reach.
+fn read_out(path: &str) -> String {
+    match std::fs::read_to_string(path) {
+        Ok(s) => format!("LEAKED: {s}"),
+        Err(e) => format!("read refused: {e}"),
     }
 }
 
