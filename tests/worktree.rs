@@ -747,3 +747,79 @@ fn a_copy_cut_off_by_its_timeout_leaves_no_partial_item() {
     }
     assert!(!wt.path.join("node_modules").exists());
 }
+
+/// A small tmpfs, unmounted on drop: a disk that fills up. Needs root
+/// (CI runs as root); elsewhere a visible skip.
+struct SmallDisk {
+    dir: tempfile::TempDir,
+}
+
+impl SmallDisk {
+    fn mount(size: &str) -> Option<SmallDisk> {
+        let dir = tempfile::tempdir().unwrap();
+        let out = std::process::Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .output();
+        match out {
+            Ok(out) if out.status.success() => Some(SmallDisk { dir }),
+            other => {
+                let why = format!("cannot mount a tmpfs (needs root): {other:?}");
+                if std::env::var_os("CI").is_some() {
+                    panic!("CI runs as root: {why}");
+                }
+                eprintln!("SKIPPED: {why}");
+                None
+            }
+        }
+    }
+}
+
+impl Drop for SmallDisk {
+    fn drop(&mut self) {
+        let _ = std::process::Command::new("umount")
+            .arg(self.dir.path())
+            .status();
+    }
+}
+
+/// The disk fills up while files are copied into a new worktree: a clear
+/// error naming the file and the cause, and the user's file as it was.
+#[test]
+fn copy_to_worktree_on_a_full_disk_is_a_clear_error_and_keeps_the_source() {
+    let Some(disk) = SmallDisk::mount("2m") else {
+        return;
+    };
+    let root = disk.dir.path().join("repo");
+    std::fs::create_dir(&root).unwrap();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::write(root.join("README.md"), "# small\n").unwrap();
+    git(&root, &["add", "."]);
+    git(
+        &root,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t.invalid",
+            "commit",
+            "-q",
+            "-m",
+            "init",
+        ],
+    );
+    // More than half the disk: it cannot exist twice.
+    let big: Vec<u8> = (0..1_200_000u32).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+
+    let repo = Repo::discover(&root).unwrap();
+    let wt = repo.add_worktree("feature", "feature", false).unwrap();
+    let err = repo
+        .copy_to_worktree(&wt, &[PathBuf::from("big.bin")], DEFAULT_COPY_TIMEOUT)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("big.bin"), "names the file: {err}");
+    assert!(err.contains("No space left on device"), "says why: {err}");
+    assert_eq!(std::fs::read(root.join("big.bin")).unwrap(), big);
+    assert_eq!(git(&root, &["status", "--porcelain"]), "?? big.bin");
+}
