@@ -152,11 +152,14 @@ impl SandboxHandle {
             capture::transfer_in(&mut agent, sandbox, &home, host, source, session).await?;
             sandbox_home = Some(home);
         }
-        let before = log
+        let (before, home) = log
             .timings()
-            .time("status before", uncommitted::status(sandbox))
+            .time("status before", uncommitted::status_and_home(sandbox))
             .await
             .unwrap_or_default();
+        if sandbox_home.is_none() {
+            sandbox_home = home;
+        }
         let worktree = self.place.worktree.clone();
         let isolated = self.provider.info().kind == SandboxKind::Isolated;
         let synced = self.synced.clone().unwrap_or_else(|| base.clone());

@@ -20,6 +20,21 @@ pub async fn status(sandbox: &mut Sandbox) -> Result<Vec<String>> {
         .collect())
 }
 
+/// [`status`], and the sandbox user's home (none if `HOME` is unset) from
+/// the same exec: session capture needs it, and each exec is a round trip
+/// (tens of milliseconds in a container).
+pub async fn status_and_home(sandbox: &mut Sandbox) -> Result<(Vec<String>, Option<String>)> {
+    let script = "printf '%s\\n' \"$HOME\"; git status --porcelain";
+    let out = sandbox_sh(sandbox, script.into()).await?;
+    let mut lines = out.stdout.lines();
+    let home = lines.next().filter(|h| !h.is_empty()).map(String::from);
+    let status = lines
+        .filter(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect();
+    Ok((status, home))
+}
+
 /// The entries of `after` that were not in `before`.
 pub fn new_entries(before: &[String], after: Vec<String>) -> Vec<String> {
     after.into_iter().filter(|e| !before.contains(e)).collect()
