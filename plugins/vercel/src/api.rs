@@ -625,16 +625,4 @@ fn clip(s: &str) -> String {
     s.chars().take(300).collect()
 }
 
-/// Percent-encode a query value or path segment.
-pub fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
+pub use sanddune_cloud_http::transport::encode;
