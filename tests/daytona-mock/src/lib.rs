@@ -49,6 +49,8 @@ pub enum Op {
     WorkDir,
     HomeDir,
     CreateSession,
+    GetSession,
+    ListSessions,
     DeleteSession,
     Exec,
     GetCommand,

@@ -241,6 +241,8 @@ fn op_of(method: &str, parts: &[&str]) -> Option<Op> {
         ("GET", ["toolbox", _, "work-dir"]) => Op::WorkDir,
         ("GET", ["toolbox", _, "user-home-dir"]) => Op::HomeDir,
         ("POST", ["toolbox", _, "process", "session"]) => Op::CreateSession,
+        ("GET", ["toolbox", _, "process", "session"]) => Op::ListSessions,
+        ("GET", ["toolbox", _, "process", "session", _]) => Op::GetSession,
         ("DELETE", ["toolbox", _, "process", "session", _]) => Op::DeleteSession,
         ("POST", ["toolbox", _, "process", "session", _, "exec"]) => Op::Exec,
         ("GET", ["toolbox", _, "process", "session", _, "command", _]) => Op::GetCommand,

@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, StreamBody};
 use hyper::Response;
 use hyper::body::Frame;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::server::{Body, Req, empty, full, ok, toolbox_error};
 use crate::{Cmd, Fault, Op, Sandbox, Session, Shared};
@@ -61,6 +61,8 @@ pub(crate) async fn route(
     match op {
         Op::CreateSession => create_session(state, id, r),
         Op::DeleteSession => delete_session(state, id, parts[4], r),
+        Op::GetSession => get_session(state, id, parts[4], r),
+        Op::ListSessions => list_sessions(state, id),
         Op::Exec => exec(state, counter, id, parts[4], r).await,
         Op::GetCommand => get_command(state, id, parts[4], parts[6], r),
         Op::Logs => logs(state, id, parts[4], parts[6], r),
@@ -120,6 +122,37 @@ fn create_session(state: &Shared, id: &str, r: &Req) -> Response<Body> {
         },
     );
     empty(201)
+}
+
+fn command_json(c: &Cmd) -> Value {
+    let mut v = json!({ "id": c.id, "command": c.command });
+    if let Some(code) = c.exit {
+        v["exitCode"] = json!(code);
+    }
+    v
+}
+
+fn session_json(sid: &str, s: &Session) -> Value {
+    let commands: Vec<Value> = s.commands.values().map(command_json).collect();
+    json!({ "sessionId": sid, "commands": commands })
+}
+
+fn get_session(state: &Shared, id: &str, sid: &str, r: &Req) -> Response<Body> {
+    let mut st = state.lock().unwrap();
+    match sandbox(&mut st, id).sessions.get(sid) {
+        Some(s) => ok(200, session_json(sid, s)),
+        None => err(r, 404, "NOT_FOUND", "session not found"),
+    }
+}
+
+fn list_sessions(state: &Shared, id: &str) -> Response<Body> {
+    let mut st = state.lock().unwrap();
+    let all: Vec<Value> = sandbox(&mut st, id)
+        .sessions
+        .iter()
+        .map(|(sid, s)| session_json(sid, s))
+        .collect();
+    ok(200, Value::Array(all))
 }
 
 fn delete_session(state: &Shared, id: &str, sid: &str, r: &Req) -> Response<Body> {
@@ -389,13 +422,7 @@ fn with_cmd<T>(
 }
 
 fn get_command(state: &Shared, id: &str, sid: &str, cid: &str, r: &Req) -> Response<Body> {
-    match with_cmd(state, id, sid, cid, |c| {
-        let mut v = json!({ "id": c.id, "command": c.command });
-        if let Some(code) = c.exit {
-            v["exitCode"] = json!(code);
-        }
-        v
-    }) {
+    match with_cmd(state, id, sid, cid, |c| command_json(c)) {
         Ok(v) => ok(200, v),
         Err(m) => err(r, 404, "NOT_FOUND", m),
     }
