@@ -24,7 +24,10 @@ pub enum Decision {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Outcome {
     /// The server answered this non-2xx status (with its `Retry-After`, s).
-    Status { status: u16, retry_after: Option<u64> },
+    Status {
+        status: u16,
+        retry_after: Option<u64>,
+    },
     /// No answer: connection refused, reset or cut.
     Network { idempotent: bool },
 }

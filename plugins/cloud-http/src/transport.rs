@@ -35,7 +35,9 @@ impl BaseUrl {
     /// `url`, which the user gave as option `option` (named in errors).
     pub fn parse_option(option: &str, url: &str) -> Result<BaseUrl, String> {
         let bad = |why: &str| {
-            format!("{option} `{url}`: {why}; expected an https URL such as https://api.example.com/api")
+            format!(
+                "{option} `{url}`: {why}; expected an https URL such as https://api.example.com/api"
+            )
         };
         let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
         let scheme = scheme.to_ascii_lowercase();

@@ -409,7 +409,9 @@ impl<T: Transport> Api<T> {
             .as_str()
             .filter(|d| d.starts_with('/'))
             .map(str::to_string)
-            .ok_or_else(|| ApiError::protocol(format!("{what}: no dir in {}", clip(&v.to_string()))))
+            .ok_or_else(|| {
+                ApiError::protocol(format!("{what}: no dir in {}", clip(&v.to_string())))
+            })
     }
 
     /// `GET /work-dir`: where the sandbox's commands start.

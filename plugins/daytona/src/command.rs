@@ -37,9 +37,13 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let input = dir.path().join("in");
         std::fs::write(&input, "from stdin\n").unwrap();
-        let argv: Vec<String> = ["sh", "-c", r#"pwd; echo "$A|$B"; cat; echo "it's" >&2; exit 3"#]
-            .map(String::from)
-            .to_vec();
+        let argv: Vec<String> = [
+            "sh",
+            "-c",
+            r#"pwd; echo "$A|$B"; cat; echo "it's" >&2; exit 3"#,
+        ]
+        .map(String::from)
+        .to_vec();
         let l = line(
             &argv,
             &dir.path().display().to_string(),

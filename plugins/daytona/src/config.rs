@@ -124,7 +124,11 @@ pub const OPTIONS: &[(&str, &str, Option<&str>)] = &[
         "Region to create the sandbox in (DAYTONA_TARGET; default: the organization's)",
         None,
     ),
-    ("user", "The sandbox's OS user (default: the snapshot's)", None),
+    (
+        "user",
+        "The sandbox's OS user (default: the snapshot's)",
+        None,
+    ),
     ("cpu", "CPU cores", None),
     ("memory", "Memory in GiB", None),
     ("disk", "Disk in GiB", None),
@@ -277,7 +281,10 @@ mod tests {
         let e = credentials(&env(&[("DAYTONA_JWT_TOKEN", "j")])).unwrap_err();
         assert!(e.contains("DAYTONA_ORGANIZATION_ID is not"), "{e}");
         let e = credentials(&env(&[("DAYTONA_API_KEY", "  ")])).unwrap_err();
-        assert!(e.starts_with("no Daytona credentials") && e.contains("DAYTONA_API_KEY"), "{e}");
+        assert!(
+            e.starts_with("no Daytona credentials") && e.contains("DAYTONA_API_KEY"),
+            "{e}"
+        );
     }
 
     #[test]
@@ -342,8 +349,11 @@ mod tests {
             "{err}"
         );
         // Given as the option, the same URL is the user's choice of origin.
-        let o = options(&cfg(&[("api-url", "https://daytona.example.com/api")]), &elsewhere)
-            .unwrap();
+        let o = options(
+            &cfg(&[("api-url", "https://daytona.example.com/api")]),
+            &elsewhere,
+        )
+        .unwrap();
         assert_eq!(o.api_url.origin(), "https://daytona.example.com");
     }
 }

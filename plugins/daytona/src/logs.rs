@@ -109,7 +109,10 @@ mod tests {
     #[test]
     fn unmarked_text_is_stdout_and_a_shorter_log_yields_nothing() {
         let mut c = LogCursor::default();
-        assert_eq!(c.take("plain\n", false), vec![(Stream::Stdout, "plain".into())]);
+        assert_eq!(
+            c.take("plain\n", false),
+            vec![(Stream::Stdout, "plain".into())]
+        );
         assert!(c.take("", true).is_empty());
     }
 

@@ -15,7 +15,9 @@ fn boundary(parts: &[(&str, &[u8])]) -> String {
         if !clashes {
             return b;
         }
-        n = n.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        n = n
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
     }
 }
 
@@ -55,8 +57,12 @@ mod tests {
         let text = String::from_utf8(body).unwrap();
         assert!(text.starts_with(&format!("--{b}\r\n")));
         assert!(text.ends_with(&format!("--{b}--\r\n")));
-        let p0 = text.find("name=\"files[0].path\"\r\n\r\n/a/b.txt\r\n").unwrap();
-        let f0 = text.find("name=\"files[0].file\"; filename=\"/a/b.txt\"").unwrap();
+        let p0 = text
+            .find("name=\"files[0].path\"\r\n\r\n/a/b.txt\r\n")
+            .unwrap();
+        let f0 = text
+            .find("name=\"files[0].file\"; filename=\"/a/b.txt\"")
+            .unwrap();
         let p1 = text.find("name=\"files[1].path\"\r\n\r\n/c\r\n").unwrap();
         assert!(p0 < f0 && f0 < p1);
         assert!(text.contains("\r\n\r\nhello\r\n--"));

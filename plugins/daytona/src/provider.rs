@@ -239,7 +239,10 @@ impl<T: Transport> DaytonaSandbox<T> {
         let mut state = state;
         let mut wait = Duration::from_millis(100);
         while state != "started" {
-            if matches!(state.as_str(), "error" | "build_failed" | "destroyed" | "destroying") {
+            if matches!(
+                state.as_str(),
+                "error" | "build_failed" | "destroyed" | "destroying"
+            ) {
                 let info = self.api.sandbox(&self.state.id).ok();
                 let why = info
                     .and_then(|i| i.error_reason)
@@ -292,7 +295,11 @@ impl<T: Transport> DaytonaSandbox<T> {
         let options = config::options(config, env_lookup)?;
         let state = State::decode(state)?;
         let mut api = Api::new(options.api_url, creds, transport);
-        api.toolbox = Some(toolbox_base(&state.toolbox, &state.id, &options.toolbox_url)?);
+        api.toolbox = Some(toolbox_base(
+            &state.toolbox,
+            &state.id,
+            &options.toolbox_url,
+        )?);
         Ok(DaytonaSandbox {
             api,
             state,
@@ -708,7 +715,10 @@ mod tests {
         let b = create_body(&o, &[(LABEL_RUN, "r1")]);
         assert_eq!(b["labels"][LABEL_RUN], "r1");
         assert_eq!(b["buildInfo"]["dockerfileContent"], "FROM debian:12\n");
-        assert_eq!((b["cpu"].clone(), b["autoStopInterval"].clone()), (json!(2), json!(15)));
+        assert_eq!(
+            (b["cpu"].clone(), b["autoStopInterval"].clone()),
+            (json!(2), json!(15))
+        );
         assert_eq!(b["autoDeleteInterval"], 0);
         assert_eq!(b["networkBlockAll"], true);
         assert!(b.get("snapshot").is_none());

@@ -11,9 +11,7 @@ use std::time::{Duration, Instant};
 use sanddune_daytona_mock::{API_KEY, DaytonaMock, Fault, JWT, ORGANIZATION, Op};
 use sanddune_plugin_daytona::logs::Stream;
 use sanddune_plugin_daytona::native::NativeHttp;
-use sanddune_plugin_daytona::provider::{
-    Command, DaytonaSandbox, ExecSpec, LABEL_NAME, LABEL_RUN,
-};
+use sanddune_plugin_daytona::provider::{Command, DaytonaSandbox, ExecSpec, LABEL_NAME, LABEL_RUN};
 use sanddune_plugin_daytona::transport::{
     BaseUrl, Body, Request, Response, Transport, TransportError,
 };
@@ -81,7 +79,10 @@ fn create_labels_the_run_and_close_stops_and_deletes() {
     let mock = DaytonaMock::start();
     let sb = create(&mock);
     let view = &mock.sandboxes()[0];
-    assert_eq!(view.labels.get(LABEL_RUN).map(String::as_str), Some("run-123"));
+    assert_eq!(
+        view.labels.get(LABEL_RUN).map(String::as_str),
+        Some("run-123")
+    );
     assert_eq!(
         view.labels.get(LABEL_NAME).map(String::as_str),
         Some("my-branch")
@@ -136,17 +137,20 @@ fn exec_streams_output_delivers_stdin_and_keeps_credentials_out() {
     let started = Instant::now();
     let mut first_at = None;
     let outcome = sb
-        .exec(shell("echo one; echo oops >&2; sleep 1; echo two; exit 3"), &mut |s, line| {
-            if first_at.is_none() {
-                first_at = Some(started.elapsed());
-            }
-            if line == "one" {
-                assert_eq!(s, Stream::Stdout);
-            }
-            if line == "oops" {
-                assert_eq!(s, Stream::Stderr);
-            }
-        })
+        .exec(
+            shell("echo one; echo oops >&2; sleep 1; echo two; exit 3"),
+            &mut |s, line| {
+                if first_at.is_none() {
+                    first_at = Some(started.elapsed());
+                }
+                if line == "one" {
+                    assert_eq!(s, Stream::Stdout);
+                }
+                if line == "oops" {
+                    assert_eq!(s, Stream::Stderr);
+                }
+            },
+        )
         .unwrap();
     assert_eq!(outcome.exit_code, 3);
     assert!(!outcome.timed_out);
@@ -173,7 +177,8 @@ fn exec_streams_output_delivers_stdin_and_keeps_credentials_out() {
         command: Command::Argv(vec![
             "sh".into(),
             "-c".into(),
-            r#"pwd; printf '%s|' "$1" "$GREETING" "$LOCAL" "${DAYTONA_API_KEY-unset}"; echo"#.into(),
+            r#"pwd; printf '%s|' "$1" "$GREETING" "$LOCAL" "${DAYTONA_API_KEY-unset}"; echo"#
+                .into(),
             "sh".into(),
             "it's a \"word\"".into(),
         ]),
@@ -210,7 +215,9 @@ fn exec_timeout_kills_and_reports_timed_out() {
     assert!(outcome.timed_out);
     assert_eq!(outcome.exit_code, -1);
     assert!(started.elapsed() < Duration::from_secs(5));
-    wait_until("the command is killed", || mock.running_commands().is_empty());
+    wait_until("the command is killed", || {
+        mock.running_commands().is_empty()
+    });
     // The sandbox goes on in a new session.
     let (code, out, _) = run(&sb, shell("echo after")).unwrap();
     assert_eq!((code, out), (0, vec!["after".to_string()]));
@@ -240,7 +247,10 @@ fn file_operations_round_trip() {
     assert_eq!(sb.read_dir("b").unwrap(), vec!["c", "empty"]);
     assert!(sb.exists("dir/a.txt").unwrap());
     assert!(!sb.exists("dir/zzz").unwrap());
-    assert!(sb.mkdir("x/y/z", false).is_err(), "one level needs the parent");
+    assert!(
+        sb.mkdir("x/y/z", false).is_err(),
+        "one level needs the parent"
+    );
     sb.mkdir("x/y/z", true).unwrap();
     sb.mkdir("x/y/z/w", false).unwrap();
     assert!(sb.stat("x/y/z/w").unwrap().is_directory);
@@ -324,7 +334,10 @@ fn rate_limits_and_server_errors_are_retried_within_bounds() {
     let started = Instant::now();
     let (code, out, _) = run(&sb, shell("echo fine")).unwrap();
     assert_eq!((code, out), (0, vec!["fine".to_string()]));
-    assert!(started.elapsed() >= Duration::from_secs(1), "Retry-After honoured");
+    assert!(
+        started.elapsed() >= Duration::from_secs(1),
+        "Retry-After honoured"
+    );
     sb.write_file("f", b"x").unwrap();
     // Bounded: a server that keeps failing is an error after 3 attempts.
     mock.inject(Fault::Status {
@@ -349,13 +362,7 @@ fn rate_limits_and_server_errors_are_retried_within_bounds() {
     mock.inject(Fault::status(Op::Folder, 422));
     let e = sb.mkdir("d", true).unwrap_err();
     assert!(e.contains("422"), "{e}");
-    assert_eq!(
-        mock.seen()
-            .iter()
-            .filter(|s| s.status == 422)
-            .count(),
-        1
-    );
+    assert_eq!(mock.seen().iter().filter(|s| s.status == 422).count(), 1);
     sb.close().unwrap();
 }
 
@@ -396,17 +403,16 @@ fn a_lost_session_fails_the_exec_clearly_and_the_sandbox_goes_on() {
         )
         .err()
         .unwrap();
-    assert!(
-        e.contains("ended before the command exited"),
-        "{e}"
-    );
+    assert!(e.contains("ended before the command exited"), "{e}");
     // What was read before the session went was delivered once, in order;
     // what the session took with it is gone, as with the real daemon.
     assert!(
         ["lost-here", "2"].starts_with(&lines.iter().map(String::as_str).collect::<Vec<_>>()),
         "{lines:?}"
     );
-    wait_until("the lost command is gone", || mock.running_commands().is_empty());
+    wait_until("the lost command is gone", || {
+        mock.running_commands().is_empty()
+    });
     let (code, out, _) = run(&sb, shell("echo again")).unwrap();
     assert_eq!((code, out), (0, vec!["again".to_string()]));
     sb.close().unwrap();
@@ -448,7 +454,10 @@ fn a_failure_after_create_stops_and_deletes_the_sandbox() {
     // the option, and the sandbox is deleted too.
     let cfg = vec![
         ("api-url".into(), mock.api_url()),
-        ("toolbox-url".into(), "https://proxy.app.daytona.io/toolbox".into()),
+        (
+            "toolbox-url".into(),
+            "https://proxy.app.daytona.io/toolbox".into(),
+        ),
     ];
     let e = DaytonaSandbox::create(NativeHttp, &creds, &cfg, "r", "n", vec![])
         .err()
@@ -461,7 +470,8 @@ fn a_failure_after_create_stops_and_deletes_the_sandbox() {
 fn attach_reopens_the_sandbox_from_its_state() {
     let mock = DaytonaMock::start();
     let sb = create(&mock);
-    sb.write_file("shared.txt", b"from the first instance").unwrap();
+    sb.write_file("shared.txt", b"from the first instance")
+        .unwrap();
     let other = DaytonaSandbox::attach(
         NativeHttp,
         &creds,
@@ -483,7 +493,10 @@ fn attach_reopens_the_sandbox_from_its_state() {
     let a = run(&sb, shell("sleep 1; echo a")).unwrap().1;
     let (b, other) = lane.join().unwrap();
     assert_eq!((a, b), (vec!["a".to_string()], vec!["b".to_string()]));
-    assert!(started.elapsed() < Duration::from_millis(1900), "they ran at once");
+    assert!(
+        started.elapsed() < Duration::from_millis(1900),
+        "they ran at once"
+    );
     drop(other);
     assert!(!mock.sandboxes()[0].deleted);
     sb.close().unwrap();

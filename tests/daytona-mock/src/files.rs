@@ -205,11 +205,13 @@ pub(crate) fn bulk_download(state: &Shared, id: &str, r: &Req) -> Response<Body>
             format!(
                 "form-data; name=\"{name}\"; filename=\"{path}\"; filename*=utf-8''{}",
                 path.bytes()
-                    .map(|b| if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
-                        (b as char).to_string()
-                    } else {
-                        format!("%{b:02X}")
-                    })
+                    .map(
+                        |b| if b.is_ascii_alphanumeric() || b"!#$&+-.^_`|~".contains(&b) {
+                            (b as char).to_string()
+                        } else {
+                            format!("%{b:02X}")
+                        }
+                    )
                     .collect::<String>()
             )
         };

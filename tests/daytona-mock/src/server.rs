@@ -275,11 +275,7 @@ async fn route(
         }
     };
     let Some(op) = op_of(&r.method, &parts) else {
-        return error(
-            404,
-            "NOT_FOUND",
-            &format!("Cannot {} {}", r.method, r.path),
-        );
+        return error(404, "NOT_FOUND", &format!("Cannot {} {}", r.method, r.path));
     };
     match authorization.and_then(|a| a.strip_prefix("Bearer ")) {
         Some(API_KEY) => {}
@@ -476,7 +472,10 @@ fn create(state: &Shared, counter: &AtomicU64, r: &Req) -> Response<Body> {
     let sb = Sandbox {
         id: id.clone(),
         toolbox: format!("{url}/toolbox"),
-        name: body["name"].as_str().map(str::to_string).unwrap_or(id.clone()),
+        name: body["name"]
+            .as_str()
+            .map(str::to_string)
+            .unwrap_or(id.clone()),
         root: Some(root),
         root_path,
         home,

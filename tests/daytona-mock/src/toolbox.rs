@@ -74,7 +74,12 @@ pub(crate) async fn route(
 
 fn create_session(state: &Shared, id: &str, r: &Req) -> Response<Body> {
     let Some(sid) = r.json()["sessionId"].as_str().map(str::to_string) else {
-        return err(r, 400, "BAD_REQUEST", "invalid request body: sessionId is required");
+        return err(
+            r,
+            400,
+            "BAD_REQUEST",
+            "invalid request body: sessionId is required",
+        );
     };
     let mut st = state.lock().unwrap();
     let path = st.path.clone();
@@ -174,7 +179,11 @@ fn uuid(counter: &AtomicU64) -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .subsec_nanos();
-    format!("{t:08x}-{:04x}-4{:03x}-8000-{n:012x}", n & 0xffff, n & 0xfff)
+    format!(
+        "{t:08x}-{:04x}-4{:03x}-8000-{n:012x}",
+        n & 0xffff,
+        n & 0xfff
+    )
 }
 
 struct Files {
@@ -183,21 +192,21 @@ struct Files {
     exit: PathBuf,
 }
 
-async fn exec(
-    state: &Shared,
-    counter: &AtomicU64,
-    id: &str,
-    sid: &str,
-    r: &Req,
-) -> Response<Body> {
+async fn exec(state: &Shared, counter: &AtomicU64, id: &str, sid: &str, r: &Req) -> Response<Body> {
     let body = r.json();
     let Some(command) = body["command"].as_str().map(str::to_string) else {
-        return err(r, 400, "BAD_REQUEST", "invalid request body: command is required");
+        return err(
+            r,
+            400,
+            "BAD_REQUEST",
+            "invalid request body: command is required",
+        );
     };
     if command.trim().is_empty() {
         return err(r, 400, "BAD_REQUEST", "command cannot be empty");
     }
-    let run_async = body["runAsync"].as_bool() == Some(true) || body["async"].as_bool() == Some(true);
+    let run_async =
+        body["runAsync"].as_bool() == Some(true) || body["async"].as_bool() == Some(true);
     let cid = uuid(counter);
     let (files, lost) = {
         let mut st = state.lock().unwrap();
@@ -220,7 +229,11 @@ async fn exec(
             exit: dir.join("exit_code"),
         };
         let script = dir.join("cmd.sh");
-        for (p, data) in [(&script, command.as_str()), (&files.out, ""), (&files.err, "")] {
+        for (p, data) in [
+            (&script, command.as_str()),
+            (&files.out, ""),
+            (&files.err, ""),
+        ] {
             if let Err(e) = std::fs::write(p, data) {
                 return err(r, 400, "BAD_REQUEST", &e.to_string());
             }
@@ -251,7 +264,12 @@ async fn exec(
             q(&files.exit)
         );
         if let Err(e) = session.stdin.write_all(line.as_bytes()) {
-            return err(r, 400, "BAD_REQUEST", &format!("failed to write command: {e}"));
+            return err(
+                r,
+                400,
+                "BAD_REQUEST",
+                &format!("failed to write command: {e}"),
+            );
         }
         session.commands.insert(
             cid.clone(),
@@ -377,7 +395,8 @@ fn record(
         return true;
     };
     for (i, line) in fresh {
-        cmd.log.extend_from_slice(if i == 0 { STDOUT } else { STDERR });
+        cmd.log
+            .extend_from_slice(if i == 0 { STDOUT } else { STDERR });
         cmd.log.extend_from_slice(&line);
         cmd.lines += 1;
     }
@@ -435,7 +454,11 @@ fn version(v: &str) -> (u64, u64, u64) {
         .trim_start_matches('v')
         .split(['.', '-'])
         .map(|p| p.parse::<u64>().ok());
-    match (it.next().flatten(), it.next().flatten(), it.next().flatten()) {
+    match (
+        it.next().flatten(),
+        it.next().flatten(),
+        it.next().flatten(),
+    ) {
         (Some(a), Some(b), Some(c)) => (a, b, c),
         _ => (u64::MAX, 0, 0),
     }
@@ -446,11 +469,12 @@ fn version(v: &str) -> (u64, u64, u64) {
 /// caller asked for split output (an SDK from 0.27, or none and
 /// `X-Daytona-Split-Output: true`).
 fn logs(state: &Shared, id: &str, sid: &str, cid: &str, r: &Req) -> Response<Body> {
-    let (log, command, lines) =
-        match with_cmd(state, id, sid, cid, |c| (c.log.clone(), c.command.clone(), c.lines)) {
-            Ok(v) => v,
-            Err(m) => return err(r, 404, "NOT_FOUND", m),
-        };
+    let (log, command, lines) = match with_cmd(state, id, sid, cid, |c| {
+        (c.log.clone(), c.command.clone(), c.lines)
+    }) {
+        Ok(v) => v,
+        Err(m) => return err(r, 404, "NOT_FOUND", m),
+    };
     let sdk = r.sdk_version.as_deref().filter(|v| !v.is_empty());
     let combined = match sdk {
         Some(v) => version(v) < (0, 27, 0),
@@ -496,7 +520,9 @@ fn cut(content_type: &str, body: Vec<u8>) -> Response<Body> {
     let half = Bytes::from(body[..body.len() / 2].to_vec());
     let chunks: Vec<Result<Frame<Bytes>, std::io::Error>> = vec![
         Ok(Frame::data(half)),
-        Err(std::io::Error::other("injected: connection dropped mid-exec")),
+        Err(std::io::Error::other(
+            "injected: connection dropped mid-exec",
+        )),
     ];
     Response::builder()
         .status(200)
@@ -510,7 +536,12 @@ fn cut(content_type: &str, body: Vec<u8>) -> Response<Body> {
 
 fn input(state: &Shared, id: &str, sid: &str, cid: &str, r: &Req) -> Response<Body> {
     let Some(data) = r.json()["data"].as_str().map(str::to_string) else {
-        return err(r, 400, "BAD_REQUEST", "invalid request body: data is required");
+        return err(
+            r,
+            400,
+            "BAD_REQUEST",
+            "invalid request body: data is required",
+        );
     };
     match with_cmd(state, id, sid, cid, |c| match &mut c.input {
         Some(f) => f.write_all(data.as_bytes()).map_err(|e| e.to_string()),
@@ -527,7 +558,12 @@ fn input(state: &Shared, id: &str, sid: &str, cid: &str, r: &Req) -> Response<Bo
 async fn execute(state: &Shared, id: &str, r: &Req) -> Response<Body> {
     let body = r.json();
     let Some(command) = body["command"].as_str().map(str::to_string) else {
-        return err(r, 400, "BAD_REQUEST", "invalid request body: command is required");
+        return err(
+            r,
+            400,
+            "BAD_REQUEST",
+            "invalid request body: command is required",
+        );
     };
     let (home, path, env) = {
         let mut st = state.lock().unwrap();
@@ -535,7 +571,10 @@ async fn execute(state: &Shared, id: &str, r: &Req) -> Response<Body> {
         let sb = sandbox(&mut st, id);
         (sb.home.clone(), path, sb.env.clone())
     };
-    let cwd = body["cwd"].as_str().map(PathBuf::from).unwrap_or(home.clone());
+    let cwd = body["cwd"]
+        .as_str()
+        .map(PathBuf::from)
+        .unwrap_or(home.clone());
     let child = tokio::process::Command::new("sh")
         .arg("-c")
         .arg(format!("exec 2>&1; {command}"))
@@ -556,7 +595,10 @@ async fn execute(state: &Shared, id: &str, r: &Req) -> Response<Body> {
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .output();
-    let timeout = body["timeout"].as_u64().filter(|t| *t > 0).unwrap_or(10_000);
+    let timeout = body["timeout"]
+        .as_u64()
+        .filter(|t| *t > 0)
+        .unwrap_or(10_000);
     match tokio::time::timeout(Duration::from_secs(timeout), child).await {
         Ok(Ok(out)) => ok(
             200,

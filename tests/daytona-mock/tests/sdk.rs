@@ -186,7 +186,10 @@ fn the_official_sdk_takes_the_mocks_faults_as_daytonas() {
         after_lines: 2,
     });
     let (success, stdout, stderr) = node(&dir, "faults.mjs", &mock);
-    assert!(success, "the SDK took a fault differently:\n{stdout}\n{stderr}");
+    assert!(
+        success,
+        "the SDK took a fault differently:\n{stdout}\n{stderr}"
+    );
     for step in [
         "401 unauthorized",
         "503 on create",
