@@ -21,9 +21,14 @@ pub const LABEL_RUN: &str = "sanddune-run";
 pub const LABEL_NAME: &str = "sanddune-name";
 /// How long `create` waits for the sandbox to start.
 const START_WAIT: Duration = Duration::from_secs(180);
-/// Polling a running command: the first wait, and the longest.
-const POLL_FIRST: Duration = Duration::from_millis(5);
+/// Polling a running command: a quarter of its age, so waiting adds at
+/// most a quarter to how long it takes, within these bounds.
+const POLL_MIN: Duration = Duration::from_millis(5);
 const POLL_MAX: Duration = Duration::from_millis(500);
+
+fn poll_wait(age: Duration) -> Duration {
+    (age / 4).clamp(POLL_MIN, POLL_MAX)
+}
 
 pub enum Command {
     Argv(Vec<String>),
@@ -455,7 +460,6 @@ impl<T: Transport> DaytonaSandbox<T> {
         sink: &mut dyn FnMut(Stream, String),
     ) -> Result<ExecOutcome, String> {
         let mut cursor = LogCursor::default();
-        let mut wait = POLL_FIRST;
         let failed = |e: ApiError| -> String {
             match e.kind {
                 ErrorKind::Cancelled => {
@@ -483,9 +487,7 @@ impl<T: Transport> DaytonaSandbox<T> {
         loop {
             let exit = self.api.exit_code(session, cmd).map_err(failed)?;
             let log = self.api.logs(session, cmd).map_err(failed)?;
-            let lines = cursor.take(&log, exit.is_some());
-            let quiet = lines.is_empty();
-            for (stream, line) in lines {
+            for (stream, line) in cursor.take(&log, exit.is_some()) {
                 sink(stream, line);
             }
             if let Some(code) = exit {
@@ -501,11 +503,7 @@ impl<T: Transport> DaytonaSandbox<T> {
                     timed_out: true,
                 });
             }
-            wait = if quiet {
-                (wait * 2).min(POLL_MAX)
-            } else {
-                POLL_FIRST
-            };
+            let mut wait = poll_wait(started.elapsed());
             if let Some(t) = timeout {
                 wait = wait.min(t.saturating_sub(started.elapsed()));
             }
@@ -673,6 +671,14 @@ impl<T: Transport> DaytonaSandbox<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn polls_wait_a_quarter_of_the_commands_age_within_bounds() {
+        let ms = Duration::from_millis;
+        assert_eq!(poll_wait(ms(0)), ms(5));
+        assert_eq!(poll_wait(ms(100)), ms(25));
+        assert_eq!(poll_wait(ms(60_000)), ms(500));
+    }
 
     #[test]
     fn state_round_trips() {
