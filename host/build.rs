@@ -21,6 +21,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("docker", "sanddune-plugin-docker"),
     ("podman", "sanddune-plugin-podman"),
     ("vercel", "sanddune-plugin-vercel"),
+    ("daytona", "sanddune-plugin-daytona"),
 ];
 
 /// Components built only for the tests (not embedded).

@@ -1,21 +1,16 @@
 //! The Vercel Sandbox v2 REST API: request building, error mapping and
 //! retries. Everything here is plain Rust over the `Transport` seam.
 
-use std::time::Duration;
-
 use serde_json::{Value, json};
 
 use crate::config::{Credentials, Network, Options};
 use crate::ndjson::{self, Event, LineSplitter};
 use crate::transport::{BaseUrl, Method, Request, Response, Transport, TransportError};
 
-/// Retries of a request the server answered 429 or 5xx (or the network
-/// lost), after the first attempt: the SDK's policy (400 ms, then 800 ms).
-pub const RETRIES: u32 = 2;
-const BACKOFF_MS: u64 = 400;
-/// A `Retry-After` longer than this is not waited for: the error says when
-/// to try again instead.
-pub const MAX_RETRY_AFTER_S: u64 = 20;
+use sanddune_cloud_http::retry::{self, Decision, Outcome};
+/// The retry policy (cloud-http's, the Vercel SDK's: 429 and 5xx twice,
+/// 400 ms then 800 ms, a `Retry-After` of at most 20 s honoured).
+pub use sanddune_cloud_http::retry::{MAX_RETRY_AFTER_S, RETRIES};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ErrorKind {
@@ -197,9 +192,7 @@ pub struct Api<T: Transport> {
 }
 
 fn retry_after(response: &Response) -> Option<u64> {
-    response
-        .header("retry-after")
-        .and_then(|v| v.trim().parse().ok())
+    retry::retry_after(response.header("retry-after"))
 }
 
 impl<T: Transport> Api<T> {
@@ -277,9 +270,7 @@ impl<T: Transport> Api<T> {
     ) -> Result<Response> {
         let mut attempt = 0;
         loop {
-            let wait_ms = BACKOFF_MS << attempt;
             attempt += 1;
-            let last = attempt > RETRIES;
             match self.transport.send(&self.base, build()) {
                 Ok(response) if (200..300).contains(&response.status) => return Ok(response),
                 Ok(mut response) => {
@@ -287,26 +278,29 @@ impl<T: Transport> Api<T> {
                     let after = retry_after(&response);
                     let body = response.read_all().unwrap_or_default();
                     let error = ApiError::from_status(what, status, &body, after);
-                    let wait = match status {
-                        429 => match after {
-                            Some(s) if s > MAX_RETRY_AFTER_S => return Err(error),
-                            Some(s) if s > 0 => s * 1000,
-                            _ => wait_ms,
-                        },
-                        500..=599 => wait_ms,
-                        _ => return Err(error),
+                    let outcome = Outcome::Status {
+                        status,
+                        retry_after: after,
                     };
-                    if last {
-                        return Err(ApiError {
-                            message: format!("{} (after {} attempts)", error.message, attempt),
-                            ..error
-                        });
+                    match retry::decide(outcome, attempt) {
+                        Decision::Retry(wait) => self.transport.sleep(wait),
+                        Decision::Fail if attempt > 1 => {
+                            return Err(ApiError {
+                                message: format!("{} (after {} attempts)", error.message, attempt),
+                                ..error
+                            });
+                        }
+                        Decision::Fail => return Err(error),
                     }
-                    self.transport.sleep(Duration::from_millis(wait));
                 }
-                Err(TransportError::Network(e)) if retry_network && !last => {
-                    let _ = e;
-                    self.transport.sleep(Duration::from_millis(wait_ms));
+                Err(e @ TransportError::Network(_)) => {
+                    let outcome = Outcome::Network {
+                        idempotent: retry_network,
+                    };
+                    match retry::decide(outcome, attempt) {
+                        Decision::Retry(wait) => self.transport.sleep(wait),
+                        Decision::Fail => return Err(ApiError::transport(what, e)),
+                    }
                 }
                 Err(e) => return Err(ApiError::transport(what, e)),
             }
@@ -625,16 +619,4 @@ fn clip(s: &str) -> String {
     s.chars().take(300).collect()
 }
 
-/// Percent-encode a query value or path segment.
-pub fn encode(s: &str) -> String {
-    let mut out = String::new();
-    for b in s.bytes() {
-        match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
-                out.push(b as char)
-            }
-            _ => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
-}
+pub use sanddune_cloud_http::transport::encode;

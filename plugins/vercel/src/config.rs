@@ -148,7 +148,7 @@ pub const OPTIONS: &[(&str, &str, Option<&str>)] = &[
 
 pub fn options(config: &[(String, String)]) -> Result<Options, String> {
     let mut o = Options {
-        api_url: BaseUrl::parse(DEFAULT_API_URL)?,
+        api_url: BaseUrl::parse_option("api-url", DEFAULT_API_URL)?,
         runtime: None,
         image: None,
         vcpus: Some(2),
@@ -159,7 +159,7 @@ pub fn options(config: &[(String, String)]) -> Result<Options, String> {
     for (key, value) in config {
         let value = value.trim();
         match key.as_str() {
-            "api-url" => o.api_url = BaseUrl::parse(value)?,
+            "api-url" => o.api_url = BaseUrl::parse_option("api-url", value)?,
             "runtime" => o.runtime = Some(value.to_string()).filter(|v| !v.is_empty()),
             "image" => o.image = Some(value.to_string()).filter(|v| !v.is_empty()),
             "vcpus" => {

@@ -5,18 +5,17 @@
 //!
 //! The API logic lives in plain modules (`api`, `ndjson`, `archive`,
 //! `config`, `provider`) tested natively against the loopback mock; the
-//! wasi:http transport (`wasi_http`) and the WIT glue below are thin.
+//! transport (`sanddune-cloud-http`, shared with `daytona`) and the WIT glue
+//! below are thin.
 
 pub mod api;
 pub mod archive;
 pub mod config;
-#[cfg(not(target_arch = "wasm32"))]
-pub mod native;
 pub mod ndjson;
 pub mod provider;
-pub mod transport;
-#[cfg(target_arch = "wasm32")]
-mod wasi_http;
+#[cfg(not(target_arch = "wasm32"))]
+pub use sanddune_cloud_http::native;
+pub use sanddune_cloud_http::transport;
 
 #[cfg(target_arch = "wasm32")]
 mod component {
@@ -35,11 +34,7 @@ mod component {
     use crate::config::{ENV_KEYS, OPTIONS};
     use crate::ndjson::Stream;
     use crate::provider::{self, ExecSpec, VercelSandbox};
-    use crate::wasi_http::WasiHttp;
-
-    pub use wasi::clocks::monotonic_clock;
-    pub use wasi::http::{outgoing_handler, types as http_types};
-    pub use wasi::io::streams;
+    use sanddune_cloud_http::wasi_http::WasiHttp;
 
     struct Provider;
 

@@ -12,6 +12,7 @@ use crate::archive::{self, Entry};
 use crate::config::{self, Credentials, ENV_KEYS, Options};
 use crate::ndjson::{Event, OutputLines, Stream};
 use crate::transport::{Transport, TransportError};
+use sanddune_cloud_http::shell_fs;
 
 /// Tag keys on every sandbox sanddune creates; `sanddune gc` finds
 /// leftovers by them.
@@ -548,46 +549,30 @@ impl<T: Transport> VercelSandbox<T> {
     pub fn stat(&self, path: &str) -> Result<FileStat, String> {
         let out = self.internal_ok(
             &format!("stat {path}"),
-            r#"p=$1
-if [ ! -e "$p" ] && [ ! -L "$p" ]; then echo "no such file or directory" >&2; exit 2; fi
-if [ -L "$p" ]; then l=1; else l=0; fi
-if [ -d "$p" ]; then t=d; elif [ -f "$p" ]; then t=f; else t=o; fi
-printf '%s %s %s %s\n' "$t" "$l" "$(stat -L -c %s -- "$p" 2>/dev/null || echo -)" "$(stat -L -c %Y -- "$p" 2>/dev/null || echo -)""#,
+            shell_fs::STAT,
             &[&self.resolve(path)],
         )?;
-        let words: Vec<&str> = out.split_whitespace().collect();
-        let [t, l, size, mtime] = words[..] else {
-            return Err(format!("stat {path}: unexpected output {out:?}"));
-        };
+        let s = shell_fs::parse_stat(&out).map_err(|e| format!("stat {path}: {e}"))?;
         Ok(FileStat {
-            is_file: t == "f",
-            is_directory: t == "d",
-            is_symlink: l == "1",
-            size: size.parse().ok(),
-            mtime_ms: mtime.parse::<u64>().ok().map(|s| s * 1000),
+            is_file: s.is_file,
+            is_directory: s.is_directory,
+            is_symlink: s.is_symlink,
+            size: s.size,
+            mtime_ms: s.mtime_ms,
         })
     }
 
     pub fn read_dir(&self, path: &str) -> Result<Vec<String>, String> {
         let out = self.internal_ok(
             &format!("reading directory {path}"),
-            r#"[ -d "$1" ] || { echo "not a directory" >&2; exit 2; }; cd -- "$1" && for f in * .[!.]* ..?*; do [ -e "$f" ] || [ -L "$f" ] && printf '%s\n' "$f"; done; true"#,
+            shell_fs::READ_DIR,
             &[&self.resolve(path)],
         )?;
-        let mut names: Vec<String> = out
-            .lines()
-            .filter(|l| !l.is_empty())
-            .map(str::to_string)
-            .collect();
-        names.sort();
-        Ok(names)
+        Ok(shell_fs::parse_read_dir(&out))
     }
 
     pub fn exists(&self, path: &str) -> Result<bool, String> {
-        let (code, _, errout) = self.internal(
-            r#"if [ -e "$1" ] || [ -L "$1" ]; then exit 0; else exit 1; fi"#,
-            &[&self.resolve(path)],
-        )?;
+        let (code, _, errout) = self.internal(shell_fs::EXISTS, &[&self.resolve(path)])?;
         match code {
             0 => Ok(true),
             1 => Ok(false),
@@ -599,7 +584,7 @@ printf '%s %s %s %s\n' "$t" "$l" "$(stat -L -c %s -- "$p" 2>/dev/null || echo -)
         self.check_open()?;
         let full = self.resolve(path);
         if recursive {
-            self.internal_ok(&format!("mkdir {path}"), r#"mkdir -p -- "$1""#, &[&full])
+            self.internal_ok(&format!("mkdir {path}"), shell_fs::MKDIR_P, &[&full])
                 .map(|_| ())
         } else {
             self.api.mkdir(&self.state.session, &full).map_err(err)
@@ -608,14 +593,9 @@ printf '%s %s %s %s\n' "$t" "$l" "$(stat -L -c %s -- "$p" 2>/dev/null || echo -)
 
     pub fn remove(&self, path: &str, recursive: bool, force: bool) -> Result<(), String> {
         let full = self.resolve(path);
-        let script = r#"p=$1 r=$2 f=$3
-if [ ! -e "$p" ] && [ ! -L "$p" ]; then [ "$f" = 1 ] && exit 0; echo "no such file or directory" >&2; exit 2; fi
-if [ -d "$p" ] && [ ! -L "$p" ]; then
-  if [ "$r" = 1 ]; then rm -rf -- "$p"; else rmdir -- "$p"; fi
-else rm -f -- "$p"; fi"#;
         self.internal_ok(
             &format!("removing {path}"),
-            script,
+            shell_fs::REMOVE,
             &[
                 &full,
                 if recursive { "1" } else { "0" },

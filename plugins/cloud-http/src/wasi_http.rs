@@ -3,12 +3,13 @@
 
 use std::time::Duration;
 
-use crate::component::http_types::{
+use crate::bindings::wasi::clocks::monotonic_clock;
+use crate::bindings::wasi::http::outgoing_handler;
+use crate::bindings::wasi::http::types::{
     ErrorCode, Fields, IncomingBody, IncomingResponse, Method as WasiMethod, OutgoingBody,
     OutgoingRequest, RequestOptions, Scheme,
 };
-use crate::component::streams::{InputStream, StreamError};
-use crate::component::{monotonic_clock, outgoing_handler};
+use crate::bindings::wasi::io::streams::{InputStream, StreamError};
 use crate::transport::{BaseUrl, Body, Method, Request, Response, Transport, TransportError};
 
 pub struct WasiHttp;

@@ -32,9 +32,13 @@ pub struct BaseUrl {
 }
 
 impl BaseUrl {
-    pub fn parse(url: &str) -> Result<BaseUrl, String> {
-        let bad =
-            |why: &str| format!("api-url `{url}`: {why}; expected e.g. https://vercel.com/api");
+    /// `url`, which the user gave as option `option` (named in errors).
+    pub fn parse_option(option: &str, url: &str) -> Result<BaseUrl, String> {
+        let bad = |why: &str| {
+            format!(
+                "{option} `{url}`: {why}; expected an https URL such as https://api.example.com/api"
+            )
+        };
         let (scheme, rest) = url.split_once("://").ok_or_else(|| bad("no scheme"))?;
         let scheme = scheme.to_ascii_lowercase();
         if scheme != "https" && scheme != "http" {
@@ -55,6 +59,10 @@ impl BaseUrl {
             authority: authority.to_ascii_lowercase(),
             prefix: prefix.to_string(),
         })
+    }
+
+    pub fn parse(url: &str) -> Result<BaseUrl, String> {
+        Self::parse_option("url", url)
     }
 
     /// `scheme://authority`: what the provider asks the host to reach.
@@ -127,4 +135,18 @@ impl std::fmt::Display for TransportError {
 pub trait Transport {
     fn send(&self, base: &BaseUrl, request: Request) -> Result<Response, TransportError>;
     fn sleep(&self, duration: Duration);
+}
+
+/// Percent-encode a query value or path segment.
+pub fn encode(s: &str) -> String {
+    let mut out = String::new();
+    for b in s.bytes() {
+        match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                out.push(b as char)
+            }
+            _ => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
 }

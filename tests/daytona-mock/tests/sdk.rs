@@ -1,0 +1,205 @@
+//! The mock speaks the real protocol: the official `@daytonaio/sdk`
+//! (pinned in tests/sdk/daytona) runs create, a session with async and
+//! synchronous commands whose state and log it follows, stdin, one-shot
+//! execute, file upload, download, folder and delete, kill (deleting the
+//! session), stop and delete against it, and meets its faults; any answer
+//! the SDK cannot read fails the test.
+//!
+//! The SDK is installed by the test itself (`npm ci` from the pinned
+//! lockfile) under `target/tmp/daytona-sdk`, so a cached target dir skips
+//! the install; a changed lockfile installs again.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use sanddune_daytona_mock::{DaytonaMock, Fault, Op};
+
+/// The pinned SDK's sources: package.json, package-lock.json, the scripts.
+fn sdk_sources() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../sdk/daytona")
+}
+
+const SDK_FILES: &[&str] = &[
+    "package.json",
+    "package-lock.json",
+    "check.mjs",
+    "faults.mjs",
+];
+
+fn have(program: &str) -> bool {
+    Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The directory the scripts run in, with the pinned SDK installed beside
+/// them: None (with a message) without node, except under CI, where
+/// .ci/run installs nodejs and its absence fails the test.
+fn sdk_dir() -> Option<PathBuf> {
+    if !have("node") {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "node is missing under CI: .ci/run installs nodejs"
+        );
+        eprintln!(
+            "SKIPPED: node is not installed, so the @daytonaio/sdk cannot run against the mock"
+        );
+        return None;
+    }
+    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let installed = INSTALLED
+        .get_or_init(|| install(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("daytona-sdk")));
+    Some(installed.clone().unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// Copy the SDK's files to `dir` and `npm ci` there unless the same
+/// lockfile is already installed.
+fn install(dir: &Path) -> Result<PathBuf, String> {
+    let src = sdk_sources();
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let lock = std::fs::read(src.join("package-lock.json"))
+        .map_err(|e| format!("reading the lockfile: {e}"))?;
+    let installed_lock = dir.join("node_modules/.sanddune-installed-lock.json");
+    let current = std::fs::read(&installed_lock).is_ok_and(|l| l == lock)
+        && dir
+            .join("node_modules/@daytonaio/sdk/package.json")
+            .exists();
+    for file in SDK_FILES {
+        std::fs::copy(src.join(file), dir.join(file))
+            .map_err(|e| format!("copying {file}: {e}"))?;
+    }
+    if !current {
+        let started = std::time::Instant::now();
+        let status = Command::new("npm")
+            .args(["ci", "--no-audit", "--no-fund", "--quiet"])
+            .current_dir(dir)
+            .status()
+            .map_err(|e| {
+                format!(
+                    "npm is needed to install the pinned SDK (npm ci in {}): {e}",
+                    dir.display()
+                )
+            })?;
+        if !status.success() {
+            return Err(format!("npm ci in {} failed: {status}", dir.display()));
+        }
+        std::fs::write(&installed_lock, &lock)
+            .map_err(|e| format!("writing {}: {e}", installed_lock.display()))?;
+        eprintln!(
+            "installed @daytonaio/sdk in {} in {:.1?}",
+            dir.display(),
+            started.elapsed()
+        );
+    }
+    Ok(dir.to_path_buf())
+}
+
+fn node(dir: &Path, script: &str, mock: &DaytonaMock) -> (bool, String, String) {
+    let out = Command::new("node")
+        .arg(script)
+        .current_dir(dir)
+        .env("DAYTONA_MOCK_URL", mock.url())
+        .env_remove("DAYTONA_API_KEY")
+        .env_remove("DAYTONA_API_URL")
+        .env_remove("DAYTONA_JWT_TOKEN")
+        .output()
+        .unwrap();
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn the_official_sdk_accepts_the_mock() {
+    let Some(dir) = sdk_dir() else { return };
+    let mock = DaytonaMock::start();
+    let (success, stdout, stderr) = node(&dir, "check.mjs", &mock);
+    assert!(success, "the SDK rejected the mock:\n{stdout}\n{stderr}");
+    for step in [
+        "create",
+        "dirs",
+        "exec streamed",
+        "exec sync",
+        "input",
+        "execute",
+        "files",
+        "kill",
+        "stop",
+        "delete",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == format!("ok {step}")),
+            "step {step} missing:\n{stdout}\n{stderr}"
+        );
+    }
+    // What the SDK sent, as the mock saw it: the documented endpoints, and
+    // its version, which the toolbox reads.
+    let seen = mock.seen();
+    let lines: Vec<String> = seen
+        .iter()
+        .map(|s| format!("{} {} {}", s.status, s.method, s.path))
+        .collect();
+    for want in [
+        "200 POST /api/sandbox",
+        "201 POST /toolbox/",
+        "202 POST /toolbox/",
+        "/logs",
+        "/files/bulk-upload",
+        "/files/bulk-download",
+        "201 POST /toolbox/",
+        "204 DELETE /toolbox/",
+        "/stop",
+        "200 DELETE /api/sandbox/",
+    ] {
+        assert!(
+            lines.iter().any(|s| s.contains(want)),
+            "{want} not in {lines:#?}"
+        );
+    }
+    assert!(
+        seen.iter()
+            .any(|s| s.sdk_version.as_deref() == Some("0.190.1")),
+        "the SDK names its version"
+    );
+    let view = &mock.sandboxes()[0];
+    assert!(view.deleted);
+    assert_eq!(view.body["labels"]["sanddune-run"], "sdk-check");
+}
+
+#[test]
+fn the_official_sdk_takes_the_mocks_faults_as_daytonas() {
+    let Some(dir) = sdk_dir() else { return };
+    let mock = DaytonaMock::start();
+    mock.inject(Fault::status(Op::Create, 503));
+    mock.inject(Fault::Status {
+        op: Op::Logs,
+        status: 429,
+        retry_after: Some(1),
+        times: 1,
+    });
+    mock.inject(Fault::SessionLost {
+        command_contains: "lose-me".into(),
+        after_lines: 2,
+    });
+    let (success, stdout, stderr) = node(&dir, "faults.mjs", &mock);
+    assert!(
+        success,
+        "the SDK took a fault differently:\n{stdout}\n{stderr}"
+    );
+    for step in [
+        "401 unauthorized",
+        "503 on create",
+        "429 rate limited",
+        "session lost",
+        "delete",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == format!("ok {step}")),
+            "step {step} missing:\n{stdout}\n{stderr}"
+        );
+    }
+}
