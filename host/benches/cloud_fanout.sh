@@ -1,25 +1,33 @@
 #!/usr/bin/env bash
-# Wall time of one `sanddune run --sandbox vercel` against 16 at once, over
-# the loopback mock of the Vercel Sandbox API (tests/vercel-mock, which
-# runs the commands for real): the fake claude makes one commit per run on
-# its own branch (strategy branch), each run a sandbox of its own.
+# Wall time of one `sanddune run --sandbox vercel|daytona` against 16 at
+# once, over the provider's loopback mock (tests/vercel-mock,
+# tests/daytona-mock: both run the commands for real): the fake claude
+# makes one commit per run on its own branch (strategy branch), each run a
+# sandbox of its own.
 #
-#   host/benches/vercel_fanout.sh [path/to/sanddune]   (default: target/release, else target/debug)
-#   needs: cargo build -p sanddune-vercel-mock --bin vercel-mock
+#   host/benches/cloud_fanout.sh vercel|daytona [path/to/sanddune]
+#     (default binary: target/release, else target/debug)
+#   needs: cargo build -p sanddune-PROVIDER-mock --bin PROVIDER-mock
 set -euo pipefail
 root=$(cd "$(dirname "$0")/../.." && pwd)
-bin=${1:-}
+provider=${1:-}
+case "$provider" in
+  vercel | daytona) ;;
+  *) echo "usage: $0 vercel|daytona [path/to/sanddune]" >&2; exit 2 ;;
+esac
+bin=${2:-}
 if [ -z "$bin" ]; then
   for b in "$root/target/release/sanddune" "$root/target/debug/sanddune"; do
     [ -x "$b" ] && bin=$b && break
   done
 fi
 [ -x "${bin:-}" ] || { echo "build sanddune first (cargo build --release)" >&2; exit 2; }
+bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")  # the runs cd into the repo
 mockbin=""
-for b in "$root/target/release/vercel-mock" "$root/target/debug/vercel-mock"; do
+for b in "$root/target/release/$provider-mock" "$root/target/debug/$provider-mock"; do
   [ -x "$b" ] && mockbin=$b && break
 done
-[ -n "$mockbin" ] || { echo "build the mock first (cargo build -p sanddune-vercel-mock --bin vercel-mock)" >&2; exit 2; }
+[ -n "$mockbin" ] || { echo "build the mock first (cargo build -p sanddune-$provider-mock --bin $provider-mock)" >&2; exit 2; }
 
 work=$(mktemp -d)
 mkdir -p "$work/home/bin" "$work/repo"
@@ -27,11 +35,17 @@ ln -s "$root/tests/fakes/claude" "$work/home/bin/claude"
 export HOME="$work/home" PATH="$work/home/bin:$PATH"
 export SANDDUNE_CACHE_DIR="$root/target/tmp/component-cache"
 export VERCEL_TOKEN=mock-token VERCEL_TEAM_ID=team_mock VERCEL_PROJECT_ID=prj_mock
+export DAYTONA_API_KEY=mock-api-key
 "$mockbin" > "$work/mock.url" &
 mock=$!
 trap 'kill $mock; rm -rf "$work"' EXIT
 for _ in $(seq 50); do [ -s "$work/mock.url" ] && break; sleep 0.1; done
 url=$(head -1 "$work/mock.url")
+if [ "$provider" = vercel ]; then
+  origins=(--sandbox-opt "api-url=$url")
+else
+  origins=(--sandbox-opt "api-url=$url/api" --sandbox-opt "toolbox-url=$url/toolbox")
+fi
 cd "$work/repo"
 git init -q -b main
 echo "# bench" > README.md
@@ -40,12 +54,12 @@ git config user.name b && git config user.email b@b.invalid
 git commit -q -m initial
 
 one() {
-  "$bin" run --sandbox vercel --sandbox-opt "api-url=$url" --agent claude-code \
+  "$bin" run --sandbox "$provider" "${origins[@]}" --agent claude-code \
     --strategy branch --branch "fan-$1" --prompt "add a note $1" --json \
     > "$work/out-$1.json" 2> "$work/err-$1.txt" || { cat "$work/err-$1.txt" >&2; return 1; }
 }
 
-echo "sanddune run --sandbox vercel over the mock, $(nproc) cores"
+echo "sanddune run --sandbox $provider over the mock, $(nproc) cores"
 one 0  # warm the component cache
 for n in 1 16; do
   start=$(date +%s.%N)
