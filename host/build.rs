@@ -34,6 +34,10 @@ const TEST_ONLY: &[(&str, &str)] = &[
     ("hostile-http", "sanddune-test-plugin-hostile-http"),
     ("future-api", "sanddune-test-plugin-future-api"),
     ("not-a-plugin", "sanddune-test-plugin-not-a-plugin"),
+    (
+        "undeclared-import",
+        "sanddune-test-plugin-undeclared-import",
+    ),
     // Built against the frozen wit/v0.1: older components keep loading.
     ("v0-1-sandbox", "sanddune-test-plugin-v0-1-sandbox"),
     ("v0-1-agent", "sanddune-test-plugin-v0-1-agent"),

@@ -121,6 +121,32 @@ fn a_component_built_against_an_incompatible_api_version() {
     );
 }
 
+/// A component that imports an interface its world does not declare is
+/// refused at load, naming the import, before anything is created.
+#[test]
+fn a_component_importing_an_undeclared_interface() {
+    let repo = TestRepo::new();
+    let file = plugin_file("sanddune-test-plugin-undeclared-import");
+    let a = [
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        file.to_str().unwrap(),
+        "--prompt",
+        "x",
+        "--yes",
+    ];
+    refused(
+        &repo,
+        &a,
+        &[
+            "does not fit the sanddune agent provider world of sanddune:plugin@0.2",
+            "test:undeclared/backdoor",
+        ],
+    );
+}
+
 #[test]
 fn a_missing_plugin_name() {
     let repo = TestRepo::new();
