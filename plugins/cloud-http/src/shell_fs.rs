@@ -31,6 +31,71 @@ pub const MKDIR: &str = r#"mkdir -- "$1""#;
 /// `$1`: a directory to create with its parents.
 pub const MKDIR_P: &str = r#"mkdir -p -- "$1""#;
 
+/// The file operations a cloud provider answers with the scripts above, run
+/// in its sandbox. It supplies how to run one and where its worktree is;
+/// relative paths are relative to the worktree.
+pub trait ShellFs {
+    /// `sh -c SCRIPT sh ARGS...` in the sandbox: (exit code, stdout, stderr).
+    fn run_script(&self, script: &str, args: &[&str]) -> Result<(i32, String, String), String>;
+
+    /// The worktree's absolute path in the sandbox.
+    fn worktree(&self) -> &str;
+
+    /// `path` made absolute: relative paths are relative to the worktree.
+    fn resolve(&self, path: &str) -> String {
+        let cwd = self.worktree();
+        if path.starts_with('/') {
+            path.to_string()
+        } else if path.is_empty() || path == "." {
+            cwd.to_string()
+        } else {
+            format!(
+                "{}/{}",
+                cwd.trim_end_matches('/'),
+                path.trim_start_matches("./")
+            )
+        }
+    }
+
+    /// [`ShellFs::run_script`], its stdout; a non-zero exit is an error
+    /// saying `what` failed and why.
+    fn run_script_ok(&self, what: &str, script: &str, args: &[&str]) -> Result<String, String> {
+        let (code, out, errout) = self.run_script(script, args)?;
+        if code != 0 {
+            let why = errout.trim();
+            return Err(if why.is_empty() {
+                format!("{what}: exit {code}")
+            } else {
+                format!("{what}: {why}")
+            });
+        }
+        Ok(out)
+    }
+
+    fn stat(&self, path: &str) -> Result<Stat, String> {
+        let out = self.run_script_ok(&format!("stat {path}"), STAT, &[&self.resolve(path)])?;
+        parse_stat(&out).map_err(|e| format!("stat {path}: {e}"))
+    }
+
+    fn read_dir(&self, path: &str) -> Result<Vec<String>, String> {
+        let out = self.run_script_ok(
+            &format!("reading directory {path}"),
+            READ_DIR,
+            &[&self.resolve(path)],
+        )?;
+        Ok(parse_read_dir(&out))
+    }
+
+    fn exists(&self, path: &str) -> Result<bool, String> {
+        let (code, _, errout) = self.run_script(EXISTS, &[&self.resolve(path)])?;
+        match code {
+            0 => Ok(true),
+            1 => Ok(false),
+            c => Err(format!("checking {path}: exit {c}: {}", errout.trim())),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Stat {
     pub is_file: bool,

@@ -18,6 +18,7 @@ pub mod multipart;
 pub mod provider;
 #[cfg(not(target_arch = "wasm32"))]
 pub use sanddune_cloud_http::native;
+pub use sanddune_cloud_http::shell_fs;
 pub use sanddune_cloud_http::transport;
 
 #[cfg(target_arch = "wasm32")]
@@ -33,6 +34,7 @@ mod component {
     };
     use sanddune::plugin::output::OutputSink;
     use sanddune::plugin::types::{CapabilityRequest, OutputLine, OutputStream};
+    use sanddune_cloud_http::shell_fs::ShellFs;
     use sanddune_cloud_http::wasi_http::WasiHttp;
 
     use crate::config::{ENV_KEYS, OPTIONS};

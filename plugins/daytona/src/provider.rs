@@ -7,7 +7,7 @@
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
-use sanddune_cloud_http::shell_fs;
+use sanddune_cloud_http::shell_fs::{self, ShellFs};
 use sanddune_cloud_http::transport::{BaseUrl, Transport};
 use serde_json::{Value, json};
 
@@ -47,14 +47,6 @@ pub struct ExecSpec {
 pub struct ExecOutcome {
     pub exit_code: i32,
     pub timed_out: bool,
-}
-
-pub struct FileStat {
-    pub is_file: bool,
-    pub is_directory: bool,
-    pub is_symlink: bool,
-    pub size: Option<u64>,
-    pub mtime_ms: Option<u64>,
 }
 
 /// What `state` carries to another instance (`attach`).
@@ -320,21 +312,6 @@ impl<T: Transport> DaytonaSandbox<T> {
         &self.state.cwd
     }
 
-    /// `path` made absolute: relative paths are relative to the worktree.
-    pub fn resolve(&self, path: &str) -> String {
-        if path.starts_with('/') {
-            path.to_string()
-        } else if path.is_empty() || path == "." {
-            self.state.cwd.clone()
-        } else {
-            format!(
-                "{}/{}",
-                self.state.cwd.trim_end_matches('/'),
-                path.trim_start_matches("./")
-            )
-        }
-    }
-
     /// `cwd` resolved (`..` taken lexically) and checked to be inside the
     /// sandbox user's home, where the worktree is: a cwd outside it is
     /// refused (seed 001), whether it names another directory of the
@@ -511,52 +488,6 @@ impl<T: Transport> DaytonaSandbox<T> {
         }
     }
 
-    /// A script of the provider's own (`sh -c script sh args...`), its
-    /// output collected: (exit code, stdout, stderr).
-    fn internal(&self, script: &str, args: &[&str]) -> Result<(i32, String, String), String> {
-        let mut argv = vec![
-            "sh".to_string(),
-            "-c".to_string(),
-            script.to_string(),
-            "sh".to_string(),
-        ];
-        argv.extend(args.iter().map(|a| a.to_string()));
-        let (mut out, mut errout) = (String::new(), String::new());
-        let outcome = self.exec(
-            ExecSpec {
-                command: Command::Argv(argv),
-                cwd: None,
-                env: vec![],
-                stdin: None,
-                sudo: false,
-                timeout_ms: Some(600_000),
-            },
-            &mut |s, line| {
-                let buf = if s == Stream::Stdout {
-                    &mut out
-                } else {
-                    &mut errout
-                };
-                buf.push_str(&line);
-                buf.push('\n');
-            },
-        )?;
-        Ok((outcome.exit_code, out, errout))
-    }
-
-    fn internal_ok(&self, what: &str, script: &str, args: &[&str]) -> Result<String, String> {
-        let (code, out, errout) = self.internal(script, args)?;
-        if code != 0 {
-            let why = errout.trim();
-            return Err(if why.is_empty() {
-                format!("{what}: exit {code}")
-            } else {
-                format!("{what}: {why}")
-            });
-        }
-        Ok(out)
-    }
-
     pub fn read_file(&self, path: &str) -> Result<Vec<u8>, String> {
         self.check_open()?;
         self.api
@@ -584,40 +515,6 @@ impl<T: Transport> DaytonaSandbox<T> {
         self.api.upload(&refs).map_err(err)
     }
 
-    pub fn stat(&self, path: &str) -> Result<FileStat, String> {
-        let out = self.internal_ok(
-            &format!("stat {path}"),
-            shell_fs::STAT,
-            &[&self.resolve(path)],
-        )?;
-        let s = shell_fs::parse_stat(&out).map_err(|e| format!("stat {path}: {e}"))?;
-        Ok(FileStat {
-            is_file: s.is_file,
-            is_directory: s.is_directory,
-            is_symlink: s.is_symlink,
-            size: s.size,
-            mtime_ms: s.mtime_ms,
-        })
-    }
-
-    pub fn read_dir(&self, path: &str) -> Result<Vec<String>, String> {
-        let out = self.internal_ok(
-            &format!("reading directory {path}"),
-            shell_fs::READ_DIR,
-            &[&self.resolve(path)],
-        )?;
-        Ok(shell_fs::parse_read_dir(&out))
-    }
-
-    pub fn exists(&self, path: &str) -> Result<bool, String> {
-        let (code, _, errout) = self.internal(shell_fs::EXISTS, &[&self.resolve(path)])?;
-        match code {
-            0 => Ok(true),
-            1 => Ok(false),
-            c => Err(format!("checking {path}: exit {c}: {}", errout.trim())),
-        }
-    }
-
     /// Recursive: the toolbox's folder call (it creates parents); one
     /// level: `mkdir`, which fails when the parent is missing.
     pub fn mkdir(&self, path: &str, recursive: bool) -> Result<(), String> {
@@ -626,14 +523,14 @@ impl<T: Transport> DaytonaSandbox<T> {
         if recursive {
             self.api.folder(&full).map_err(err)
         } else {
-            self.internal_ok(&format!("mkdir {path}"), shell_fs::MKDIR, &[&full])
+            self.run_script_ok(&format!("mkdir {path}"), shell_fs::MKDIR, &[&full])
                 .map(|_| ())
         }
     }
 
     pub fn remove(&self, path: &str, recursive: bool, force: bool) -> Result<(), String> {
         let full = self.resolve(path);
-        self.internal_ok(
+        self.run_script_ok(
             &format!("removing {path}"),
             shell_fs::REMOVE,
             &[
@@ -665,6 +562,43 @@ impl<T: Transport> DaytonaSandbox<T> {
                 Err(d.message)
             }
         }
+    }
+}
+
+impl<T: Transport> ShellFs for DaytonaSandbox<T> {
+    fn run_script(&self, script: &str, args: &[&str]) -> Result<(i32, String, String), String> {
+        let mut argv = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            script.to_string(),
+            "sh".to_string(),
+        ];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        let (mut out, mut errout) = (String::new(), String::new());
+        let outcome = self.exec(
+            ExecSpec {
+                command: Command::Argv(argv),
+                cwd: None,
+                env: vec![],
+                stdin: None,
+                sudo: false,
+                timeout_ms: Some(600_000),
+            },
+            &mut |s, line| {
+                let buf = if s == Stream::Stdout {
+                    &mut out
+                } else {
+                    &mut errout
+                };
+                buf.push_str(&line);
+                buf.push('\n');
+            },
+        )?;
+        Ok((outcome.exit_code, out, errout))
+    }
+
+    fn worktree(&self) -> &str {
+        &self.state.cwd
     }
 }
 

@@ -12,6 +12,7 @@ use sanddune_daytona_mock::{API_KEY, DaytonaMock, Fault, JWT, ORGANIZATION, Op};
 use sanddune_plugin_daytona::logs::Stream;
 use sanddune_plugin_daytona::native::NativeHttp;
 use sanddune_plugin_daytona::provider::{Command, DaytonaSandbox, ExecSpec, LABEL_NAME, LABEL_RUN};
+use sanddune_plugin_daytona::shell_fs::ShellFs;
 use sanddune_plugin_daytona::transport::{
     BaseUrl, Body, Request, Response, Transport, TransportError,
 };

@@ -15,6 +15,7 @@ pub mod ndjson;
 pub mod provider;
 #[cfg(not(target_arch = "wasm32"))]
 pub use sanddune_cloud_http::native;
+pub use sanddune_cloud_http::shell_fs;
 pub use sanddune_cloud_http::transport;
 
 #[cfg(target_arch = "wasm32")]
@@ -34,6 +35,7 @@ mod component {
     use crate::config::{ENV_KEYS, OPTIONS};
     use crate::ndjson::Stream;
     use crate::provider::{self, ExecSpec, VercelSandbox};
+    use sanddune_cloud_http::shell_fs::ShellFs;
     use sanddune_cloud_http::wasi_http::WasiHttp;
 
     struct Provider;

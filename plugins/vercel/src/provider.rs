@@ -12,7 +12,7 @@ use crate::archive::{self, Entry};
 use crate::config::{self, Credentials, ENV_KEYS, Options};
 use crate::ndjson::{Event, OutputLines, Stream};
 use crate::transport::{Transport, TransportError};
-use sanddune_cloud_http::shell_fs;
+use sanddune_cloud_http::shell_fs::{self, ShellFs};
 
 /// Tag keys on every sandbox sanddune creates; `sanddune gc` finds
 /// leftovers by them.
@@ -39,14 +39,6 @@ pub struct ExecSpec {
 pub struct ExecOutcome {
     pub exit_code: i32,
     pub timed_out: bool,
-}
-
-pub struct FileStat {
-    pub is_file: bool,
-    pub is_directory: bool,
-    pub is_symlink: bool,
-    pub size: Option<u64>,
-    pub mtime_ms: Option<u64>,
 }
 
 /// What `state` carries to another instance (`attach`).
@@ -202,7 +194,7 @@ impl<T: Transport> VercelSandbox<T> {
             ));
         }
         // The provider's own directory, under the sandbox user's HOME.
-        let (code, out, errout) = self.internal(
+        let (code, out, errout) = self.run_script(
             r#"d="${HOME:-/tmp}/.sanddune" && mkdir -p "$d" && cd "$d" && pwd -P"#,
             &[],
         )?;
@@ -239,21 +231,6 @@ impl<T: Transport> VercelSandbox<T> {
 
     pub fn worktree_path(&self) -> &str {
         &self.state.cwd
-    }
-
-    /// `path` made absolute: relative paths are relative to the worktree.
-    pub fn resolve(&self, path: &str) -> String {
-        if path.starts_with('/') {
-            path.to_string()
-        } else if path.is_empty() || path == "." {
-            self.state.cwd.clone()
-        } else {
-            format!(
-                "{}/{}",
-                self.state.cwd.trim_end_matches('/'),
-                path.trim_start_matches("./")
-            )
-        }
     }
 
     fn check_open(&self) -> Result<(), String> {
@@ -471,52 +448,6 @@ impl<T: Transport> VercelSandbox<T> {
         result
     }
 
-    /// A script of the provider's own (`sh -c script args...`), its output
-    /// collected: (exit code, stdout, stderr).
-    fn internal(&self, script: &str, args: &[&str]) -> Result<(i32, String, String), String> {
-        let mut argv = vec![
-            "sh".to_string(),
-            "-c".to_string(),
-            script.to_string(),
-            "sh".to_string(),
-        ];
-        argv.extend(args.iter().map(|a| a.to_string()));
-        let (mut out, mut errout) = (String::new(), String::new());
-        let outcome = self.exec(
-            ExecSpec {
-                command: Command::Argv(argv),
-                cwd: None,
-                env: vec![],
-                stdin: None,
-                sudo: false,
-                timeout_ms: Some(600_000),
-            },
-            &mut |s, line| {
-                let buf = if *s == Stream::Stdout {
-                    &mut out
-                } else {
-                    &mut errout
-                };
-                buf.push_str(&line);
-                buf.push('\n');
-            },
-        )?;
-        Ok((outcome.exit_code, out, errout))
-    }
-
-    fn internal_ok(&self, what: &str, script: &str, args: &[&str]) -> Result<String, String> {
-        let (code, out, errout) = self.internal(script, args)?;
-        if code != 0 {
-            let why = errout.trim();
-            return Err(if why.is_empty() {
-                format!("{what}: exit {code}")
-            } else {
-                format!("{what}: {why}")
-            });
-        }
-        Ok(out)
-    }
-
     pub fn read_file(&self, path: &str) -> Result<Vec<u8>, String> {
         self.check_open()?;
         let full = self.resolve(path);
@@ -546,45 +477,11 @@ impl<T: Transport> VercelSandbox<T> {
             .map_err(err)
     }
 
-    pub fn stat(&self, path: &str) -> Result<FileStat, String> {
-        let out = self.internal_ok(
-            &format!("stat {path}"),
-            shell_fs::STAT,
-            &[&self.resolve(path)],
-        )?;
-        let s = shell_fs::parse_stat(&out).map_err(|e| format!("stat {path}: {e}"))?;
-        Ok(FileStat {
-            is_file: s.is_file,
-            is_directory: s.is_directory,
-            is_symlink: s.is_symlink,
-            size: s.size,
-            mtime_ms: s.mtime_ms,
-        })
-    }
-
-    pub fn read_dir(&self, path: &str) -> Result<Vec<String>, String> {
-        let out = self.internal_ok(
-            &format!("reading directory {path}"),
-            shell_fs::READ_DIR,
-            &[&self.resolve(path)],
-        )?;
-        Ok(shell_fs::parse_read_dir(&out))
-    }
-
-    pub fn exists(&self, path: &str) -> Result<bool, String> {
-        let (code, _, errout) = self.internal(shell_fs::EXISTS, &[&self.resolve(path)])?;
-        match code {
-            0 => Ok(true),
-            1 => Ok(false),
-            c => Err(format!("checking {path}: exit {c}: {}", errout.trim())),
-        }
-    }
-
     pub fn mkdir(&self, path: &str, recursive: bool) -> Result<(), String> {
         self.check_open()?;
         let full = self.resolve(path);
         if recursive {
-            self.internal_ok(&format!("mkdir {path}"), shell_fs::MKDIR_P, &[&full])
+            self.run_script_ok(&format!("mkdir {path}"), shell_fs::MKDIR_P, &[&full])
                 .map(|_| ())
         } else {
             self.api.mkdir(&self.state.session, &full).map_err(err)
@@ -593,7 +490,7 @@ impl<T: Transport> VercelSandbox<T> {
 
     pub fn remove(&self, path: &str, recursive: bool, force: bool) -> Result<(), String> {
         let full = self.resolve(path);
-        self.internal_ok(
+        self.run_script_ok(
             &format!("removing {path}"),
             shell_fs::REMOVE,
             &[
@@ -632,5 +529,42 @@ impl<T: Transport> VercelSandbox<T> {
                 Err(d.message)
             }
         }
+    }
+}
+
+impl<T: Transport> ShellFs for VercelSandbox<T> {
+    fn run_script(&self, script: &str, args: &[&str]) -> Result<(i32, String, String), String> {
+        let mut argv = vec![
+            "sh".to_string(),
+            "-c".to_string(),
+            script.to_string(),
+            "sh".to_string(),
+        ];
+        argv.extend(args.iter().map(|a| a.to_string()));
+        let (mut out, mut errout) = (String::new(), String::new());
+        let outcome = self.exec(
+            ExecSpec {
+                command: Command::Argv(argv),
+                cwd: None,
+                env: vec![],
+                stdin: None,
+                sudo: false,
+                timeout_ms: Some(600_000),
+            },
+            &mut |s, line| {
+                let buf = if *s == Stream::Stdout {
+                    &mut out
+                } else {
+                    &mut errout
+                };
+                buf.push_str(&line);
+                buf.push('\n');
+            },
+        )?;
+        Ok((outcome.exit_code, out, errout))
+    }
+
+    fn worktree(&self) -> &str {
+        &self.state.cwd
     }
 }

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 use sanddune_plugin_vercel::native::NativeHttp;
 use sanddune_plugin_vercel::ndjson::Stream;
 use sanddune_plugin_vercel::provider::{Command, ExecSpec, TAG_NAME, TAG_RUN, VercelSandbox};
+use sanddune_plugin_vercel::shell_fs::ShellFs;
 use sanddune_vercel_mock::{Fault, Op, PROJECT, TEAM, TOKEN, VercelMock};
 
 fn creds(key: &str) -> Option<String> {
