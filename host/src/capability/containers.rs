@@ -258,6 +258,17 @@ pub fn owner_id() -> String {
     )
 }
 
+/// Whether the process an [`owner_id`] names still runs.
+pub fn owner_alive(owner: &str) -> bool {
+    let Some((pid, start)) = owner.split_once(':') else {
+        return false;
+    };
+    match (pid.parse::<u32>(), start.parse::<u64>()) {
+        (Ok(pid), Ok(start)) => process_start(pid) == Some(start),
+        _ => false,
+    }
+}
+
 /// A process's start time in clock ticks since boot, from /proc.
 pub fn process_start(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;

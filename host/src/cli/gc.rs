@@ -1,5 +1,7 @@
-//! `sanddune gc`: remove containers and worktrees a crashed sanddune left
-//! behind, and finish a merge-to-head it was in the middle of.
+//! `sanddune gc`: bring the commits out of isolated sandboxes a crashed
+//! sanddune left behind and close them (see `run::leftover`), remove its
+//! containers and worktrees, and finish a merge-to-head it was in the
+//! middle of.
 //!
 //! Every container the `containers` capability creates carries the creating
 //! process (`sanddune.owner` = pid:start-time), and every worktree a run
@@ -15,32 +17,73 @@ use clap::Args;
 use crate::capability::containers::Engine;
 use crate::capability::containers::{
     OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, connect_negotiated, engine_name, force_remove,
-    process_start,
+    owner_alive,
 };
 use crate::error::{Error, Result};
+use crate::run::leftover::{self, Reclaimed};
 use crate::worktree::{Orphan, Repo};
 
 #[derive(Args)]
 pub struct GcArgs {
-    /// The repository whose worktrees to check (default: the current one;
-    /// outside a repository only containers are checked).
+    /// The repository whose worktrees and sandboxes to check (default: the
+    /// current one; outside a repository only containers are checked).
     #[arg(long, default_value = ".")]
     cwd: std::path::PathBuf,
-}
-
-/// Whether the process named by an owner label (`pid:start`) still runs.
-fn owner_alive(owner: &str) -> bool {
-    let Some((pid, start)) = owner.split_once(':') else {
-        return false;
-    };
-    match (pid.parse::<u32>(), start.parse::<u64>()) {
-        (Ok(pid), Ok(start)) => process_start(pid) == Some(start),
-        _ => false,
-    }
+    /// Drop the record of a dead run's sandbox that cannot be reached (gone,
+    /// or no credentials): the commits it made since its last sync are lost.
+    #[arg(long)]
+    forget_unreachable: bool,
+    #[command(flatten)]
+    approval: super::ApprovalArgs,
 }
 
 pub async fn gc(args: GcArgs) -> Result<()> {
-    // Containers first: an orphaned one may still run an agent that is
+    let repo = Repo::discover(&args.cwd).ok();
+    // Isolated sandboxes first: their commits come out before anything of
+    // theirs (a container of a custom provider) is removed.
+    let mut unreachable = 0;
+    if let Some(repo) = &repo {
+        let runtime = args.approval.runtime()?;
+        for done in leftover::reclaim(repo, &runtime, args.forget_unreachable).await {
+            match done {
+                Reclaimed::Recovered {
+                    provider,
+                    run_id,
+                    branch,
+                    head,
+                } => println!(
+                    "brought the commits of run {run_id}'s {provider} sandbox onto `{branch}` (up to {}), and closed it",
+                    &head[..head.len().min(12)]
+                ),
+                Reclaimed::Closed { provider, run_id } => {
+                    println!("closed run {run_id}'s {provider} sandbox (no commits to bring out)")
+                }
+                Reclaimed::Cleared { provider, run_id } => println!(
+                    "cleared run {run_id}'s {provider} sandbox record (bind-mount: its commits are on the host)"
+                ),
+                Reclaimed::Failed {
+                    provider,
+                    run_id,
+                    error,
+                    forgotten: true,
+                } => println!(
+                    "forgot run {run_id}'s {provider} sandbox, which gc cannot reach: {error}"
+                ),
+                Reclaimed::Failed {
+                    provider,
+                    run_id,
+                    error,
+                    forgotten: false,
+                } => {
+                    unreachable += 1;
+                    eprintln!(
+                        "cannot reach run {run_id}'s {provider} sandbox: {error}\n  its commits since its last sync may be in it: fix that and run `sanddune gc` again, or `sanddune gc --forget-unreachable` to drop it"
+                    );
+                }
+            }
+        }
+    }
+    // Then containers: an orphaned one may still run an agent that is
     // changing its worktree.
     let mut removed = 0;
     for engine in [Engine::Docker, Engine::Podman] {
@@ -83,7 +126,7 @@ pub async fn gc(args: GcArgs) -> Result<()> {
         "{removed} orphaned container{} removed",
         if removed == 1 { "" } else { "s" }
     );
-    if let Ok(repo) = Repo::discover(&args.cwd) {
+    if let Some(repo) = &repo {
         if let Some(done) = repo.finish_interrupted_merge()? {
             println!(
                 "finished merging `{}` into `{}` ({}), which a killed run had begun",
@@ -103,6 +146,12 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 ),
             }
         }
+    }
+    if unreachable > 0 {
+        return Err(Error::Plugin(format!(
+            "{unreachable} sandbox{} of dead runs could not be reached (see above)",
+            if unreachable == 1 { "" } else { "es" }
+        )));
     }
     Ok(())
 }

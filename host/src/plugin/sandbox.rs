@@ -19,6 +19,16 @@ use crate::error::{Error, Result};
 
 pub use super::api::{Command, CreateOptions, ExecRequest, FileStat, ProviderInfo, SandboxKind};
 
+/// How the names of a run's scratch dirs in the temp dir begin: a run
+/// killed while its provider created a sandbox leaves gc only this.
+pub fn scratch_prefix(provider: &str, run_id: &str) -> String {
+    format!("sanddune-{provider}-{run_id}-")
+}
+
+/// The extension of a sandbox record (see `remove_on_close`) once its
+/// sandbox's close has begun.
+pub const CLOSING: &str = "closing";
+
 /// Output kept per stream of one exec; lines past it still stream to the
 /// consumer, they are just not accumulated.
 pub const MAX_CAPTURED_BYTES: usize = 16 << 20;
@@ -221,7 +231,7 @@ impl SandboxProvider {
     async fn create_granting(&self, spec: &SandboxSpec, http: bool) -> Result<Sandbox> {
         let scratch = if self.capabilities().scratch_dir {
             let dir = tempfile::Builder::new()
-                .prefix(&format!("sanddune-{}-", self.info.name))
+                .prefix(&scratch_prefix(&self.info.name, &spec.run_id))
                 .tempdir()
                 .map_err(|e| {
                     Error::Other(anyhow::anyhow!("cannot create a scratch directory: {e}"))
@@ -279,27 +289,49 @@ impl SandboxProvider {
                 return Err(e);
             }
         };
-        let mut sandbox = Sandbox {
-            store,
-            bindings,
-            handle,
-            name,
-            worktree_path: String::new(),
-            scratch,
-            closed: false,
-            lane: None,
-            origin: Origin {
-                plugin: self.plugin.clone(),
-                grants,
-                options,
-            },
+        let origin = Origin {
+            plugin: self.plugin.clone(),
+            grants,
+            options,
         };
-        sandbox.worktree_path = sandbox
-            .call("worktree-path", |b, s, h| {
-                Box::pin(async move { b.worktree_path(s, h).await })
-            })
-            .await?;
-        Ok(sandbox)
+        Sandbox::owned(store, bindings, handle, name, scratch, origin).await
+    }
+
+    /// Re-open a sandbox that `create` made for `spec` in a process that is
+    /// gone, from its `state` and scratch dir: the handle owns it as
+    /// `create`'s does, so `close` tears it down and removes `scratch`.
+    /// This is how `sanddune gc` reaches a dead run's sandbox.
+    pub async fn reopen(
+        &self,
+        spec: &SandboxSpec,
+        state: &str,
+        scratch: Option<PathBuf>,
+    ) -> Result<Sandbox> {
+        let (config, mounts) = resolve_mounts(&spec.config)?;
+        let grants = self.grants(spec, scratch.as_deref(), &mounts)?;
+        let (mut store, bindings) =
+            instantiate(&self.plugin, &self.info.name, grants.clone()).await?;
+        let options = CreateOptions {
+            run_id: spec.run_id.clone(),
+            name: spec.name.clone(),
+            host_worktree_path: spec.worktree.display().to_string(),
+            host_git_dir: spec.git_dir.display().to_string(),
+            branch: spec.branch.clone(),
+            env: env_vars(&spec.env),
+            config,
+            scratch_dir: scratch.as_ref().map(|p| p.display().to_string()),
+        };
+        super::begin_call(&mut store);
+        let attached = bindings.attach(&mut store, state, &options).await;
+        let name = self.info.name.clone();
+        let handle = flatten(&name, "attach", attached)
+            .map_err(|e| with_refusals(e, store.data().http.take_refusals()))?;
+        let origin = Origin {
+            plugin: self.plugin.clone(),
+            grants,
+            options,
+        };
+        Sandbox::owned(store, bindings, handle, name, scratch, origin).await
     }
 }
 
@@ -358,6 +390,9 @@ pub struct Sandbox {
     /// Set on a lane: the state it attached to. A lane never tears the
     /// sandbox down.
     lane: Option<String>,
+    /// A file that says this sandbox is up (see `run::leftover`): removed
+    /// once `close` has torn it down.
+    record: Option<PathBuf>,
     /// What made this sandbox, so lanes can attach to it.
     origin: Origin,
 }
@@ -370,6 +405,36 @@ struct Origin {
 }
 
 impl Sandbox {
+    /// The sandbox a provider instance created or re-opened, owned: `close`
+    /// tears it down.
+    async fn owned(
+        store: Store<PluginState>,
+        bindings: SandboxBindings,
+        handle: ResourceAny,
+        name: String,
+        scratch: Option<PathBuf>,
+        origin: Origin,
+    ) -> Result<Sandbox> {
+        let mut sandbox = Sandbox {
+            store,
+            bindings,
+            handle,
+            name,
+            worktree_path: String::new(),
+            scratch,
+            closed: false,
+            lane: None,
+            record: None,
+            origin,
+        };
+        sandbox.worktree_path = sandbox
+            .call("worktree-path", |b, s, h| {
+                Box::pin(async move { b.worktree_path(s, h).await })
+            })
+            .await?;
+        Ok(sandbox)
+    }
+
     /// The repository's path inside the sandbox.
     pub fn worktree_path(&self) -> &str {
         &self.worktree_path
@@ -417,6 +482,7 @@ impl Sandbox {
             scratch: None,
             closed: false,
             lane: Some(state),
+            record: None,
             origin,
         })
     }
@@ -636,6 +702,12 @@ impl Sandbox {
             self.cleanup();
             return Ok(());
         }
+        // A record says "closing" from here on: a kill during the close
+        // leaves a sandbox gc need only finish closing.
+        if let Some(record) = self.record.take() {
+            let closing = record.with_extension(CLOSING);
+            self.record = std::fs::rename(&record, &closing).ok().map(|_| closing);
+        }
         let r = self
             .call("close", |b, s, h| {
                 Box::pin(async move { b.close(s, h).await })
@@ -645,7 +717,32 @@ impl Sandbox {
         // Containers the provider did not remove go now, whatever it did.
         self.store.data_mut().containers.remove_all().await;
         self.cleanup();
+        if r.is_ok()
+            && let Some(record) = self.record.take()
+        {
+            let _ = std::fs::remove_file(record);
+        }
         r
+    }
+
+    /// Let go of this handle and leave the sandbox up, its scratch dir
+    /// included: `sanddune gc` leaves one it could not recover for its
+    /// next pass.
+    pub fn detach(mut self) {
+        self.closed = true;
+        self.scratch = None;
+    }
+
+    /// The host directory granted to the provider as its scratch dir.
+    pub fn scratch_dir(&self) -> Option<&Path> {
+        self.scratch.as_deref()
+    }
+
+    /// Remove `record` once `close` has torn this sandbox down. While it is
+    /// up the file stays for `sanddune gc`; during the close, and when the
+    /// close failed, it is renamed to end in [`CLOSING`].
+    pub fn remove_on_close(&mut self, record: PathBuf) {
+        self.record = Some(record);
     }
 
     /// Call the provider's `close` on a sandbox `close` already closed:

@@ -23,6 +23,7 @@ mod interactive;
 pub mod invoker;
 pub mod iteration;
 mod lanes;
+pub mod leftover;
 pub mod log;
 pub mod outcome;
 mod setup;

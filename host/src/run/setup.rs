@@ -10,7 +10,7 @@ use super::hooks::{self, HookLog};
 use super::identity::{self, CommitIdentity};
 use super::log::{LogMode, RunLog};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
-use super::{AgentOptions, Prompt, SandboxOptions, sync};
+use super::{AgentOptions, Prompt, SandboxOptions, leftover, sync};
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider, SandboxSpec};
@@ -380,11 +380,22 @@ pub(super) async fn start_sandbox(
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
     let timings = log.timings();
-    let mut sandbox = timings
-        .time("sandbox create", provider.create(&spec))
-        .await?;
+    let record = leftover::begin(provider, &spec)?;
+    let mut sandbox = match timings.time("sandbox create", provider.create(&spec)).await {
+        Ok(sandbox) => sandbox,
+        Err(e) => {
+            record.abandon();
+            return Err(e);
+        }
+    };
+    let isolated = provider.info().kind == SandboxKind::Isolated;
     let ready = async {
-        if provider.info().kind == SandboxKind::Isolated {
+        let base = match &place.worktree {
+            Some(wt) if isolated => Some(place.repo()?.branch_head(&wt.branch)?),
+            _ => None,
+        };
+        record.created(&mut sandbox, base).await?;
+        if isolated {
             let wt = place
                 .worktree
                 .as_ref()

@@ -702,25 +702,32 @@ impl Repo {
             .and_then(|sha| git2::Oid::from_str(sha.trim()).ok())
             .filter(|oid| self.repo.find_commit(*oid).is_ok());
         let _ = std::fs::remove_file(&pending);
-        let Some(fetched) = fetched else {
-            return Ok(());
-        };
-        let Ok(tip) = self
+        match fetched {
+            Some(fetched) => self.place_recovered(fetched, branch, kept),
+            None => Ok(()),
+        }
+    }
+
+    /// Put `commit` (commits a dead run's sandbox made) on `branch` when it
+    /// is ahead of it and the branch's worktree goes; beside a kept dirty
+    /// worktree, or when the branch moved elsewhere, on `<branch>-recovered`.
+    /// Call under the git lock.
+    fn place_recovered(&self, commit: git2::Oid, branch: &str, kept: bool) -> Result<()> {
+        let tip = self
             .repo
             .find_branch(branch, BranchType::Local)
             .and_then(|b| b.get().peel_to_commit())
-        else {
-            return Ok(());
+            .map(|c| c.id())
+            .ok();
+        let ahead = match tip {
+            Some(tip) if tip == commit => return Ok(()),
+            Some(tip) if self.repo.graph_descendant_of(tip, commit).unwrap_or(false) => {
+                return Ok(()); // the branch has it already
+            }
+            Some(tip) => self.repo.graph_descendant_of(commit, tip).unwrap_or(false),
+            None => true,
         };
-        if fetched == tip.id()
-            || !self
-                .repo
-                .graph_descendant_of(fetched, tip.id())
-                .unwrap_or(false)
-        {
-            return Ok(());
-        }
-        let target = if kept {
+        let target = if kept || !ahead {
             format!("refs/heads/{branch}-recovered")
         } else {
             format!("refs/heads/{branch}")
@@ -728,13 +735,55 @@ impl Repo {
         self.repo
             .reference(
                 &target,
-                fetched,
+                commit,
                 true,
-                "sanddune gc: commits synced out of a sandbox before its run died",
+                "sanddune gc: commits a sandbox made before its run died",
             )
-            .map_err(|e| git_err("recover synced commits", e))?;
-        tracing::info!(%branch, commit = %fetched, "recovered commits a crashed run had synced");
+            .map_err(|e| git_err("recover a sandbox's commits", e))?;
+        tracing::info!(%branch, %commit, "recovered commits a crashed run's sandbox made");
         Ok(())
+    }
+
+    /// Store the commits in `bundle` (a dead run's sandbox's, from `base`
+    /// to its HEAD) and put them on `branch`, whose worktree is `worktree`:
+    /// while that worktree's orphaned lock is there, as its pending sync,
+    /// which [`Repo::gc_worktrees`] finishes next; otherwise now (on
+    /// `<branch>-recovered` if the worktree is still there). Returns
+    /// the bundle's HEAD.
+    pub fn recover_sandbox_commits(
+        &self,
+        worktree: &Path,
+        branch: &str,
+        bundle: &Path,
+    ) -> Result<String> {
+        let git = GitLock::acquire(&self.git_dir())?;
+        let bundle = bundle.to_str().ok_or_else(|| {
+            Error::Other(anyhow::anyhow!(
+                "a bundle path that is not UTF-8: {}",
+                bundle.display()
+            ))
+        })?;
+        // `unbundle` stores the objects and leaves the user's FETCH_HEAD.
+        let listed = git_locked(&self.root, &["bundle", "unbundle", bundle], &git)?;
+        let head = listed
+            .lines()
+            .find_map(|l| l.strip_suffix(" HEAD"))
+            .ok_or_else(|| Error::Other(anyhow::anyhow!("the sandbox's bundle has no HEAD")))?
+            .to_string();
+        let commit =
+            git2::Oid::from_str(&head).map_err(|e| git_err("read the bundle's HEAD", e))?;
+        let dir = self.root.join(WORKTREES_DIR);
+        let name = worktree.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        if dir.join(format!("{name}.lock")).exists() {
+            let pending = pending_sync_path(&dir, name);
+            std::fs::write(&pending, &head)
+                .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", pending.display())))?;
+        } else {
+            // A worktree still there has the branch checked out: moving the
+            // branch under it would make it look changed.
+            self.place_recovered(commit, branch, worktree.exists())?;
+        }
+        Ok(head)
     }
 
     fn remove_orphan(&self, name: &str, branch: &str) -> Result<()> {
