@@ -340,6 +340,45 @@ fn sigterm_and_ctrl_c_clean_up_fully() {
     );
 }
 
+/// Killed after the agent committed in its sandbox, before sync out: gc
+/// re-opens the dead run's sandbox, brings the commit onto the run's branch
+/// and closes it (its scratch dir goes).
+#[test]
+fn kill_9_mid_iteration_gc_brings_the_sandbox_commit_out() {
+    let setup = Setup::new();
+    let mut child = setup.run("stranded", true);
+    let start = Instant::now();
+    while setup.stranded_commits().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the agent never committed in its sandbox"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+    child.wait().unwrap();
+    assert_eq!(setup.scratch_dirs(), 1, "the killed run's sandbox is gone");
+    let gc = setup.gc();
+    assert!(
+        gc.contains("sandbox onto `sanddune/run-"),
+        "gc did not bring the commit out: {gc}"
+    );
+    assert!(setup.stranded_commits().is_empty(), "{gc}");
+    assert_eq!(setup.scratch_dirs(), 0, "gc left the sandbox: {gc}");
+    assert!(
+        setup
+            .notes_on_branches()
+            .contains(&"notes/stranded.md".to_owned()),
+        "{gc}\n{}",
+        setup.state()
+    );
+    setup.check_sound("after gc");
+    // A second gc has nothing left to do.
+    let again = setup.gc();
+    assert!(!again.contains("sandbox"), "{again}");
+}
+
 #[test]
 fn kill_9_at_seeded_points_loses_nothing() {
     kill_9_at_seeded_points(&Setup::new(), |_, _| {});
@@ -387,6 +426,7 @@ fn kill_9_at_seeded_points(setup: &Setup, after_gc: impl Fn(&Setup, u32)) {
 
     let mut rng = Rng(seed);
     let mut finished_before_kill = 0;
+    let mut recovered = 0;
     for k in 0..kills {
         let tag = format!("kill-{k:03}");
         // Anywhere from start-up to just past the end of a run.
@@ -402,6 +442,7 @@ fn kill_9_at_seeded_points(setup: &Setup, after_gc: impl Fn(&Setup, u32)) {
         let when = format!("kill {k} after {delay:?} (seed {seed:#x})");
         let before_gc = setup.state();
         let gc = setup.gc();
+        recovered += gc.matches("sandbox onto").count();
         after_gc(setup, child.id());
         assert!(
             setup.locks().is_empty(),
@@ -430,6 +471,11 @@ fn kill_9_at_seeded_points(setup: &Setup, after_gc: impl Fn(&Setup, u32)) {
     }
     let leftover_scratch = setup.scratch_dirs();
     let stranded = setup.stranded_commits();
+    assert_eq!(leftover_scratch, 0, "sandboxes of killed runs survived gc");
+    assert!(
+        stranded.is_empty(),
+        "commits stranded in sandboxes: {stranded:?}"
+    );
 
     // The next run is not blocked by anything the kills left.
     let mut last = setup.run("last", false);
@@ -444,13 +490,12 @@ fn kill_9_at_seeded_points(setup: &Setup, after_gc: impl Fn(&Setup, u32)) {
         .repo
         .git(&["ls-tree", "-r", "--name-only", "main", "notes/"]);
     println!(
-        "{kills} kill -9 at seeded points (seed {seed:#x}, a run takes {span:.2?}): {finished_before_kill} had finished, {} notes landed on main, {} branches kept, {leftover_scratch} sandbox scratch dirs left in TMPDIR holding {} agent commits the host never got: {stranded:?}",
+        "{kills} kill -9 at seeded points (seed {seed:#x}, a run takes {span:.2?}): {finished_before_kill} had finished, {} notes landed on main, {} branches kept, {recovered} sandboxes' commits brought out by gc",
         landed.lines().count(),
         setup
             .repo
             .git(&["for-each-ref", "--format=%(refname)", "refs/heads/sanddune"])
             .lines()
             .count(),
-        stranded.len(),
     );
 }

@@ -386,3 +386,84 @@ fn daytona_passes_the_conformance_kit_against_the_mock() {
         "every sandbox the kit made is deleted: {sandboxes:?}"
     );
 }
+
+/// A run killed with the agent's commit still in its Daytona sandbox: `gc`
+/// (with the run's credentials) brings the commit onto the run's branch and
+/// deletes the sandbox.
+#[test]
+fn gc_brings_a_killed_runs_commit_out_of_its_sandbox_and_deletes_it() {
+    let repo = TestRepo::new();
+    let mock = mock_for(&repo);
+    let [api, toolbox] = options(&mock);
+    let mut cmd = repo.command(&[
+        "run",
+        "--sandbox",
+        "daytona",
+        "--sandbox-opt",
+        &api,
+        "--sandbox-opt",
+        &toolbox,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note stranded\nFAKE:file:notes/stranded.md\nFAKE:slow",
+    ]);
+    for key in ENV_KEYS {
+        cmd.env_remove(key);
+    }
+    cmd.envs(CREDENTIALS.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    // The sandbox's clone: the directory under its home that gets the note.
+    fn clone_with_note(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+        if dir.join("notes/stranded.md").exists() {
+            return Some(dir.to_path_buf());
+        }
+        std::fs::read_dir(dir)
+            .ok()?
+            .flatten()
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .find_map(|e| clone_with_note(&e.path()))
+    }
+    let committed = || {
+        mock.sandboxes().iter().any(|s| {
+            clone_with_note(&s.home).is_some_and(|clone| {
+                std::process::Command::new("git")
+                    .arg("-C")
+                    .arg(clone)
+                    .args(["log", "--format=%s"])
+                    .output()
+                    .is_ok_and(|o| stdout(&o).contains("Add a note"))
+            })
+        })
+    };
+    let start = std::time::Instant::now();
+    while !committed() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the agent never committed in its sandbox"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    assert!(!mock.sandboxes()[0].deleted);
+
+    let mut gc = repo.command(&["gc"]);
+    for key in ENV_KEYS {
+        gc.env_remove(key);
+    }
+    let out = gc.envs(CREDENTIALS.iter().copied()).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("sandbox onto `sanddune/run-"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(
+        repo.git(&["log", "--all", "--format=%s"])
+            .contains("Add a note")
+    );
+    assert!(mock.sandboxes()[0].deleted, "{:?}", mock.sandboxes());
+}

@@ -291,3 +291,72 @@ fn the_api_origin_comes_from_the_api_url_option() {
     assert!(err.contains("option `api-url`"), "{err}");
     assert!(repo.calls("claude").is_empty());
 }
+
+/// A run killed with the agent's commit still in its Vercel sandbox: `gc`
+/// without credentials names the missing one and keeps the sandbox; with
+/// them it brings the commit onto the run's branch and deletes the sandbox.
+#[test]
+fn gc_brings_a_killed_runs_commit_out_of_its_sandbox_and_deletes_it() {
+    let repo = TestRepo::new();
+    let mock = mock_for(&repo);
+    let api = format!("api-url={}", mock.url());
+    let mut cmd = repo.command(&[
+        "run",
+        "--sandbox",
+        "vercel",
+        "--sandbox-opt",
+        &api,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note stranded\nFAKE:file:notes/stranded.md\nFAKE:slow",
+    ]);
+    cmd.envs(CREDENTIALS.iter().copied())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().unwrap();
+    let committed = || {
+        mock.sandboxes().iter().any(|s| {
+            std::process::Command::new("git")
+                .arg("-C")
+                .arg(&s.cwd)
+                .args(["log", "--format=%s"])
+                .output()
+                .is_ok_and(|o| stdout(&o).contains("Add a note"))
+        })
+    };
+    let start = std::time::Instant::now();
+    while !committed() {
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "the agent never committed in its sandbox"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let on_branches = || repo.git(&["log", "--all", "--format=%s"]);
+    assert!(!on_branches().contains("Add a note"));
+
+    let mut gc = repo.command(&["gc"]);
+    for (key, _) in CREDENTIALS {
+        gc.env_remove(key);
+    }
+    let out = gc.output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stderr(&out).contains("VERCEL_TOKEN"), "{}", stderr(&out));
+    assert!(
+        !mock.sandboxes()[0].deleted,
+        "gc deleted what it could not read"
+    );
+
+    let out = repo.sanddune_with_env(&["gc"], CREDENTIALS);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("sandbox onto `sanddune/run-"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(on_branches().contains("Add a note"), "{}", stdout(&out));
+    assert!(mock.sandboxes()[0].deleted, "{:?}", mock.sandboxes());
+}
