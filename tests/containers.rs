@@ -886,3 +886,111 @@ fn interactive_gives_the_agent_a_tty_in_the_container(engine: &str) {
     // Raw mode was given back.
     assert!(screen.contains("terminal-cooked"), "{screen}");
 }
+
+/// The engine dies under a run (its API service is killed while the agent
+/// works): the run fails with exit 1 naming the engine instead of hanging,
+/// the agent's commit stays on the branch, the user's tree is untouched, and
+/// once the engine is back `gc` removes the container.
+#[test]
+fn podman_an_engine_that_stops_mid_run_fails_the_run_and_keeps_the_commit() {
+    if !engine_ready("podman") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let dir = tempfile::tempdir().unwrap();
+    let host = format!("unix://{}", dir.path().join("podman.sock").display());
+    // A service of its own on its own socket, over the same storage.
+    let service = || {
+        let child = Command::new("podman")
+            .args(["system", "service", "--time=0", &host])
+            .current_dir("/")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while std::os::unix::net::UnixStream::connect(dir.path().join("podman.sock")).is_err() {
+            assert!(Instant::now() < deadline, "podman service never listened");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        child
+    };
+    let mut engine = service();
+    let branch = unique("engine-stops");
+    let image = format!("image={IMAGE}");
+    let mut run = repo
+        .command(&[
+            "run",
+            "--sandbox",
+            "podman",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "note engine\nFAKE:file:notes/engine.md\nFAKE:slow",
+            "--branch",
+            &branch,
+            "--sandbox-opt",
+            &image,
+        ])
+        .args(fake_mounts(&repo))
+        .env("CONTAINER_HOST", &host)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The commit lands on the host through the mount as the agent makes it.
+    let committed = || {
+        Command::new("git")
+            .arg("-C")
+            .arg(repo.path())
+            .args(["log", "--format=%s", &branch, "--"])
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("Add a note"))
+    };
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !committed() {
+        assert!(Instant::now() < deadline, "the agent never committed");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    engine.kill().unwrap();
+    engine.wait().unwrap();
+    // A hang guard, not a timing assertion.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let status = loop {
+        if let Some(status) = run.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = run.kill();
+            panic!("the run hung after its engine stopped");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let mut err = String::new();
+    std::io::Read::read_to_string(run.stderr.as_mut().unwrap(), &mut err).unwrap();
+    println!("the run's output after its engine stopped:\n{err}");
+    assert_eq!(status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("podman at unix://") && err.contains("stopped answering"),
+        "the error does not say the engine stopped: {err}"
+    );
+    assert!(committed(), "the commit was lost");
+    assert_eq!(
+        repo.git(&["status", "--porcelain"]),
+        "",
+        "the user's tree changed"
+    );
+
+    // Back up: gc removes the dead run's container.
+    let mut engine = service();
+    let gc = repo
+        .command(&["gc"])
+        .env("CONTAINER_HOST", &host)
+        .output()
+        .unwrap();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert_no_container_left("podman", "name", &branch);
+    let _ = engine.kill();
+    let _ = engine.wait();
+}

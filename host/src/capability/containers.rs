@@ -147,6 +147,7 @@ pub struct ContainerGrant {
 #[derive(Default)]
 pub struct ContainerState {
     client: Option<Docker>,
+    engine: Option<Engine>,
     created: Vec<String>,
 }
 
@@ -538,11 +539,27 @@ impl PluginState {
     }
 
     /// Refusals and failures go to the host's log too, named by plugin.
-    fn logged<T>(&self, r: Result<T, String>) -> Result<T, String> {
-        if let Err(e) = &r {
-            tracing::warn!(plugin = %self.plugin, "containers: {e}");
+    /// A failure as the plugin and the user see it: when the engine no
+    /// longer answers, that is the news, whatever call found it.
+    fn logged<T: Send + 'static>(
+        &self,
+        r: Result<T, String>,
+    ) -> impl Future<Output = Result<T, String>> + Send + 'static {
+        let probe = self.containers.client.clone().zip(self.containers.engine);
+        let plugin = self.plugin.clone();
+        async move {
+            let Err(e) = r else { return r };
+            let e = match probe {
+                Some((docker, engine)) if docker.ping().await.is_err() => format!(
+                    "{e} ({} at {} stopped answering: once it is back, `sanddune gc` removes what this run left)",
+                    engine_name(engine),
+                    engine_socket(engine)
+                ),
+                _ => e,
+            };
+            tracing::warn!(plugin = %plugin, "containers: {e}");
+            Err(e)
         }
-        r
     }
 }
 
@@ -1163,9 +1180,10 @@ impl PluginState {
         };
         let r = r.map(|(docker, info)| {
             self.containers.client = Some(docker);
+            self.containers.engine = Some(engine);
             info
         });
-        self.logged(r)
+        self.logged(r).await
     }
 
     pub async fn containers_image_exists(&mut self, image: String) -> Result<bool, String> {
@@ -1173,7 +1191,7 @@ impl PluginState {
             Ok(ctx) => ctx.image_exists(&image).await,
             Err(e) => Err(e),
         };
-        self.logged(r)
+        self.logged(r).await
     }
 
     pub async fn containers_create(&mut self, spec: ContainerSpec) -> Result<String, String> {
@@ -1192,7 +1210,7 @@ impl PluginState {
             },
             Err(e) => Err(e),
         };
-        self.logged(r)
+        self.logged(r).await
     }
 
     /// `sink` receives each line as it arrives; without one the output is
@@ -1210,7 +1228,7 @@ impl PluginState {
             }
             Err(e) => Err(e),
         };
-        self.logged(r)
+        self.logged(r).await
     }
 
     pub async fn containers_exec_interactive(
@@ -1225,7 +1243,7 @@ impl PluginState {
             }
             Err(e) => Err(e),
         };
-        self.logged(r)
+        self.logged(r).await
     }
 
     pub async fn containers_copy_in(
@@ -1238,7 +1256,7 @@ impl PluginState {
             Ok(ctx) => ctx.copy_in(&container, &host_path, &container_path).await,
             Err(e) => Err(e),
         };
-        self.logged(r)
+        self.logged(r).await
     }
 
     pub async fn containers_copy_file_out(
@@ -1254,7 +1272,7 @@ impl PluginState {
             }
             Err(e) => Err(e),
         };
-        self.logged(r)
+        self.logged(r).await
     }
 
     pub async fn containers_remove(&mut self, container: String) -> Result<(), String> {
@@ -1266,7 +1284,7 @@ impl PluginState {
             Err(e) => Err(e),
         };
         let r = r.map(|id| self.containers.created.retain(|c| c != &id));
-        self.logged(r)
+        self.logged(r).await
     }
 
     pub async fn containers_list(&mut self) -> Result<Vec<String>, String> {
@@ -1274,7 +1292,7 @@ impl PluginState {
             Ok(ctx) => ctx.list().await,
             Err(e) => Err(e),
         };
-        self.logged(r)
+        self.logged(r).await
     }
 }
 
