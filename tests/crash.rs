@@ -499,3 +499,55 @@ fn kill_9_at_seeded_points(setup: &Setup, after_gc: impl Fn(&Setup, u32)) {
             .count(),
     );
 }
+
+/// Ctrl-C while a provider that ignores kills and timeouts (slow-loris
+/// output, sleeping between lines) runs a command: the host gives up on the
+/// provider a grace after the kill, and the run still ends as aborted
+/// (130), its sandbox closed through a fresh instance, no record left.
+#[test]
+fn ctrl_c_with_a_provider_that_ignores_kills_still_aborts() {
+    let repo = TestRepo::new();
+    let hostile = plugin_file("sanddune-test-plugin-hostile");
+    let mut child = repo
+        .command(&[
+            "run",
+            "--sandbox",
+            hostile.to_str().unwrap(),
+            "--yes",
+            "--sandbox-opt",
+            "attack=slow-loris",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "hi",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Until the run's sandbox is recorded: the provider is then trickling.
+    let records = repo.path().join(".git/sanddune-sandboxes");
+    let start = Instant::now();
+    while std::fs::read_dir(&records).map_or(0, |d| d.count()) == 0 {
+        assert!(start.elapsed() < Duration::from_secs(60), "no sandbox");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(500));
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = wait_with_timeout(&mut child, Duration::from_secs(120));
+    let mut err = String::new();
+    std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+    assert_eq!(status.code(), Some(130), "{err}");
+    assert_eq!(
+        std::fs::read_dir(&records).unwrap().count(),
+        0,
+        "the sandbox was not closed"
+    );
+    let log = std::fs::read_dir(repo.path().join(".sanddune/logs"))
+        .unwrap()
+        .map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap())
+        .collect::<String>();
+    assert!(log.contains("sanddune gave up on it"), "{log}");
+}

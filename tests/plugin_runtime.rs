@@ -348,3 +348,69 @@ async fn close_removes_the_sandbox_directory() {
     sandbox.close().await.unwrap();
     assert!(!path.exists());
 }
+
+/// Slow-loris: a provider that ignores the command's timeout and every
+/// kill, sending a line now and then and sleeping in between (no CPU budget
+/// runs out). The host gives up on its instance a grace after the timeout,
+/// and closes the sandbox through a fresh instance.
+#[tokio::test]
+async fn a_provider_that_never_ends_a_command_is_given_up_after_its_timeout() {
+    let rt = runtime();
+    let hostile = provider(&rt, "sanddune-test-plugin-hostile").await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut sandbox = hostile
+        .create(&spec(dir.path(), &[("attack", "slow-loris")]))
+        .await
+        .unwrap();
+    let mut request = sh("true");
+    request.timeout_ms = Some(200);
+    let mut lines = 0usize;
+    let err = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        sandbox.exec(request, |_| lines += 1),
+    )
+    .await
+    .expect("the host waited on the provider for ever")
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("`hostile` did not end a command") && err.contains("timeout"),
+        "{err}"
+    );
+    assert!(lines > 0, "the trickle never arrived");
+    // The instance takes no more calls; the sandbox still closes.
+    let again = sandbox.exec(sh("true"), |_| {}).await.unwrap_err();
+    assert!(again.to_string().contains("gave up"), "{again}");
+    sandbox.close().await.unwrap();
+    host_still_works(&rt).await;
+}
+
+/// The same provider under a kill (abort, the idle timeout): given up a
+/// grace after the kill, even with no timeout on the command.
+#[tokio::test]
+async fn a_provider_that_ignores_a_kill_is_given_up() {
+    let rt = runtime();
+    let hostile = provider(&rt, "sanddune-test-plugin-hostile").await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut sandbox = hostile
+        .create(&spec(dir.path(), &[("attack", "slow-loris")]))
+        .await
+        .unwrap();
+    let canceller = sandbox.canceller();
+    let mut killed = false;
+    let err = tokio::time::timeout(
+        std::time::Duration::from_secs(120),
+        sandbox.exec(sh("true"), move |_| {
+            if !killed {
+                killed = true;
+                canceller.kill_all();
+            }
+        }),
+    )
+    .await
+    .expect("the host waited on the provider for ever")
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("after it was killed"), "{err}");
+    sandbox.close().await.unwrap();
+}

@@ -1,6 +1,7 @@
 //! A loaded sandbox provider and the live sandboxes it creates.
 
 use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use wasmtime::Store;
@@ -18,6 +19,10 @@ use crate::capability::{
 use crate::error::{Error, Result};
 
 pub use super::api::{Command, CreateOptions, ExecRequest, FileStat, ProviderInfo, SandboxKind};
+
+/// How long a provider has to end a command after its timeout, or after
+/// the host killed it, before the host gives up on its instance.
+const ABANDON_GRACE: Duration = Duration::from_secs(10);
 
 /// How the names of a run's scratch dirs in the temp dir begin: a run
 /// killed while its provider created a sandbox leaves gc only this.
@@ -393,6 +398,11 @@ pub struct Sandbox {
     /// A file that says this sandbox is up (see `run::leftover`): removed
     /// once `close` has torn it down.
     record: Option<PathBuf>,
+    /// The provider's `state`, once asked: what a fresh instance attaches to.
+    state: Option<String>,
+    /// Why this instance was given up (a call that would not end); no call
+    /// goes into it again.
+    abandoned: Option<String>,
     /// What made this sandbox, so lanes can attach to it.
     origin: Origin,
 }
@@ -425,6 +435,8 @@ impl Sandbox {
             closed: false,
             lane: None,
             record: None,
+            state: None,
+            abandoned: None,
             origin,
         };
         sandbox.worktree_path = sandbox
@@ -432,6 +444,9 @@ impl Sandbox {
                 Box::pin(async move { b.worktree_path(s, h).await })
             })
             .await?;
+        // Asked now, while the instance surely answers: a fresh instance
+        // attaches to it if this one has to be given up.
+        sandbox.state().await?;
         Ok(sandbox)
     }
 
@@ -452,10 +467,16 @@ impl Sandbox {
 
     /// The provider's opaque handle on this sandbox (e.g. a container id).
     pub async fn state(&mut self) -> Result<String> {
-        self.call("state", |b, s, h| {
-            Box::pin(async move { b.state(s, h).await })
-        })
-        .await
+        if let Some(state) = &self.state {
+            return Ok(state.clone());
+        }
+        let state = self
+            .call("state", |b, s, h| {
+                Box::pin(async move { b.state(s, h).await })
+            })
+            .await?;
+        self.state = Some(state.clone());
+        Ok(state)
     }
 
     /// Another handle on this same sandbox, in a fresh instance of the
@@ -467,22 +488,40 @@ impl Sandbox {
             Some(state) => state.clone(),
             None => self.state().await?,
         };
-        let origin = self.origin.clone();
+        Self::attached(
+            self.origin.clone(),
+            self.name.clone(),
+            self.worktree_path.clone(),
+            state,
+        )
+        .await
+    }
+
+    /// A sandbox in a fresh instance of its provider, as a lane. (Owned
+    /// arguments: a `&Sandbox` held across an await is not `Send`.)
+    async fn attached(
+        origin: Origin,
+        name: String,
+        worktree_path: String,
+        state: String,
+    ) -> Result<Sandbox> {
         let (mut store, bindings) =
-            instantiate(&origin.plugin, &self.name, origin.grants.clone()).await?;
+            instantiate(&origin.plugin, &name, origin.grants.clone()).await?;
         super::begin_call(&mut store);
         let attached = bindings.attach(&mut store, &state, &origin.options).await;
-        let handle = flatten(&self.name, "attach", attached)?;
+        let handle = flatten(&name, "attach", attached)?;
         Ok(Sandbox {
             store,
             bindings,
             handle,
-            name: self.name.clone(),
-            worktree_path: self.worktree_path.clone(),
+            name,
+            worktree_path,
             scratch: None,
             closed: false,
-            lane: Some(state),
+            lane: Some(state.clone()),
             record: None,
+            state: Some(state),
+            abandoned: None,
             origin,
         })
     }
@@ -498,6 +537,9 @@ impl Sandbox {
     ) -> Result<T> {
         if self.closed {
             return Err(Error::Plugin(format!("sandbox `{}` is closed", self.name)));
+        }
+        if let Some(why) = &self.abandoned {
+            return Err(Error::Plugin(why.clone()));
         }
         super::begin_call(&mut self.store);
         let r = f(&self.bindings, &mut self.store, self.handle).await;
@@ -533,16 +575,50 @@ impl Sandbox {
             }
         };
         let sink_rep = wasmtime::component::Resource::<OutputSink>::new_borrow(sink.rep());
+        // The provider is trusted to end the command at its timeout and
+        // when killed; one that does not (slow-loris output, a loop that
+        // sleeps) is given up after a grace, so it cannot hang the run.
+        let brokered = self.canceller();
+        let started = Instant::now();
+        let timeout = request.timeout_ms.map(Duration::from_millis);
         let result = {
             let call = self.call("exec", move |b, s, h| {
                 Box::pin(async move { b.exec(s, h, request, sink_rep).await })
             });
             tokio::pin!(call);
+            let mut watch = tokio::time::interval(Duration::from_millis(100));
+            let mut killed: Option<Instant> = None;
             loop {
                 tokio::select! {
-                    r = &mut call => break r,
+                    r = &mut call => break Ok(r),
                     Some(line) = rx.recv() => collect(line, &mut out),
+                    _ = watch.tick() => {
+                        if killed.is_none() && brokered.is_cancelled() {
+                            killed = Some(Instant::now());
+                        }
+                        if killed.is_some_and(|k| k.elapsed() > ABANDON_GRACE) {
+                            break Err("was killed");
+                        }
+                        if timeout.is_some_and(|t| started.elapsed() > t + ABANDON_GRACE) {
+                            break Err("reached its timeout");
+                        }
+                    }
                 }
+            }
+        };
+        let result = match result {
+            Ok(result) => result,
+            Err(when) => {
+                // Dropping the call cancelled it mid-way: the instance can
+                // take no other call, but a fresh one can still close it.
+                let why = format!(
+                    "sandbox provider `{}` did not end a command {} s after it {when}; sanddune gave up on it",
+                    self.name,
+                    ABANDON_GRACE.as_secs()
+                );
+                self.abandoned = Some(why.clone());
+                brokered.kill_all();
+                return Err(Error::Plugin(why));
             }
         };
         let _ = self.store.data_mut().table.delete(sink);
@@ -708,11 +784,35 @@ impl Sandbox {
             let closing = record.with_extension(CLOSING);
             self.record = std::fs::rename(&record, &closing).ok().map(|_| closing);
         }
-        let r = self
-            .call("close", |b, s, h| {
-                Box::pin(async move { b.close(s, h).await })
-            })
-            .await;
+        let r = match (&self.abandoned, self.state.clone()) {
+            (None, _) => {
+                self.call("close", |b, s, h| {
+                    Box::pin(async move { b.close(s, h).await })
+                })
+                .await
+            }
+            // A fresh instance closes what the abandoned one cannot.
+            (Some(_), Some(state)) => match Self::attached(
+                self.origin.clone(),
+                self.name.clone(),
+                self.worktree_path.clone(),
+                state,
+            )
+            .await
+            {
+                Ok(mut fresh) => {
+                    let r = fresh
+                        .call("close", |b, s, h| {
+                            Box::pin(async move { b.close(s, h).await })
+                        })
+                        .await;
+                    fresh.closed = true;
+                    r
+                }
+                Err(e) => Err(e),
+            },
+            (Some(why), None) => Err(Error::Plugin(why.clone())),
+        };
         self.closed = true;
         // Containers the provider did not remove go now, whatever it did.
         self.store.data_mut().containers.remove_all().await;

@@ -130,6 +130,16 @@ impl SandboxHandle {
         let repo = self.place.repo()?;
         let base = repo.branch_head(&self.place.branch)?;
         let log = self.log.clone();
+        // An abort kills whatever the provider runs then, not only the
+        // agent: a provider stuck in another command is given up on (see
+        // `Sandbox::exec`) instead of holding the abort to that timeout.
+        let _kill_on_abort = self.sandbox.as_ref().map(|sandbox| {
+            let (canceller, abort) = (sandbox.canceller(), o.abort.clone());
+            tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+                abort.aborted().await;
+                canceller.kill_all();
+            }))
+        });
         log.headline(&format!(
             "agent `{}` in sandbox `{}` on branch {} (up to {} iteration{})",
             agent.name(),
@@ -198,6 +208,12 @@ impl SandboxHandle {
         };
         let outcome = match outcome {
             Ok(outcome) => outcome,
+            // Whatever failed once the run was aborted (a provider given up
+            // on after the kill), the run ends as aborted.
+            Err(e) if o.abort.is_aborted() && !matches!(e, Error::Aborted(_)) => {
+                log.line(&format!("error: {e}"));
+                return Err(Error::Aborted(o.abort.reason()));
+            }
             Err(e) => {
                 log.line(&format!("error: {e}"));
                 return Err(e);

@@ -34,7 +34,7 @@ impl Guest for Hostile {
             config: vec![ConfigOption {
                 name: "attack".into(),
                 description:
-                    "none, spawn, read-file, symlink, traversal, env, loop, alloc, drop-stdin or flood"
+                    "none, spawn, read-file, symlink, traversal, env, loop, alloc, drop-stdin, flood or slow-loris"
                         .into(),
                 default_value: Some("none".into()),
             }],
@@ -59,6 +59,7 @@ impl Guest for Hostile {
             "none" => Mode::Honest,
             "drop-stdin" => Mode::DropStdin,
             "flood" => Mode::Flood,
+            "slow-loris" => Mode::SlowLoris,
             "spawn" => return Err(spawn_ungranted()),
             "read-file" => {
                 return Err(match std::fs::read_to_string("/etc/hostname") {
@@ -100,8 +101,22 @@ impl Guest for Hostile {
         }))
     }
 
-    fn attach(_state: String, _options: CreateOptions) -> Result<Sandbox, String> {
-        Err("not supported".into())
+    /// Refused (the host copes: hooks then run one by one), except under
+    /// slow-loris, whose fresh instance is honest: the host closes the
+    /// sandbox with it after giving up on the trickling one.
+    fn attach(_state: String, options: CreateOptions) -> Result<Sandbox, String> {
+        if !options
+            .config
+            .iter()
+            .any(|(k, v)| k == "attack" && v == "slow-loris")
+        {
+            return Err("not supported".into());
+        }
+        Ok(Sandbox::new(HostileSandbox {
+            worktree: options.host_worktree_path,
+            env: options.env,
+            mode: Mode::Honest,
+        }))
     }
 }
 
@@ -158,6 +173,9 @@ enum Mode {
     DropStdin,
     /// Ignores the command and floods the sink and the log.
     Flood,
+    /// Ignores the command, its timeout and every kill: a line every 50 ms,
+    /// forever, sleeping in between (so no CPU budget runs out).
+    SlowLoris,
 }
 
 struct HostileSandbox {
@@ -234,8 +252,16 @@ impl GuestSandbox for HostileSandbox {
     }
 
     fn exec(&self, request: ExecRequest, sink: &OutputSink) -> Result<ExecResult, String> {
-        if let Mode::Flood = self.mode {
-            return Ok(self.flood(sink));
+        match self.mode {
+            Mode::Flood => return Ok(self.flood(sink)),
+            Mode::SlowLoris => loop {
+                sink.write(&OutputLine {
+                    stream: OutputStream::Stderr,
+                    text: ".".into(),
+                });
+                std::thread::sleep(std::time::Duration::from_millis(50));
+            },
+            _ => {}
         }
         let child = process::spawn(&self.spawn_options(&request, false)?)?;
         let stdin = match self.mode {
