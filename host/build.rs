@@ -38,6 +38,7 @@ const TEST_ONLY: &[(&str, &str)] = &[
         "undeclared-import",
         "sanddune-test-plugin-undeclared-import",
     ),
+    ("liar", "sanddune-test-plugin-liar"),
     // Built against the frozen wit/v0.1: older components keep loading.
     ("v0-1-sandbox", "sanddune-test-plugin-v0-1-sandbox"),
     ("v0-1-agent", "sanddune-test-plugin-v0-1-agent"),

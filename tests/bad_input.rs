@@ -388,3 +388,32 @@ fn an_unknown_grant_item_is_refused_naming_the_syntax() {
         &["unknown capability `gpu`", "http=https://HOST[:PORT]"],
     );
 }
+
+/// A provider whose `describe` carries terminal escapes (they would erase
+/// the lines above its description in `plugin inspect` or an approval
+/// prompt) is refused at load, naming the field, before anything exists.
+#[test]
+fn a_provider_whose_describe_lies_to_the_terminal() {
+    let repo = TestRepo::new();
+    let file = plugin_file("sanddune-test-plugin-liar");
+    let file = file.to_str().unwrap();
+    let expected = [
+        "is refused: its description holds the control character '\\u{1b}'",
+        "could rewrite the terminal",
+    ];
+    refused(
+        &repo,
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            file,
+            "--prompt",
+            "x",
+            "--yes",
+        ],
+        &expected,
+    );
+    refused(&repo, &["plugin", "inspect", file], &expected);
+}

@@ -41,6 +41,7 @@ impl AgentProvider {
                 one_line(&e.into())
             ))
         })?;
+        super::described::check_agent(&plugin.source, &info)?;
         Ok(Self {
             plugin,
             info,

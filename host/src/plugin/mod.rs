@@ -7,6 +7,7 @@ pub mod api;
 pub mod approval;
 pub mod builtin;
 pub mod cache;
+mod described;
 pub mod engine;
 pub mod sandbox;
 mod staging;

@@ -117,6 +117,7 @@ impl SandboxProvider {
                 )));
             }
         };
+        super::described::check_provider(&plugin.source, &info)?;
         Ok(Self { plugin, info })
     }
 
