@@ -7,12 +7,11 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::engines::*;
-use common::{TestRepo, plugin_file, stderr};
+use common::{TestRepo, fakes_dir, plugin_file, stderr};
 use sanddune::capability::Capabilities;
 use sanddune::capability::Limits;
 use sanddune::plugin::sandbox::{
@@ -124,6 +123,67 @@ fn docker_run_defaults_to_head_and_commits_there() {
         "Fix typo in README"
     );
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
+}
+
+#[test]
+fn docker_reports_only_what_the_agent_left_uncommitted_and_round_trips_its_session() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    // The user's own change before the run is not the agent's.
+    std::fs::write(repo.path().join("mine.txt"), "mine\n").unwrap();
+    // HOME in the container is the image's own: the session file exists
+    // only there until it is captured.
+    let home = repo.home.path().display();
+    let fakes = fakes_dir();
+    let image = format!("image={IMAGE}");
+    let mounts = [
+        format!("mount={home}:/sanddune-fakes"),
+        format!("mount={}:/sanddune-fakes/bin:ro", fakes.display()),
+    ];
+    let run = |prompt: &str, extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "--sandbox",
+            "docker",
+            "--agent",
+            "claude-code",
+            "--json",
+            "--prompt",
+            prompt,
+            "--sandbox-opt",
+            &image,
+        ];
+        for m in &mounts {
+            args.extend(["--sandbox-opt", m]);
+        }
+        args.extend_from_slice(extra);
+        let out = repo.sanddune(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        serde_json::from_slice::<serde_json::Value>(&out.stdout).unwrap()
+    };
+    let first = run("fix the typo FAKE:no-commit", &[]);
+    assert_eq!(
+        first["uncommittedChanges"],
+        serde_json::json!([" M README.md"])
+    );
+    let it = &first["iterations"][0];
+    let id = it["sessionId"].as_str().unwrap();
+    let path = it["sessionFilePath"]
+        .as_str()
+        .unwrap_or_else(|| panic!("no sessionFilePath: {first}"));
+    assert!(path.starts_with(&*home.to_string()), "{path}");
+    let root = repo.path().canonicalize().unwrap();
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.contains(root.to_str().unwrap()), "{text}");
+
+    // A fresh container: the agent finds the session where it keeps it.
+    repo.git(&["checkout", "--", "README.md"]);
+    run("add a note", &["--resume", id]);
+    let calls = repo.calls("claude");
+    let argv = calls.last().unwrap()["argv"].to_string();
+    assert!(argv.contains("--resume") && argv.contains(id), "{argv}");
 }
 
 #[test]
@@ -419,13 +479,26 @@ async fn docker_file_operations_and_copies_work_through_the_container() {
         std::fs::read_to_string(repo.path().join("out/back.txt")).unwrap(),
         "hello\n"
     );
-    // Out of the container to a host path outside the grant: refused.
-    let err = sandbox
-        .copy_file_out("/etc/hostname", Path::new("/tmp/sanddune-escape.txt"))
+    // Host paths outside the provider's grant (a session file under the
+    // user's home): the host stages them through the scratch dir, so the
+    // provider still opens nothing outside its grant.
+    let outside = tempfile::tempdir().unwrap();
+    let session = outside.path().join("sessions/s.jsonl");
+    sandbox
+        .copy_file_out("/tmp/deep/copied.txt", &session)
         .await
-        .unwrap_err()
-        .to_string();
-    assert!(err.contains("refused"), "{err}");
+        .unwrap();
+    assert_eq!(std::fs::read_to_string(&session).unwrap(), "hello\n");
+    std::fs::write(&session, "resumed\n").unwrap();
+    sandbox
+        .copy_file_in(&session, "/tmp/deep/resumed.txt")
+        .await
+        .unwrap();
+    let out = sandbox
+        .exec(shell("cat /tmp/deep/resumed.txt"), |_| {})
+        .await
+        .unwrap();
+    assert_eq!(out.stdout, "resumed\n");
     sandbox.close().await.unwrap();
 }
 

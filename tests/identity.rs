@@ -232,3 +232,21 @@ fn under_head_only_what_the_agent_left_is_reported() {
     );
     assert_eq!(result["commits"].as_array().unwrap().len(), 0);
 }
+
+#[test]
+fn a_new_file_left_uncommitted_is_reported_whatever_the_users_untracked_setting() {
+    let repo = TestRepo::new();
+    // A bind-mount sandbox's status is read on the host, where this
+    // repository setting would otherwise hide new files.
+    repo.git(&["config", "status.showUntrackedFiles", "no"]);
+    let hostile = plugin_file("sanddune-test-plugin-hostile");
+    let result = json(&run(
+        &repo,
+        hostile.to_str().unwrap(),
+        "add a note FAKE:no-commit",
+    ));
+    assert_eq!(
+        result["uncommittedChanges"],
+        serde_json::json!(["?? NOTES.md"])
+    );
+}

@@ -143,6 +143,21 @@ pub struct ContainerGrant {
     pub writable: Vec<PathBuf>,
 }
 
+impl ContainerGrant {
+    /// Whether `copy-in` may read the host path `path`, as it checks.
+    pub fn may_read(&self, path: &Path) -> bool {
+        path.to_str()
+            .and_then(|p| canonical(p).ok())
+            .is_some_and(|p| within(&p, &self.readable))
+    }
+
+    /// Whether `copy-file-out` may write the host path `path`, as it checks.
+    pub fn may_write(&self, path: &Path) -> bool {
+        path.to_str()
+            .is_some_and(|p| writable_target(p, self).is_ok())
+    }
+}
+
 /// Per-instance state: the connected engine and what this instance created.
 #[derive(Default)]
 pub struct ContainerState {

@@ -632,28 +632,39 @@ impl Sandbox {
         Ok(out)
     }
 
-    /// For a provider that reaches the host only through its scratch dir
-    /// (granted neither `program` nor `containers`: a cloud provider), host
-    /// files pass through a staging dir there (see `staging`).
-    fn staging(&self) -> Result<Option<Staging>> {
+    /// Host files pass through a staging dir in the scratch dir (see
+    /// `staging`) when the provider cannot open `host` itself: one granted
+    /// neither `program` nor `containers` (a cloud provider) never can, a
+    /// `containers` one only within its grant (a session file under the
+    /// user's home is outside). `write`: the provider is to write it.
+    fn staging(&self, host: &Path, write: bool) -> Result<Option<Staging>> {
         let grants = &self.origin.grants;
-        match &grants.scratch_dir {
-            Some(dir) if grants.programs.is_empty() && grants.containers.is_none() => {
-                Staging::new(dir).map(Some).map_err(|e| {
-                    Error::Other(anyhow::anyhow!(
-                        "cannot stage host files for `{}` in {}: {e}",
-                        self.name,
-                        dir.display()
-                    ))
-                })
-            }
-            _ => Ok(None),
+        let Some(dir) = &grants.scratch_dir else {
+            return Ok(None);
+        };
+        let reachable = !grants.programs.is_empty()
+            || grants.containers.as_ref().is_some_and(|grant| {
+                if write {
+                    grant.may_write(host)
+                } else {
+                    grant.may_read(host)
+                }
+            });
+        if reachable {
+            return Ok(None);
         }
+        Staging::new(dir).map(Some).map_err(|e| {
+            Error::Other(anyhow::anyhow!(
+                "cannot stage host files for `{}` in {}: {e}",
+                self.name,
+                dir.display()
+            ))
+        })
     }
 
     /// `host` as the provider may open it: itself, or a staged copy.
     fn staged_in(&self, host: &Path) -> Result<(Option<Staging>, String)> {
-        let staging = self.staging()?;
+        let staging = self.staging(host, false)?;
         let path = match &staging {
             Some(st) => st.stage_in(host).map_err(|e| {
                 Error::Other(anyhow::anyhow!("cannot stage {}: {e}", host.display()))
@@ -673,7 +684,7 @@ impl Sandbox {
     }
 
     pub async fn copy_file_out(&mut self, sandbox_path: &str, host: &Path) -> Result<()> {
-        let staging = self.staging()?;
+        let staging = self.staging(host, true)?;
         let h = match &staging {
             Some(st) => st.out_path().display().to_string(),
             None => host.display().to_string(),

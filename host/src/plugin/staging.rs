@@ -1,7 +1,8 @@
-//! Host files for a provider that reaches the host only through its own
-//! scratch directory: one granted neither `program` nor `containers` (a
-//! cloud provider speaking HTTP). `copy-file-in`, `copy-in` and
-//! `copy-file-out` name host paths the provider may not open; the host
+//! Host files for a provider that cannot open them itself: one granted
+//! neither `program` nor `containers` (a cloud provider speaking HTTP), or a
+//! `containers` one given a host path outside its grant (a session file
+//! under the user's home). `copy-file-in`, `copy-in` and `copy-file-out`
+//! name host paths the provider may not open; the host
 //! stages them in a fresh directory under the provider's scratch dir
 //! (preopened at the same path), hands the provider the staged path, and
 //! moves what it wrote to the destination. The provider never sees a host

@@ -35,6 +35,16 @@ fn utf8(path: &Path) -> Result<&str> {
         .ok_or_else(|| Error::input(format!("non-UTF-8 path {}", path.display())))
 }
 
+/// The sandbox's worktree as the agent's working directory: without a
+/// trailing `/` (a bind-mount sandbox under head gets the repository root
+/// with one), as agents key sessions by the plain path.
+fn agent_cwd(sandbox: &Sandbox) -> String {
+    match sandbox.worktree_path().trim_end_matches('/') {
+        "" => "/".into(),
+        path => path.into(),
+    }
+}
+
 /// The sandbox user's home, as its commands see it.
 pub async fn sandbox_home(sandbox: &mut Sandbox) -> Result<String> {
     let out = sandbox
@@ -74,7 +84,7 @@ pub async fn capture(
     host: &HostSessions,
     session_id: &str,
 ) -> Result<Option<(PathBuf, String)>> {
-    let sandbox_cwd = sandbox.worktree_path().to_string();
+    let sandbox_cwd = agent_cwd(sandbox);
     let Some(inside) = agent
         .session_file_path(sandbox_home, &sandbox_cwd, session_id)
         .await?
@@ -201,7 +211,7 @@ pub async fn transfer_in(
     source: &Path,
     session_id: &str,
 ) -> Result<()> {
-    let sandbox_cwd = sandbox.worktree_path().to_string();
+    let sandbox_cwd = agent_cwd(sandbox);
     let inside = agent
         .session_file_path(sandbox_home, &sandbox_cwd, session_id)
         .await?

@@ -148,6 +148,7 @@ impl SandboxHandle {
             o.max_iterations,
             if o.max_iterations == 1 { "" } else { "s" }
         ));
+        let host_worktree = self.host_worktree();
         let sandbox = self
             .sandbox
             .as_mut()
@@ -164,7 +165,10 @@ impl SandboxHandle {
         }
         let (before, home) = log
             .timings()
-            .time("status before", uncommitted::status_and_home(sandbox))
+            .time(
+                "status before",
+                uncommitted::status_and_home(sandbox, host_worktree.as_deref()),
+            )
             .await
             .unwrap_or_default();
         if sandbox_home.is_none() {
@@ -273,14 +277,21 @@ impl SandboxHandle {
         })
     }
 
+    /// A bind-mount sandbox's worktree on the host: the same files the
+    /// sandbox sees.
+    fn host_worktree(&self) -> Option<std::path::PathBuf> {
+        (self.provider.info().kind == SandboxKind::BindMount).then(|| self.place.path().into())
+    }
+
     /// What the agent changed and did not commit in this run, said in the
     /// log and (isolated) brought out to the host worktree so that it is
     /// kept. Finding out is best effort: a failure is a warning.
     async fn left_uncommitted(&mut self, before: &[String], said_done: bool) -> Vec<String> {
+        let host_worktree = self.host_worktree();
         let Some(sandbox) = self.sandbox.as_mut() else {
             return vec![];
         };
-        let left = match uncommitted::status(sandbox).await {
+        let left = match uncommitted::status(sandbox, host_worktree.as_deref()).await {
             Ok(after) => uncommitted::new_entries(before, after),
             Err(e) => {
                 self.log.line(&format!(

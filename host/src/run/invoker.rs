@@ -238,8 +238,19 @@ impl AgentInvoker for SandboxInvoker<'_> {
         let program = command.argv.first().cloned().unwrap_or_default();
         self.log
             .status(&format!("iteration {iteration}: `{program}` is working"));
+        // Capture will need the sandbox user's home: the agent's own exec
+        // says it (a bind-mount sandbox's status is read on the host, so no
+        // exec has yet), sparing a round trip into the sandbox.
+        let ask_home = self.capture.is_some()
+            && self.sandbox_home.is_none()
+            && self.agent.info().session_files;
+        let argv = if ask_home {
+            saying_home(command.argv)
+        } else {
+            command.argv
+        };
         let exec = ExecRequest {
-            command: Command::Argv(command.argv),
+            command: Command::Argv(argv),
             cwd: None,
             env: env_vars(&self.env).into_iter().chain(command.env).collect(),
             stdin: command.stdin,
@@ -316,7 +327,10 @@ impl AgentInvoker for SandboxInvoker<'_> {
         self.log
             .timings()
             .record(format!("iteration {iteration} exec"), exec_start.elapsed());
-        let output = exec_result?;
+        let mut output = exec_result?;
+        if ask_home {
+            self.sandbox_home = take_home(&mut output.stderr);
+        }
         if let Some(e) = parser_failure {
             return Err(e);
         }
@@ -367,6 +381,38 @@ impl AgentInvoker for SandboxInvoker<'_> {
         );
         Ok(inv)
     }
+}
+
+/// What the line [`saying_home`] adds to stderr starts with.
+const HOME_LINE: &str = "sanddune-home=";
+
+/// `argv` run by `sh`, which first writes `$HOME` on a line of stderr, then
+/// execs it: the same process, arguments, stdin and exit code.
+fn saying_home(argv: Vec<String>) -> Vec<String> {
+    let script = format!("printf '{HOME_LINE}%s\\n' \"$HOME\" >&2; exec \"$@\"");
+    ["sh", "-c", &script, "sh"]
+        .into_iter()
+        .map(String::from)
+        .chain(argv)
+        .collect()
+}
+
+/// The home [`saying_home`] wrote, taken out of `stderr` (none when unset,
+/// or when the provider lost the line: capture then asks with an exec).
+fn take_home(stderr: &mut String) -> Option<String> {
+    let start = if stderr.starts_with(HOME_LINE) {
+        0
+    } else {
+        stderr.find(&format!("\n{HOME_LINE}"))? + 1
+    };
+    let end = stderr[start..]
+        .find('\n')
+        .map_or(stderr.len(), |n| start + n + 1);
+    let home = stderr[start + HOME_LINE.len()..end]
+        .trim_end_matches('\n')
+        .to_string();
+    stderr.replace_range(start..end, "");
+    Some(home).filter(|h| !h.is_empty())
 }
 
 fn last_lines(text: &str, n: usize) -> String {

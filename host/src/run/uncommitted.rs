@@ -1,38 +1,57 @@
-//! Work an agent left uncommitted. After the last iteration the host asks
-//! the sandbox for `git status`; what was not there before the run is
+//! Work an agent left uncommitted. After the last iteration the host reads
+//! the worktree's `git status`; what was not there before the run is
 //! reported in the run result. An isolated sandbox's changes are brought
 //! out onto the host worktree as a patch, so with every kind of sandbox
 //! they end up in a worktree that is kept, never lost with the sandbox.
 
+use std::path::Path;
+
 use super::sync::sandbox_sh;
 use crate::error::Result;
 use crate::plugin::sandbox::Sandbox;
-use crate::worktree::{Worktree, git};
+use crate::worktree::{Worktree, git, status_porcelain};
 
-/// `git status --porcelain` in the sandbox's worktree, one entry a line.
-pub async fn status(sandbox: &mut Sandbox) -> Result<Vec<String>> {
-    let out = sandbox_sh(sandbox, "git status --porcelain".into()).await?;
-    Ok(out
-        .stdout
+/// `git status --porcelain` of the sandbox's worktree, one entry a line.
+/// A bind-mount sandbox's worktree is the host's own (`host`), so it is read
+/// there: an exec would be a round trip into the sandbox (tens of
+/// milliseconds in a container) for the same files.
+pub async fn status(sandbox: &mut Sandbox, host: Option<&Path>) -> Result<Vec<String>> {
+    match host {
+        Some(worktree) => status_porcelain(worktree),
+        None => Ok(entries(
+            &sandbox_sh(sandbox, "git status --porcelain".into())
+                .await?
+                .stdout,
+        )),
+    }
+}
+
+/// [`status`], and for an isolated sandbox the sandbox user's home (none if
+/// `HOME` is unset) from the same exec: session capture needs it, and each
+/// exec is a round trip. A bind-mount sandbox's home is left to the agent's
+/// exec (see the invoker).
+pub async fn status_and_home(
+    sandbox: &mut Sandbox,
+    host: Option<&Path>,
+) -> Result<(Vec<String>, Option<String>)> {
+    if host.is_some() {
+        return Ok((status(sandbox, host).await?, None));
+    }
+    let script = "printf '%s\\n' \"$HOME\"; git status --porcelain";
+    let out = sandbox_sh(sandbox, script.into()).await?;
+    let (home, status) = out.stdout.split_once('\n').unwrap_or((&out.stdout, ""));
+    Ok((
+        entries(status),
+        Some(home.to_string()).filter(|h| !h.is_empty()),
+    ))
+}
+
+fn entries(porcelain: &str) -> Vec<String> {
+    porcelain
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(String::from)
-        .collect())
-}
-
-/// [`status`], and the sandbox user's home (none if `HOME` is unset) from
-/// the same exec: session capture needs it, and each exec is a round trip
-/// (tens of milliseconds in a container).
-pub async fn status_and_home(sandbox: &mut Sandbox) -> Result<(Vec<String>, Option<String>)> {
-    let script = "printf '%s\\n' \"$HOME\"; git status --porcelain";
-    let out = sandbox_sh(sandbox, script.into()).await?;
-    let mut lines = out.stdout.lines();
-    let home = lines.next().filter(|h| !h.is_empty()).map(String::from);
-    let status = lines
-        .filter(|l| !l.trim().is_empty())
-        .map(String::from)
-        .collect();
-    Ok((status, home))
+        .collect()
 }
 
 /// The entries of `after` that were not in `before`.

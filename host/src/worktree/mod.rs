@@ -161,7 +161,25 @@ fn git_command(dir: &Path, args: &[&str]) -> std::process::Command {
     cmd
 }
 
+/// `git status --porcelain` in `dir`, one entry a line. Untracked files
+/// are listed as by default whatever the user's `status.showUntrackedFiles`:
+/// a new file left uncommitted must not go unreported.
+pub fn status_porcelain(dir: &Path) -> Result<Vec<String>> {
+    let args = ["status", "--porcelain", "--untracked-files=normal"];
+    // Untrimmed: an entry may begin with a space (` M file`).
+    let out = run_git_untrimmed(&mut git_command(dir, &args), &args)?;
+    Ok(out
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(String::from)
+        .collect())
+}
+
 fn run_git(cmd: &mut std::process::Command, args: &[&str]) -> Result<String> {
+    run_git_untrimmed(cmd, args).map(|out| out.trim().to_string())
+}
+
+fn run_git_untrimmed(cmd: &mut std::process::Command, args: &[&str]) -> Result<String> {
     let out = cmd.output().map_err(|e| {
         Error::input(format!(
             "cannot run git (is it installed and on PATH?): {e}"
@@ -174,7 +192,7 @@ fn run_git(cmd: &mut std::process::Command, args: &[&str]) -> Result<String> {
             String::from_utf8_lossy(&out.stderr).trim()
         )));
     }
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 fn git_err(what: &str, e: git2::Error) -> Error {
