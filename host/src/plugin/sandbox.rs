@@ -404,6 +404,9 @@ pub struct Sandbox {
     /// Why this instance was given up (a call that would not end); no call
     /// goes into it again.
     abandoned: Option<String>,
+    /// A call is under way; still set at the next call, it was dropped
+    /// half-way, which leaves the instance unable to take another.
+    in_flight: bool,
     /// What made this sandbox, so lanes can attach to it.
     origin: Origin,
 }
@@ -438,6 +441,7 @@ impl Sandbox {
             record: None,
             state: None,
             abandoned: None,
+            in_flight: false,
             origin,
         };
         sandbox.worktree_path = sandbox
@@ -523,6 +527,7 @@ impl Sandbox {
             record: None,
             state: Some(state),
             abandoned: None,
+            in_flight: false,
             origin,
         })
     }
@@ -539,11 +544,14 @@ impl Sandbox {
         if self.closed {
             return Err(Error::Plugin(format!("sandbox `{}` is closed", self.name)));
         }
+        self.note_dropped_call();
         if let Some(why) = &self.abandoned {
             return Err(Error::Plugin(why.clone()));
         }
         super::begin_call(&mut self.store);
+        self.in_flight = true;
         let r = f(&self.bindings, &mut self.store, self.handle).await;
+        self.in_flight = false;
         flatten(&self.name, what, r)
             .map_err(|e| with_refusals(e, self.store.data().http.take_refusals()))
     }
@@ -796,6 +804,7 @@ impl Sandbox {
             let closing = record.with_extension(CLOSING);
             self.record = std::fs::rename(&record, &closing).ok().map(|_| closing);
         }
+        self.note_dropped_call();
         let r = match (&self.abandoned, self.state.clone()) {
             (None, _) => {
                 self.call("close", |b, s, h| {
@@ -835,6 +844,18 @@ impl Sandbox {
             let _ = std::fs::remove_file(record);
         }
         r
+    }
+
+    /// A call whose future was dropped before it ended (a caller's own
+    /// timeout) left the instance mid-call: give it up like one that would
+    /// not end.
+    fn note_dropped_call(&mut self) {
+        if self.in_flight && self.abandoned.is_none() {
+            self.abandoned = Some(format!(
+                "sandbox provider `{}` was left in the middle of a call; sanddune gave up on it",
+                self.name
+            ));
+        }
     }
 
     /// Let go of this handle and leave the sandbox up, its scratch dir

@@ -24,8 +24,6 @@ use crate::worktree::Worktree;
 /// Most stdout lines handed to the agent's parser in one call.
 const MAX_BATCH: usize = 256;
 
-/// How long a provider gets to return after its processes were killed.
-const RETURN_AFTER_KILL: Duration = Duration::from_secs(10);
 
 pub struct SandboxInvoker<'a> {
     pub agent: &'a mut AgentProvider,
@@ -319,7 +317,11 @@ impl AgentInvoker for SandboxInvoker<'_> {
                 r = &mut work => r,
                 () = self.abort.aborted() => {
                     canceller.kill_all();
-                    let _ = tokio::time::timeout(RETURN_AFTER_KILL, work).await;
+                    // The exec returns within its grace after a kill, given
+                    // up on if it must be (`Sandbox::exec`).
+                    if let (Err(e), _) = work.await {
+                        self.log.line(&format!("after the abort: {e}"));
+                    }
                     return Err(Error::Aborted(self.abort.reason()));
                 }
             }
