@@ -413,7 +413,7 @@ async fn abort_kills_inside(engine: &str) {
         start.elapsed()
     );
     assert_ne!(out.exit_code, 0);
-    assert!(!out.stdout.contains("never"));
+    assert!(!out.stdout.contains("never"), "{out:?}");
     // The work so far is in the worktree on the host.
     assert_eq!(
         std::fs::read_to_string(repo.path().join("partial.txt")).unwrap(),

@@ -344,14 +344,22 @@ impl Killer for ExecKill {
     }
 }
 
-/// Inside the container, as root: SIGKILL every process whose environment
-/// carries the exec's mark, twice over to catch children forked meanwhile.
+/// Inside the container, as root: stop every process whose environment
+/// carries the exec's mark, twice over to catch children forked meanwhile,
+/// then SIGKILL them all. Stopped first, because the walk goes in the
+/// order of /proc's names (`10` before `7`): a shell whose child died
+/// first would otherwise run its next command ("Killed", then on).
 async fn kill_marked(docker: &Docker, container: &str, mark: &str) -> Result<(), String> {
-    let script = r#"for round in 1 2; do
+    let script = r#"pids=
+for round in 1 2; do
   for d in /proc/[0-9]*; do
-    if grep -qs "$1" "$d/environ"; then kill -9 "${d#/proc/}" 2>/dev/null; fi
+    if grep -qs "$1" "$d/environ"; then
+      kill -STOP "${d#/proc/}" 2>/dev/null && pids="$pids ${d#/proc/}"
+    fi
   done
-done"#;
+done
+[ -z "$pids" ] || kill -9 $pids 2>/dev/null
+exit 0"#;
     let pattern = format!("{EXEC_MARK}={mark}");
     let exec = docker
         .create_exec(
