@@ -8,9 +8,13 @@
 #
 #   host/benches/docker_run.sh [rounds]     (default 5)
 #
+# $SANDDUNE_RUN_ARGS go to `sanddune run` (e.g. --no-capture-sessions: the
+# bare sequence captures no session).
+#
 # Needs docker, the test image (tests/images/build.sh docker), python3, and
 # the release binary (built here if missing; $SANDDUNE for another one).
 set -euo pipefail
+SANDDUNE_RUN_ARGS=${SANDDUNE_RUN_ARGS:-}
 rounds=${1:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 sanddune=${SANDDUNE:-$root/target/release/sanddune}
@@ -37,7 +41,7 @@ sanddune_once() {
     round=$((round + 1))
     "$sanddune" run --cwd "$repo" --sandbox docker --agent claude-code \
         --strategy merge-to-head --prompt "add a line" --json \
-        --sandbox-opt image="$image" >"$work/result-$round.json" 2>/dev/null
+        --sandbox-opt image="$image" $SANDDUNE_RUN_ARGS >"$work/result-$round.json" 2>/dev/null
 }
 
 bare_once() {
