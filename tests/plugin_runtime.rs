@@ -414,3 +414,21 @@ async fn a_provider_that_ignores_a_kill_is_given_up() {
     assert!(err.contains("after it was killed"), "{err}");
     sandbox.close().await.unwrap();
 }
+
+/// Time a provider spends waiting in the host (here for the lines of a
+/// command that prints one every 20 ms for 6 s, 300 waits) is not wasm
+/// execution: the CPU budget (2 s a call) must not stop it.
+#[tokio::test]
+async fn waiting_on_a_slow_command_is_not_charged_to_the_cpu_budget() {
+    let (_rt, mut sandbox, _dir) = test_isolated().await;
+    let out = sandbox
+        .exec(
+            sh("i=0; while [ $i -lt 300 ]; do echo $i; sleep 0.02; i=$((i+1)); done"),
+            |_| {},
+        )
+        .await
+        .unwrap();
+    assert_eq!(out.exit_code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.lines().count(), 300);
+    sandbox.close().await.unwrap();
+}

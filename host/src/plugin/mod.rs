@@ -327,6 +327,17 @@ impl PluginRuntime {
             ctx.data_mut().charge_cpu_tick()?;
             Ok(wasmtime::UpdateDeadline::Yield(1))
         });
+        // Time in the host (waiting for a line, a sleep, a response) is not
+        // wasm execution: entering wasm again (the return, or the host's
+        // `cabi_realloc` call lowering the result), the next tick starts
+        // afresh. Without this every wait of 10 ms or more cost a tick, and
+        // an agent printing 300 lines 20 ms apart ran out of a 2 s budget.
+        store.call_hook(|mut ctx, hook| {
+            if hook.exiting_host() {
+                ctx.set_epoch_deadline(1);
+            }
+            Ok(())
+        });
         Ok(store)
     }
 }
