@@ -59,7 +59,7 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                     println!("closed run {run_id}'s {provider} sandbox (no commits to bring out)")
                 }
                 Reclaimed::Cleared { provider, run_id } => println!(
-                    "cleared run {run_id}'s {provider} sandbox record (bind-mount: its commits are on the host)"
+                    "cleared run {run_id}'s {provider} sandbox record: nothing in it to bring out (a bind-mount sandbox, or one its run never finished creating)"
                 ),
                 Reclaimed::Failed {
                     provider,

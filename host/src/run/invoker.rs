@@ -24,7 +24,6 @@ use crate::worktree::Worktree;
 /// Most stdout lines handed to the agent's parser in one call.
 const MAX_BATCH: usize = 256;
 
-
 pub struct SandboxInvoker<'a> {
     pub agent: &'a mut AgentProvider,
     pub sandbox: &'a mut Sandbox,

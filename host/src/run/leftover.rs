@@ -134,8 +134,9 @@ pub enum Reclaimed {
     },
     /// It had nothing the host lacks; it is closed.
     Closed { provider: String, run_id: String },
-    /// A bind-mount sandbox: its commits are on the host, its containers go
-    /// with the orphaned ones; its scratch dir and record are removed.
+    /// Nothing in it to bring out: a bind-mount sandbox (its commits are on
+    /// the host, its containers go with the orphaned ones), or one whose run
+    /// died inside `create`. Its scratch dir and record are removed.
     Cleared { provider: String, run_id: String },
     /// It could not be reached or closed; the record stays for the next gc
     /// unless `forget` was given.
