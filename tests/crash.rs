@@ -548,6 +548,9 @@ fn ctrl_c_with_a_provider_that_ignores_kills_still_aborts() {
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
-    assert!(left.is_empty(), "the sandbox was not closed: {left:?}\n{err}\n{log}");
+    assert!(
+        left.is_empty(),
+        "the sandbox was not closed: {left:?}\n{err}\n{log}"
+    );
     assert!(log.contains("sanddune gave up on it"), "{log}");
 }
