@@ -175,15 +175,21 @@ async fn a_plugin_that_allocates_without_end_is_stopped_by_its_memory_limit() {
     host_still_works(&rt).await;
 }
 
+/// A sandbox of the hostile provider attacking with `attack`, and its dir.
+async fn hostile_sandbox(rt: &PluginRuntime, attack: &str) -> (Sandbox, tempfile::TempDir) {
+    let hostile = provider(rt, "sanddune-test-plugin-hostile").await;
+    let dir = tempfile::tempdir().unwrap();
+    let sandbox = hostile
+        .create(&spec(dir.path(), &[("attack", attack)]))
+        .await
+        .unwrap();
+    (sandbox, dir)
+}
+
 #[tokio::test]
 async fn a_plugin_flooding_output_is_bounded() {
     let rt = runtime();
-    let hostile = provider(&rt, "sanddune-test-plugin-hostile").await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut sandbox = hostile
-        .create(&spec(dir.path(), &[("attack", "flood")]))
-        .await
-        .unwrap();
+    let (mut sandbox, _dir) = hostile_sandbox(&rt, "flood").await;
     let mut streamed = 0usize;
     let out = sandbox.exec(sh("true"), |_| streamed += 1).await.unwrap();
     // Every line reaches the consumer; only the accumulated copy is capped.
@@ -356,12 +362,7 @@ async fn close_removes_the_sandbox_directory() {
 #[tokio::test]
 async fn a_provider_that_never_ends_a_command_is_given_up_after_its_timeout() {
     let rt = runtime();
-    let hostile = provider(&rt, "sanddune-test-plugin-hostile").await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut sandbox = hostile
-        .create(&spec(dir.path(), &[("attack", "slow-loris")]))
-        .await
-        .unwrap();
+    let (mut sandbox, _dir) = hostile_sandbox(&rt, "slow-loris").await;
     let mut request = sh("true");
     request.timeout_ms = Some(200);
     let mut lines = 0usize;
@@ -390,12 +391,7 @@ async fn a_provider_that_never_ends_a_command_is_given_up_after_its_timeout() {
 #[tokio::test]
 async fn a_provider_that_ignores_a_kill_is_given_up() {
     let rt = runtime();
-    let hostile = provider(&rt, "sanddune-test-plugin-hostile").await;
-    let dir = tempfile::tempdir().unwrap();
-    let mut sandbox = hostile
-        .create(&spec(dir.path(), &[("attack", "slow-loris")]))
-        .await
-        .unwrap();
+    let (mut sandbox, _dir) = hostile_sandbox(&rt, "slow-loris").await;
     let canceller = sandbox.canceller();
     let mut killed = false;
     let err = tokio::time::timeout(

@@ -65,6 +65,23 @@ pub struct SandboxSpec {
     pub config: Vec<(String, String)>,
 }
 
+impl SandboxSpec {
+    /// What the provider's `create` (or `attach`) is told, with its options
+    /// (mounts resolved) and the granted scratch dir.
+    fn create_options(&self, config: ProviderConfig, scratch: Option<&Path>) -> CreateOptions {
+        CreateOptions {
+            run_id: self.run_id.clone(),
+            name: self.name.clone(),
+            host_worktree_path: self.worktree.display().to_string(),
+            host_git_dir: self.git_dir.display().to_string(),
+            branch: self.branch.clone(),
+            env: env_vars(&self.env),
+            config,
+            scratch_dir: scratch.map(|p| p.display().to_string()),
+        }
+    }
+}
+
 /// Key-value pairs as the WIT's env records.
 pub fn env_vars(env: &[(String, String)]) -> Vec<EnvVar> {
     env.iter()
@@ -271,16 +288,7 @@ impl SandboxProvider {
         };
         let (mut store, bindings) =
             instantiate(&self.plugin, &self.info.name, grants.clone()).await?;
-        let options = CreateOptions {
-            run_id: spec.run_id.clone(),
-            name: spec.name.clone(),
-            host_worktree_path: spec.worktree.display().to_string(),
-            host_git_dir: spec.git_dir.display().to_string(),
-            branch: spec.branch.clone(),
-            env: env_vars(&spec.env),
-            config,
-            scratch_dir: scratch.as_ref().map(|p| p.display().to_string()),
-        };
+        let options = spec.create_options(config, scratch.as_deref());
         super::begin_call(&mut store);
         let created = bindings.create(&mut store, &options).await;
         let name = self.info.name.clone();
@@ -317,16 +325,7 @@ impl SandboxProvider {
         let grants = self.grants(spec, scratch.as_deref(), &mounts)?;
         let (mut store, bindings) =
             instantiate(&self.plugin, &self.info.name, grants.clone()).await?;
-        let options = CreateOptions {
-            run_id: spec.run_id.clone(),
-            name: spec.name.clone(),
-            host_worktree_path: spec.worktree.display().to_string(),
-            host_git_dir: spec.git_dir.display().to_string(),
-            branch: spec.branch.clone(),
-            env: env_vars(&spec.env),
-            config,
-            scratch_dir: scratch.as_ref().map(|p| p.display().to_string()),
-        };
+        let options = spec.create_options(config, scratch.as_deref());
         super::begin_call(&mut store);
         let attached = bindings.attach(&mut store, state, &options).await;
         let name = self.info.name.clone();
