@@ -22,8 +22,8 @@ fn plugin_inspect_names_the_contract_version_of_each_component() {
             plugin_file("sanddune-plugin-test-isolated")
                 .display()
                 .to_string(),
-            "sanddune:plugin@0.2.0",
-            "contract 0.2",
+            "sanddune:plugin@0.3.0",
+            "contract 0.3",
         ),
     ] {
         let out = repo.sanddune(&["plugin", "inspect", &file]);
@@ -31,7 +31,7 @@ fn plugin_inspect_names_the_contract_version_of_each_component() {
         assert!(out.status.success(), "{file}: {}", stderr(&out));
         assert!(text.contains(version), "{file}: {text}");
         assert!(text.contains(contract), "{file}: {text}");
-        assert!(text.contains("speaks 0.1, 0.2"), "{file}: {text}");
+        assert!(text.contains("speaks 0.1, 0.2, 0.3"), "{file}: {text}");
     }
     // 0.1's capabilities record reads as the same request items.
     let out = repo.sanddune(&["plugin", "inspect", &v0_1("sandbox")]);

@@ -624,6 +624,18 @@ impl Ctx {
         }
     }
 
+    async fn image_label(&self, image: &str, key: &str) -> Result<Option<String>, String> {
+        let inspect = self
+            .docker
+            .inspect_image(image)
+            .await
+            .map_err(|e| format!("cannot inspect image `{image}`: {e}"))?;
+        Ok(inspect
+            .config
+            .and_then(|c| c.labels)
+            .and_then(|mut labels| labels.remove(key)))
+    }
+
     /// Create and start; the id is returned even when starting failed (the
     /// container then needs removing).
     async fn create(&self, spec: ContainerSpec) -> Result<String, (String, Option<String>)> {
@@ -1212,6 +1224,18 @@ impl PluginState {
     pub async fn containers_image_exists(&mut self, image: String) -> Result<bool, String> {
         let r = match self.ctx() {
             Ok(ctx) => ctx.image_exists(&image).await,
+            Err(e) => Err(e),
+        };
+        self.logged(r).await
+    }
+
+    pub async fn containers_image_label(
+        &mut self,
+        image: String,
+        key: String,
+    ) -> Result<Option<String>, String> {
+        let r = match self.ctx() {
+            Ok(ctx) => ctx.image_label(&image, &key).await,
             Err(e) => Err(e),
         };
         self.logged(r).await

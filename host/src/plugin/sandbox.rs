@@ -338,6 +338,26 @@ impl SandboxProvider {
         };
         Sandbox::owned(store, bindings, handle, name, scratch, origin).await
     }
+
+    /// The states of the sandboxes the provider holds for `spec.run_id`
+    /// (`find`, since 0.3): how `sanddune gc` reaches a sandbox whose run
+    /// died inside `create`. None when the provider's contract has no
+    /// `find`.
+    pub async fn find(&self, spec: &SandboxSpec) -> Result<Option<Vec<String>>> {
+        let (config, mounts) = resolve_mounts(&spec.config)?;
+        let grants = self.grants(spec, None, &mounts)?;
+        let (mut store, bindings) = instantiate(&self.plugin, &self.info.name, grants).await?;
+        let options = spec.create_options(config, None);
+        super::begin_call(&mut store);
+        let found = match bindings.find(&mut store, &options).await {
+            Ok(None) => return Ok(None),
+            Ok(Some(found)) => Ok(found),
+            Err(trap) => Err(trap),
+        };
+        flatten(&self.info.name, "find", found)
+            .map(Some)
+            .map_err(|e| with_refusals(e, store.data().http.take_refusals()))
+    }
 }
 
 async fn instantiate(

@@ -359,6 +359,30 @@ impl<T: Transport> Api<T> {
         sandbox_info(what, &self.json(what, r)?)
     }
 
+    /// `GET /sandbox?labels={"k":"v"}`: the sandboxes carrying the label.
+    pub fn list_by_label(&self, key: &str, value: &str) -> Result<Vec<SandboxInfo>> {
+        let what = "listing sandboxes";
+        let labels = serde_json::json!({ key: value }).to_string();
+        let r = self.send(
+            what,
+            Base::Api,
+            Method::Get,
+            &format!("/sandbox?labels={}", encode(&labels)),
+            Body::None,
+            true,
+        )?;
+        let v = self.json(what, r)?;
+        v.as_array()
+            .ok_or_else(|| {
+                ApiError::protocol(format!(
+                    "{what}: Daytona answered with something that is not a list"
+                ))
+            })?
+            .iter()
+            .map(|s| sandbox_info(what, s))
+            .collect()
+    }
+
     /// `POST /sandbox/{id}/stop`; a sandbox that is gone counts as stopped.
     pub fn stop(&self, id: &str) -> Result<()> {
         let what = "stopping the sandbox";

@@ -111,6 +111,10 @@ mod component {
             Ok(Sandbox::new(Daytona(sandbox)))
         }
 
+        fn find(options: CreateOptions) -> Result<Vec<String>, String> {
+            DaytonaSandbox::find(WasiHttp, &env_lookup, &options.config, &options.run_id)
+        }
+
         fn attach(state: String, options: CreateOptions) -> Result<Sandbox, String> {
             let sandbox = DaytonaSandbox::attach(
                 WasiHttp,

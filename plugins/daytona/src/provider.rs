@@ -281,6 +281,34 @@ impl<T: Transport> DaytonaSandbox<T> {
         Ok(())
     }
 
+    /// The states of the sandboxes labelled with `run_id`: closing one
+    /// stops and deletes it. Only `close` may be asked of them (their
+    /// working directories are not known).
+    pub fn find(
+        transport: T,
+        env_lookup: &dyn Fn(&str) -> Option<String>,
+        config: &[(String, String)],
+        run_id: &str,
+    ) -> Result<Vec<String>, String> {
+        let creds = config::credentials(env_lookup)?;
+        let options = config::options(config, env_lookup)?;
+        let api = Api::new(options.api_url, creds, transport);
+        let found = api.list_by_label(LABEL_RUN, run_id).map_err(err)?;
+        Ok(found
+            .into_iter()
+            .map(|info| {
+                State {
+                    id: info.id,
+                    toolbox: info.toolbox_proxy_url,
+                    cwd: String::new(),
+                    scratch: String::new(),
+                    home: String::new(),
+                }
+                .encode()
+            })
+            .collect())
+    }
+
     pub fn attach(
         transport: T,
         env_lookup: &dyn Fn(&str) -> Option<String>,

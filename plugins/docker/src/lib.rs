@@ -182,6 +182,12 @@ impl Guest for Provider {
         Ok(Sandbox::new(sandbox))
     }
 
+    /// The run's containers, by the labels the host gave them.
+    fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
+        containers::connect(flavour::ENGINE)?;
+        containers::list()
+    }
+
     fn attach(state: String, options: CreateOptions) -> Result<Sandbox, String> {
         containers::connect(flavour::ENGINE)?;
         // The host refuses any container this plugin did not create for the run.

@@ -68,6 +68,12 @@ impl Guest for Provider {
         Ok(Sandbox::new(sandbox))
     }
 
+    /// Empty: a sandbox is a directory in the run's scratch dir, which the
+    /// host finds and removes by the run id in its name.
+    fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
+        Ok(vec![])
+    }
+
     fn attach(state: String, options: CreateOptions) -> Result<Sandbox, String> {
         let scratch = scratch_dir(&options)?;
         let dir = paths::normalize(&state);

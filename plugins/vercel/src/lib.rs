@@ -103,6 +103,10 @@ mod component {
             Ok(Sandbox::new(Vercel(sandbox)))
         }
 
+        fn find(options: CreateOptions) -> Result<Vec<String>, String> {
+            VercelSandbox::find(WasiHttp, &env_lookup, &options.config, &options.run_id)
+        }
+
         fn attach(state: String, options: CreateOptions) -> Result<Sandbox, String> {
             let sandbox = VercelSandbox::attach(
                 WasiHttp,

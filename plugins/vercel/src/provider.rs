@@ -209,6 +209,35 @@ impl<T: Transport> VercelSandbox<T> {
         Ok(())
     }
 
+    /// The states of the sandboxes tagged with `run_id`, stopped or not:
+    /// closing one stops and deletes it. Only `close` may be asked of them
+    /// (their working directory is not known).
+    pub fn find(
+        transport: T,
+        env_lookup: &dyn Fn(&str) -> Option<String>,
+        config: &[(String, String)],
+        run_id: &str,
+    ) -> Result<Vec<String>, String> {
+        let creds = config::credentials(env_lookup)?;
+        let options = config::options(config)?;
+        let api = Api::new(options.api_url, creds, transport);
+        let found = api.list_by_tag(TAG_RUN, run_id).map_err(err)?;
+        Ok(found
+            .into_iter()
+            .map(|(name, session, _status)| {
+                State {
+                    name,
+                    session,
+                    cwd: String::new(),
+                    scratch: String::new(),
+                    timeout_ms: 0,
+                    expires_ms: Cell::new(u64::MAX),
+                }
+                .encode()
+            })
+            .collect())
+    }
+
     pub fn attach(
         transport: T,
         env_lookup: &dyn Fn(&str) -> Option<String>,

@@ -166,3 +166,66 @@ macro_rules! shared_conversions {
         }
     };
 }
+
+/// What 0.2 and every later version share: the provider's capabilities are
+/// a list of requests, agents declare optional env, and the sandbox world
+/// imports wasi:http. Expanded inside a version module like
+/// `shared_conversions!`.
+macro_rules! since_0_2 {
+    () => {
+        /// This version's imports, beside WASI: the sanddune interfaces one by one
+        /// (the world's own `add_to_linker` would want wasi:http's host traits on
+        /// `PluginState`), then wasi:http through the `http` capability.
+        pub fn add_to_linkers(
+            sandbox: &mut wasmtime::component::Linker<PluginState>,
+            agent: &mut wasmtime::component::Linker<PluginState>,
+        ) -> wasmtime::Result<()> {
+            use wasmtime::component::HasSelf;
+            fn get(s: &mut PluginState) -> &mut PluginState {
+                s
+            }
+            types::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
+            logging::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
+            output::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
+            process::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
+            containers::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
+            crate::capability::http::add_to_linker(sandbox)?;
+            AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(agent, get)
+        }
+
+        impl sandbox::ProviderInfo {
+            /// The host's view; a capability request it cannot read is an error.
+            pub fn into_api(self) -> Result<api::ProviderInfo, String> {
+                let capabilities = api::Capabilities::from_requests(
+                    self.capabilities
+                        .iter()
+                        .map(|r| (r.kind.as_str(), r.value.as_str())),
+                )?;
+                Ok(api::ProviderInfo {
+                    name: self.name,
+                    version: self.version,
+                    description: self.description,
+                    kind: self.kind.into(),
+                    config: self.config.into_iter().map(Into::into).collect(),
+                    capabilities,
+                })
+            }
+        }
+
+        impl From<agent::AgentInfo> for api::AgentInfo {
+            fn from(i: agent::AgentInfo) -> Self {
+                Self {
+                    name: i.name,
+                    version: i.version,
+                    description: i.description,
+                    program: i.program,
+                    default_model: i.default_model,
+                    options: i.options.into_iter().map(Into::into).collect(),
+                    env: i.env.into_iter().map(Into::into).collect(),
+                    optional_env: i.optional_env,
+                    session_files: i.session_files,
+                }
+            }
+        }
+    };
+}

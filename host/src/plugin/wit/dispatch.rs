@@ -4,7 +4,7 @@
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, Resource, ResourceAny};
 
-use super::{ApiVersion, v0_1, v0_2};
+use super::{ApiVersion, v0_1, v0_2, v0_3};
 use crate::capability::PluginState;
 use crate::capability::output::OutputSink;
 use crate::plugin::api;
@@ -18,6 +18,7 @@ macro_rules! each {
         match $self {
             $enum::V0_1($b) => $body,
             $enum::V0_2($b) => $body,
+            $enum::V0_3($b) => $body,
         }
     };
 }
@@ -25,6 +26,7 @@ macro_rules! each {
 pub enum SandboxBindings {
     V0_1(v0_1::SandboxPlugin),
     V0_2(v0_2::SandboxPlugin),
+    V0_3(v0_3::SandboxPlugin),
 }
 
 impl SandboxBindings {
@@ -41,6 +43,11 @@ impl SandboxBindings {
             ),
             ApiVersion::V0_2 => Self::V0_2(
                 v0_2::SandboxPluginPre::new(pre.clone())?
+                    .instantiate_async(store)
+                    .await?,
+            ),
+            ApiVersion::V0_3 => Self::V0_3(
+                v0_3::SandboxPluginPre::new(pre.clone())?
                     .instantiate_async(store)
                     .await?,
             ),
@@ -66,6 +73,23 @@ impl SandboxBindings {
         o: &api::CreateOptions,
     ) -> Call<ResourceAny> {
         each!(self, Self, b => b.sanddune_plugin_sandbox_provider().call_attach(s, state, &o.clone().into()).await)
+    }
+
+    /// The states of the run's sandboxes the provider finds; None before
+    /// 0.3, which has no `find`.
+    pub async fn find(
+        &self,
+        s: &mut Store<PluginState>,
+        o: &api::CreateOptions,
+    ) -> wasmtime::Result<Option<Result<Vec<String>, String>>> {
+        match self {
+            Self::V0_1(_) | Self::V0_2(_) => Ok(None),
+            Self::V0_3(b) => b
+                .sanddune_plugin_sandbox_provider()
+                .call_find(s, &o.clone().into())
+                .await
+                .map(Some),
+        }
     }
 
     pub async fn worktree_path(&self, s: &mut Store<PluginState>, h: ResourceAny) -> Call<String> {
@@ -200,6 +224,7 @@ impl SandboxBindings {
 pub enum AgentBindings {
     V0_1(v0_1::AgentPlugin),
     V0_2(v0_2::AgentPlugin),
+    V0_3(v0_3::AgentPlugin),
 }
 
 impl AgentBindings {
@@ -216,6 +241,11 @@ impl AgentBindings {
             ),
             ApiVersion::V0_2 => Self::V0_2(
                 v0_2::AgentPluginPre::new(pre.clone())?
+                    .instantiate_async(store)
+                    .await?,
+            ),
+            ApiVersion::V0_3 => Self::V0_3(
+                v0_3::AgentPluginPre::new(pre.clone())?
                     .instantiate_async(store)
                     .await?,
             ),

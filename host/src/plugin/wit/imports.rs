@@ -205,3 +205,22 @@ macro_rules! host_imports {
         }
     };
 }
+
+/// `containers.exec-interactive` (since 0.2), for a version's `$extra`.
+macro_rules! exec_interactive {
+    () => {
+        async fn exec_interactive(
+            &mut self,
+            container: String,
+            options: containers::InteractiveExecOptions,
+        ) -> wasmtime::Result<Result<i32, String>> {
+            let options = cap_containers::InteractiveExecOptions {
+                argv: options.argv,
+                env: env_pairs(options.env),
+                user: options.user,
+                workdir: options.workdir,
+            };
+            Ok(self.containers_exec_interactive(container, options).await)
+        }
+    };
+}

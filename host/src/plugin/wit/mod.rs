@@ -13,6 +13,7 @@ mod convert;
 mod dispatch;
 pub mod v0_1;
 pub mod v0_2;
+pub mod v0_3;
 
 use wasmtime::component::Linker;
 
@@ -28,18 +29,20 @@ pub const PACKAGE: &str = "sanddune:plugin";
 pub enum ApiVersion {
     V0_1,
     V0_2,
+    V0_3,
 }
 
 impl ApiVersion {
-    pub const ALL: [ApiVersion; 2] = [ApiVersion::V0_1, ApiVersion::V0_2];
+    pub const ALL: [ApiVersion; 3] = [ApiVersion::V0_1, ApiVersion::V0_2, ApiVersion::V0_3];
     /// What `sanddune plugin new` scaffolds and the built-ins use.
-    pub const CURRENT: ApiVersion = ApiVersion::V0_2;
+    pub const CURRENT: ApiVersion = ApiVersion::V0_3;
 
     /// (major, minor); any patch of it loads.
     pub fn number(self) -> (u64, u64) {
         match self {
             ApiVersion::V0_1 => (0, 1),
             ApiVersion::V0_2 => (0, 2),
+            ApiVersion::V0_3 => (0, 3),
         }
     }
 
@@ -50,7 +53,7 @@ impl ApiVersion {
         Self::ALL.into_iter().find(|v| v.number() == (major, minor))
     }
 
-    /// `0.1, 0.2` for messages.
+    /// `0.1, 0.2, 0.3` for messages.
     pub fn supported() -> String {
         Self::ALL
             .iter()
@@ -82,6 +85,7 @@ impl Linkers {
         match version {
             ApiVersion::V0_1 => v0_1::add_to_linkers(&mut sandbox, &mut agent)?,
             ApiVersion::V0_2 => v0_2::add_to_linkers(&mut sandbox, &mut agent)?,
+            ApiVersion::V0_3 => v0_3::add_to_linkers(&mut sandbox, &mut agent)?,
         }
         Ok(Self { sandbox, agent })
     }

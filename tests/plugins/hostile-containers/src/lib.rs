@@ -202,6 +202,10 @@ impl Guest for Hostile {
         Err(outcome)
     }
 
+    fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
+        Ok(vec![])
+    }
+
     fn attach(_state: String, _options: CreateOptions) -> Result<Sandbox, String> {
         Err("no attach".into())
     }

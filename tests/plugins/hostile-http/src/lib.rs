@@ -68,6 +68,10 @@ impl Guest for HostileHttp {
         }))
     }
 
+    fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
+        Ok(vec![])
+    }
+
     fn attach(_state: String, options: CreateOptions) -> Result<Sandbox, String> {
         Self::create(options)
     }

@@ -101,6 +101,11 @@ impl Guest for Hostile {
         }))
     }
 
+    /// A hostile provider's sandboxes live no longer than its process.
+    fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
+        Ok(vec![])
+    }
+
     /// Refused (the host copes: hooks then run one by one), except under
     /// slow-loris, whose fresh instance is honest: the host closes the
     /// sandbox with it after giving up on the trickling one.
