@@ -9,7 +9,7 @@ mod common;
 
 use std::process::Output;
 
-use common::{TestRepo, stderr, stdout};
+use common::{TestRepo, kill_once, stderr, stdout};
 use sanddune_daytona_mock::{API_KEY, DaytonaMock, Fault, Op};
 use serde_json::Value;
 
@@ -46,6 +46,16 @@ fn run_on_daytona(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Output {
+    daytona_command(repo, mock, extra, env).output().unwrap()
+}
+
+/// `sanddune run` on the mock with only `env`'s Daytona variables.
+fn daytona_command(
+    repo: &TestRepo,
+    mock: &DaytonaMock,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Command {
     let [api, toolbox] = options(mock);
     let mut args = vec![
         "run",
@@ -66,7 +76,8 @@ fn run_on_daytona(
     for key in ENV_KEYS {
         cmd.env_remove(key);
     }
-    cmd.envs(env.iter().copied()).output().unwrap()
+    cmd.envs(env.iter().copied());
+    cmd
 }
 
 fn json(out: &Output) -> Value {
@@ -394,27 +405,19 @@ fn daytona_passes_the_conformance_kit_against_the_mock() {
 fn gc_brings_a_killed_runs_commit_out_of_its_sandbox_and_deletes_it() {
     let repo = TestRepo::new();
     let mock = mock_for(&repo);
-    let [api, toolbox] = options(&mock);
-    let mut cmd = repo.command(&[
-        "run",
-        "--sandbox",
-        "daytona",
-        "--sandbox-opt",
-        &api,
-        "--sandbox-opt",
-        &toolbox,
-        "--agent",
-        "claude-code",
-        "--prompt",
-        "note stranded\nFAKE:file:notes/stranded.md\nFAKE:slow",
-    ]);
-    for key in ENV_KEYS {
-        cmd.env_remove(key);
-    }
-    cmd.envs(CREDENTIALS.iter().copied())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().unwrap();
+    let child = daytona_command(
+        &repo,
+        &mock,
+        &[
+            "--prompt",
+            "note stranded\nFAKE:file:notes/stranded.md\nFAKE:slow",
+        ],
+        CREDENTIALS,
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
     // The sandbox's clone: the directory under its home that gets the note.
     fn clone_with_note(dir: &std::path::Path) -> Option<std::path::PathBuf> {
         if dir.join("notes/stranded.md").exists() {
@@ -438,23 +441,10 @@ fn gc_brings_a_killed_runs_commit_out_of_its_sandbox_and_deletes_it() {
             })
         })
     };
-    let start = std::time::Instant::now();
-    while !committed() {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "the agent never committed in its sandbox"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_once(child, "the agent's commit in its sandbox", committed);
     assert!(!mock.sandboxes()[0].deleted);
 
-    let mut gc = repo.command(&["gc"]);
-    for key in ENV_KEYS {
-        gc.env_remove(key);
-    }
-    let out = gc.envs(CREDENTIALS.iter().copied()).output().unwrap();
+    let out = daytona_gc(&repo, CREDENTIALS);
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stdout(&out).contains("sandbox onto `sanddune/run-"),
@@ -466,4 +456,56 @@ fn gc_brings_a_killed_runs_commit_out_of_its_sandbox_and_deletes_it() {
             .contains("Add a note")
     );
     assert!(mock.sandboxes()[0].deleted, "{:?}", mock.sandboxes());
+}
+
+/// A run killed inside `create` (Daytona made the sandbox; its answer never
+/// reached sanddune) leaves a record without a state: gc finds the sandbox
+/// by the run's label and deletes it.
+#[test]
+fn gc_finds_and_deletes_the_sandbox_of_a_run_killed_inside_create() {
+    let repo = TestRepo::new();
+    let mock = mock_for(&repo);
+    mock.inject(Fault::SlowAnswer {
+        op: Op::Create,
+        ms: 60_000,
+    });
+    let child = daytona_command(&repo, &mock, &["--prompt", "x"], CREDENTIALS)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    kill_once(child, "the sandbox at Daytona", || {
+        !mock.sandboxes().is_empty()
+    });
+
+    let out = daytona_gc(&repo, &[]);
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stderr(&out).contains("DAYTONA_API_KEY"), "{}", stderr(&out));
+    assert!(!mock.sandboxes()[0].deleted);
+
+    let out = daytona_gc(&repo, CREDENTIALS);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("closed 1 daytona sandbox(es) that run"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(mock.sandboxes()[0].deleted, "{:?}", mock.sandboxes());
+    // The record went with it: nothing is left for the next gc.
+    let out = daytona_gc(&repo, CREDENTIALS);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stdout(&out).contains("daytona sandbox"),
+        "{}",
+        stdout(&out)
+    );
+}
+
+/// `sanddune gc` with only `env`'s Daytona variables.
+fn daytona_gc(repo: &TestRepo, env: &[(&str, &str)]) -> Output {
+    let mut gc = repo.command(&["gc"]);
+    for key in ENV_KEYS {
+        gc.env_remove(key);
+    }
+    gc.envs(env.iter().copied()).output().unwrap()
 }

@@ -8,7 +8,7 @@ mod common;
 
 use std::process::Output;
 
-use common::{TestRepo, stderr, stdout};
+use common::{TestRepo, kill_once, stderr, stdout};
 use sanddune_vercel_mock::{Fault, Op, PROJECT, TEAM, TOKEN, VercelMock};
 use serde_json::Value;
 
@@ -34,6 +34,16 @@ fn run_on_vercel(
     extra: &[&str],
     env: &[(&str, &str)],
 ) -> Output {
+    vercel_command(repo, mock, extra, env).output().unwrap()
+}
+
+/// `sanddune run` on the mock with only `env`'s Vercel variables.
+fn vercel_command(
+    repo: &TestRepo,
+    mock: &VercelMock,
+    extra: &[&str],
+    env: &[(&str, &str)],
+) -> std::process::Command {
     let api = format!("api-url={}", mock.url());
     let mut args = vec![
         "run",
@@ -57,7 +67,8 @@ fn run_on_vercel(
     ] {
         cmd.env_remove(key);
     }
-    cmd.envs(env.iter().copied()).output().unwrap()
+    cmd.envs(env.iter().copied());
+    cmd
 }
 
 fn json(out: &Output) -> Value {
@@ -299,22 +310,19 @@ fn the_api_origin_comes_from_the_api_url_option() {
 fn gc_brings_a_killed_runs_commit_out_of_its_sandbox_and_deletes_it() {
     let repo = TestRepo::new();
     let mock = mock_for(&repo);
-    let api = format!("api-url={}", mock.url());
-    let mut cmd = repo.command(&[
-        "run",
-        "--sandbox",
-        "vercel",
-        "--sandbox-opt",
-        &api,
-        "--agent",
-        "claude-code",
-        "--prompt",
-        "note stranded\nFAKE:file:notes/stranded.md\nFAKE:slow",
-    ]);
-    cmd.envs(CREDENTIALS.iter().copied())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().unwrap();
+    let child = vercel_command(
+        &repo,
+        &mock,
+        &[
+            "--prompt",
+            "note stranded\nFAKE:file:notes/stranded.md\nFAKE:slow",
+        ],
+        CREDENTIALS,
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
     let committed = || {
         mock.sandboxes().iter().any(|s| {
             std::process::Command::new("git")
@@ -325,16 +333,7 @@ fn gc_brings_a_killed_runs_commit_out_of_its_sandbox_and_deletes_it() {
                 .is_ok_and(|o| stdout(&o).contains("Add a note"))
         })
     };
-    let start = std::time::Instant::now();
-    while !committed() {
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "the agent never committed in its sandbox"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    child.kill().unwrap(); // SIGKILL
-    child.wait().unwrap();
+    kill_once(child, "the agent's commit in its sandbox", committed);
     let on_branches = || repo.git(&["log", "--all", "--format=%s"]);
     assert!(!on_branches().contains("Add a note"));
 
@@ -359,4 +358,46 @@ fn gc_brings_a_killed_runs_commit_out_of_its_sandbox_and_deletes_it() {
     );
     assert!(on_branches().contains("Add a note"), "{}", stdout(&out));
     assert!(mock.sandboxes()[0].deleted, "{:?}", mock.sandboxes());
+}
+
+/// A run killed inside `create` (Vercel made the sandbox; its answer never
+/// reached sanddune) leaves a record without a state: gc finds the sandbox
+/// by the run's tag and deletes it.
+#[test]
+fn gc_finds_and_deletes_the_sandbox_of_a_run_killed_inside_create() {
+    let repo = TestRepo::new();
+    let mock = mock_for(&repo);
+    mock.inject(Fault::SlowAnswer {
+        op: Op::Create,
+        ms: 60_000,
+    });
+    let child = vercel_command(&repo, &mock, &["--prompt", "x"], CREDENTIALS)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    kill_once(child, "the sandbox at Vercel", || {
+        !mock.sandboxes().is_empty()
+    });
+
+    let mut gc = repo.command(&["gc"]);
+    for (key, _) in CREDENTIALS {
+        gc.env_remove(key);
+    }
+    let out = gc.output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stdout(&out));
+    assert!(stderr(&out).contains("VERCEL_TOKEN"), "{}", stderr(&out));
+    assert!(!mock.sandboxes()[0].deleted);
+
+    let out = repo.sanddune_with_env(&["gc"], CREDENTIALS);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("closed 1 vercel sandbox(es) that run"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(mock.sandboxes()[0].deleted, "{:?}", mock.sandboxes());
+    let out = repo.sanddune_with_env(&["gc"], CREDENTIALS);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("vercel sandbox"), "{}", stdout(&out));
 }

@@ -58,6 +58,13 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 Reclaimed::Closed { provider, run_id } => {
                     println!("closed run {run_id}'s {provider} sandbox (no commits to bring out)")
                 }
+                Reclaimed::Found {
+                    provider,
+                    run_id,
+                    count,
+                } => println!(
+                    "closed {count} {provider} sandbox(es) that run {run_id} was still creating when it died (the provider found them by the run's id)"
+                ),
                 Reclaimed::Cleared { provider, run_id } => println!(
                     "cleared run {run_id}'s {provider} sandbox record: nothing in it to bring out (a bind-mount sandbox, or one its run never finished creating)"
                 ),

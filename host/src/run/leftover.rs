@@ -134,6 +134,13 @@ pub enum Reclaimed {
     },
     /// It had nothing the host lacks; it is closed.
     Closed { provider: String, run_id: String },
+    /// Its run died inside `create`; the provider found `count` sandboxes
+    /// of the run (`find`), and each is closed.
+    Found {
+        provider: String,
+        run_id: String,
+        count: usize,
+    },
     /// Nothing in it to bring out: a bind-mount sandbox (its commits are on
     /// the host, its containers go with the orphaned ones), or one whose run
     /// died inside `create`. Its scratch dir and record are removed.
@@ -226,26 +233,7 @@ async fn reclaim_one(
 ) -> Result<Reclaimed> {
     let (provider, run_id) = (record.provider.clone(), record.run_id.clone());
     let Some(state) = &record.state else {
-        // Killed inside `create`: the scratch dirs it made for this run.
-        let prefix = scratch_prefix(&record.provider_name, &record.run_id);
-        for dir in std::fs::read_dir(&record.tmp_dir)
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            let dir = dir.path();
-            if dir
-                .file_name()
-                .and_then(|n| n.to_str())
-                .is_some_and(|n| n.starts_with(&prefix))
-                && !named.contains(&dir)
-            {
-                kill_strays(&dir).await;
-                let _ = std::fs::remove_dir_all(&dir);
-            }
-        }
-        forget_record(path, record);
-        return Ok(Reclaimed::Cleared { provider, run_id });
+        return reclaim_unfinished_create(repo, runtime, record, path, named).await;
     };
     if let Some(scratch) = &record.scratch {
         kill_strays(scratch).await;
@@ -254,24 +242,7 @@ async fn reclaim_one(
         forget_record(path, record);
         return Ok(Reclaimed::Cleared { provider, run_id });
     };
-    let loaded = SandboxProvider::load(runtime, &PluginRef::parse(&record.provider)).await?;
-    let env = setup::resolve_env(
-        repo.root(),
-        Default::default(),
-        setup::declared_sandbox_keys(&loaded),
-        &[],
-        &[],
-        &[],
-    )?;
-    let spec = SandboxSpec {
-        run_id: record.run_id.clone(),
-        name: record.name.clone(),
-        worktree: record.worktree.clone(),
-        git_dir: repo.git_dir(),
-        branch: record.branch.clone(),
-        env: env.into_iter().collect(),
-        config: record.config.clone(),
-    };
+    let (loaded, spec) = load_for(repo, runtime, record).await?;
     let mut sandbox = loaded.reopen(&spec, state, record.scratch.clone()).await?;
     sandbox.remove_on_close(path.to_path_buf());
     let recovered = match bring_out_commits(&mut sandbox, repo, record, base).await {
@@ -292,6 +263,79 @@ async fn reclaim_one(
         },
         None => Reclaimed::Closed { provider, run_id },
     })
+}
+
+/// A run killed inside `create`: the host never learnt its sandbox's state.
+/// The scratch dirs it made for the run go, and every sandbox the provider
+/// `find`s for the run (0.3 on) is re-opened and closed.
+async fn reclaim_unfinished_create(
+    repo: &Repo,
+    runtime: &PluginRuntime,
+    record: &Record,
+    path: &Path,
+    named: &[PathBuf],
+) -> Result<Reclaimed> {
+    let (provider, run_id) = (record.provider.clone(), record.run_id.clone());
+    let prefix = scratch_prefix(&record.provider_name, &record.run_id);
+    for dir in std::fs::read_dir(&record.tmp_dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let dir = dir.path();
+        if dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(&prefix))
+            && !named.contains(&dir)
+        {
+            kill_strays(&dir).await;
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    let (loaded, spec) = load_for(repo, runtime, record).await?;
+    let found = loaded.find(&spec).await?.unwrap_or_default();
+    for state in &found {
+        loaded.reopen(&spec, state, None).await?.close().await?;
+    }
+    forget_record(path, record);
+    Ok(if found.is_empty() {
+        Reclaimed::Cleared { provider, run_id }
+    } else {
+        Reclaimed::Found {
+            provider,
+            run_id,
+            count: found.len(),
+        }
+    })
+}
+
+/// The record's provider, loaded, and the spec its run gave it, with the
+/// env it declares read from gc's own environment.
+async fn load_for(
+    repo: &Repo,
+    runtime: &PluginRuntime,
+    record: &Record,
+) -> Result<(SandboxProvider, SandboxSpec)> {
+    let loaded = SandboxProvider::load(runtime, &PluginRef::parse(&record.provider)).await?;
+    let env = setup::resolve_env(
+        repo.root(),
+        Default::default(),
+        setup::declared_sandbox_keys(&loaded),
+        &[],
+        &[],
+        &[],
+    )?;
+    let spec = SandboxSpec {
+        run_id: record.run_id.clone(),
+        name: record.name.clone(),
+        worktree: record.worktree.clone(),
+        git_dir: repo.git_dir(),
+        branch: record.branch.clone(),
+        env: env.into_iter().collect(),
+        config: record.config.clone(),
+    };
+    Ok((loaded, spec))
 }
 
 /// Bundle the sandbox's commits the host may lack (those since `base`) and

@@ -359,28 +359,35 @@ impl<T: Transport> Api<T> {
         sandbox_info(what, &self.json(what, r)?)
     }
 
-    /// `GET /sandbox?labels={"k":"v"}`: the sandboxes carrying the label.
+    /// `GET /sandbox?labels={"k":"v"}`, page by page (`items`, followed
+    /// by `nextCursor`): the sandboxes carrying the label.
     pub fn list_by_label(&self, key: &str, value: &str) -> Result<Vec<SandboxInfo>> {
         let what = "listing sandboxes";
-        let labels = serde_json::json!({ key: value }).to_string();
-        let r = self.send(
-            what,
-            Base::Api,
-            Method::Get,
-            &format!("/sandbox?labels={}", encode(&labels)),
-            Body::None,
-            true,
-        )?;
-        let v = self.json(what, r)?;
-        v.as_array()
-            .ok_or_else(|| {
-                ApiError::protocol(format!(
-                    "{what}: Daytona answered with something that is not a list"
-                ))
-            })?
-            .iter()
-            .map(|s| sandbox_info(what, s))
-            .collect()
+        let labels = encode(&serde_json::json!({ key: value }).to_string());
+        let mut found = Vec::new();
+        let mut cursor: Option<String> = None;
+        // Bounded: a cursor that never ends is the API's fault, not a loop.
+        for _ in 0..100 {
+            let page = match &cursor {
+                Some(c) => format!("/sandbox?labels={labels}&cursor={}", encode(c)),
+                None => format!("/sandbox?labels={labels}"),
+            };
+            let r = self.send(what, Base::Api, Method::Get, &page, Body::None, true)?;
+            let v = self.json(what, r)?;
+            let items = v["items"].as_array().ok_or_else(|| {
+                ApiError::protocol(format!("{what}: Daytona's answer has no `items` list"))
+            })?;
+            for item in items {
+                found.push(sandbox_info(what, item)?);
+            }
+            match v["nextCursor"].as_str() {
+                Some(next) if !next.is_empty() => cursor = Some(next.to_string()),
+                _ => return Ok(found),
+            }
+        }
+        Err(ApiError::protocol(format!(
+            "{what}: Daytona kept answering with another page after 100"
+        )))
     }
 
     /// `POST /sandbox/{id}/stop`; a sandbox that is gone counts as stopped.

@@ -43,6 +43,7 @@ pub const ORGANIZATION: &str = "org_mock";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Op {
     Create,
+    List,
     GetSandbox,
     Stop,
     Delete,
@@ -75,6 +76,10 @@ pub enum Fault {
         retry_after: Option<u64>,
         times: usize,
     },
+    /// The next answer to `op` is held back `ms` after the request is
+    /// done, as from a slow API or network: the client sees a request that
+    /// hangs, though its effect (a created sandbox) has happened.
+    SlowAnswer { op: Op, ms: u64 },
     /// When the next command whose text contains `command_contains` has
     /// written `after_lines` lines, its session is lost as when the
     /// sandbox's daemon restarts: its processes are killed and the session

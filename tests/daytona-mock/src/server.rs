@@ -215,6 +215,10 @@ async fn handle(state: Shared, counter: Arc<AtomicU64>, req: Request<Incoming>) 
         split_output: split_output.as_deref() == Some("true"),
         body,
     };
+    let op = op_of(
+        &r.method,
+        &r.path.trim_matches('/').split('/').collect::<Vec<_>>(),
+    );
     let response = route(
         &state,
         &counter,
@@ -223,6 +227,17 @@ async fn handle(state: Shared, counter: Arc<AtomicU64>, req: Request<Incoming>) 
         organization.as_deref(),
     )
     .await;
+    let slow = {
+        let mut st = state.lock().unwrap();
+        let pos = st.faults.iter().position(
+            |f| matches!(f, Fault::SlowAnswer { op: o, .. } if Some(*o) == op || *o == Op::Any),
+        );
+        match pos.and_then(|i| st.faults.remove(i)) {
+            Some(Fault::SlowAnswer { ms, .. }) => ms,
+            _ => 0,
+        }
+    };
+    tokio::time::sleep(Duration::from_millis(slow)).await;
     state.lock().unwrap().seen.push(Seen {
         method,
         path,
@@ -238,6 +253,7 @@ async fn handle(state: Shared, counter: Arc<AtomicU64>, req: Request<Incoming>) 
 fn op_of(method: &str, parts: &[&str]) -> Option<Op> {
     Some(match (method, parts) {
         ("POST", ["api", "sandbox"]) => Op::Create,
+        ("GET", ["api", "sandbox"]) => Op::List,
         ("GET", ["api", "sandbox", _]) => Op::GetSandbox,
         ("POST", ["api", "sandbox", _, "stop"]) => Op::Stop,
         ("DELETE", ["api", "sandbox", _]) => Op::Delete,
@@ -329,6 +345,7 @@ async fn route(
     }
     match op {
         Op::Create => create(state, counter, r),
+        Op::List => list(state, r),
         Op::GetSandbox => with_sandbox(state, parts[2], r, |sb| ok(200, sandbox_json(sb))),
         Op::Stop => stop(state, parts[2], r),
         Op::Delete => delete(state, parts[2], r),
@@ -363,6 +380,45 @@ async fn route(
             }
         }
     }
+}
+
+/// A JSON object's string values (others read as empty).
+fn strings(v: &Value) -> BTreeMap<String, String> {
+    v.as_object()
+        .map(|o| {
+            o.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `GET /sandbox?labels={json}&limit=&cursor=`: the live sandboxes carrying
+/// every label given, a page at a time (`items`, `nextCursor`).
+fn list(state: &Shared, r: &Req) -> Response<Body> {
+    let labels: BTreeMap<String, String> = match r.query.get("labels") {
+        None => BTreeMap::new(),
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(v) => strings(&v),
+            Err(_) => return api_error(400, &r.path, "labels must be a JSON object"),
+        },
+    };
+    let parse = |k: &str, default: usize| r.query.get(k).map_or(Some(default), |v| v.parse().ok());
+    let (Some(limit), Some(start)) = (parse("limit", 100), parse("cursor", 0)) else {
+        return api_error(400, &r.path, "limit and cursor must be numbers");
+    };
+    let mut st = state.lock().unwrap();
+    let mut found: Vec<Value> = Vec::new();
+    for sb in st.sandboxes.iter_mut().filter(|s| !s.deleted) {
+        refresh(sb);
+        if labels.iter().all(|(k, v)| sb.labels.get(k) == Some(v)) {
+            found.push(sandbox_json(sb));
+        }
+    }
+    let end = (start + limit.max(1)).min(found.len());
+    let next = (end < found.len()).then(|| end.to_string());
+    let items: Vec<Value> = found.drain(start.min(end)..end).collect();
+    ok(200, json!({"items": items, "nextCursor": next}))
 }
 
 /// A sandbox starts a moment after it is created, as a real one does.
@@ -459,15 +515,6 @@ fn create(state: &Shared, counter: &AtomicU64, r: &Req) -> Response<Body> {
     let root_path = root.path().canonicalize().unwrap();
     let home = root_path.join("home/daytona");
     std::fs::create_dir_all(&home).unwrap();
-    let strings = |v: &Value| -> BTreeMap<String, String> {
-        v.as_object()
-            .map(|o| {
-                o.iter()
-                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or("").to_string()))
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let labels = strings(&body["labels"]);
     let env = strings(&body["env"]);
     let url = state.lock().unwrap().url.clone();

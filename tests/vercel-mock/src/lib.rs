@@ -61,6 +61,10 @@ pub enum Fault {
         retry_after: Option<u64>,
         times: usize,
     },
+    /// The next answer to `op` is held back `ms` after the request is
+    /// done, as from a slow API or network: the client sees a request that
+    /// hangs, though its effect (a created sandbox) has happened.
+    SlowAnswer { op: Op, ms: u64 },
     /// The next command stream (of a command whose program and arguments,
     /// joined by spaces, contain `command_contains`) ends cleanly after its
     /// output, without the final line carrying the exit code. The command
@@ -405,6 +409,10 @@ async fn handle(state: Shared, counter: Arc<AtomicU64>, req: Request<Incoming>) 
         Ok(b) => b.to_bytes(),
         Err(_) => Bytes::new(),
     };
+    let op = op_of(
+        &method,
+        &path.trim_matches('/').split('/').collect::<Vec<_>>(),
+    );
     let response = route(
         &state,
         &counter,
@@ -417,6 +425,17 @@ async fn handle(state: Shared, counter: Arc<AtomicU64>, req: Request<Incoming>) 
         body,
     )
     .await;
+    let slow = {
+        let mut st = state.lock().unwrap();
+        let pos = st.faults.iter().position(
+            |f| matches!(f, Fault::SlowAnswer { op: o, .. } if Some(*o) == op || *o == Op::Any),
+        );
+        match pos.and_then(|i| st.faults.remove(i)) {
+            Some(Fault::SlowAnswer { ms, .. }) => ms,
+            _ => 0,
+        }
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(slow)).await;
     state.lock().unwrap().seen.push(Seen {
         method,
         path,
@@ -1002,7 +1021,7 @@ fn stream_command(state: &Shared, id: &str, first: Value) -> Response<Body> {
             | Fault::DropMidExec {
                 command_contains, ..
             } => line.contains(command_contains.as_str()),
-            Fault::Status { .. } => false,
+            Fault::Status { .. } | Fault::SlowAnswer { .. } => false,
         });
         pos.and_then(|i| st.faults.remove(i))
     };
