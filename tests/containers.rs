@@ -216,6 +216,39 @@ fn docker_a_failed_run_removes_its_container_and_keeps_the_commit() {
     assert_no_container_left("docker", "name", &branch);
 }
 
+/// A user other than the image's labelled `agent` is checked against the
+/// image's own /etc/passwd: root is 0:0 there, so the run commits when the
+/// host user is root and is refused naming 0:0 otherwise.
+#[test]
+fn docker_a_named_user_is_checked_against_the_images_passwd() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let branch = unique("named-user");
+    let out = run_in(
+        "docker",
+        &repo,
+        &branch,
+        "fix the typo",
+        &["--sandbox-opt", "user=root"],
+    );
+    let err = stderr(&out);
+    // SAFETY: getuid has no preconditions.
+    if unsafe { libc::getuid() } == 0 {
+        assert!(out.status.success(), "{err}");
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%s", &branch]),
+            "Fix typo in README"
+        );
+    } else {
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains("user `root` of image"), "{err}");
+        assert!(err.contains("is UID:GID 0:0"), "{err}");
+    }
+    assert_no_container_left("docker", "name", &branch);
+}
+
 #[test]
 fn docker_a_uid_mismatch_is_an_actionable_error_and_leaves_nothing() {
     if !engine_ready("docker") {

@@ -47,6 +47,10 @@ mod flavour {
 
 /// The sandbox user's home; the default image creates it.
 const DEFAULT_HOME: &str = "/home/agent";
+/// The user the images sanddune builds run the agent as.
+const AGENT_USER: &str = "agent";
+/// The label those images carry with `agent`'s `UID:GID`.
+const AGENT_IDS_LABEL: &str = "sanddune.agent-ids";
 
 struct Provider;
 
@@ -146,7 +150,7 @@ impl Guest for Provider {
         let user = match &config.user {
             Some(user) => user.clone(),
             None if cfg!(feature = "podman") => format!("{}:{}", engine.host_uid, engine.host_gid),
-            None => "agent".into(),
+            None => AGENT_USER.into(),
         };
         // keep-id maps the host user onto the same UID inside; rootful Podman
         // runs as root already and refuses keep-id.
@@ -358,7 +362,10 @@ impl ContainerSandbox {
     /// The container user's UID/GID must be the host user's, or the agent's
     /// files in the bind-mounted worktree belong to someone else.
     fn check_user(&self, user: &str, image: &str, uid: u32, gid: u32) -> Result<(), String> {
-        let ids = match self.ids_from_files(user) {
+        let ids = match self
+            .ids_from_label(user, image)
+            .or_else(|| self.ids_from_files(user))
+        {
             Some(ids) => ids.to_vec(),
             None => self
                 .run_ok("checking the container user", sh("id -u; id -g", &[]))?
@@ -377,6 +384,20 @@ impl ContainerSandbox {
             ids.join(":"),
             flavour::BUILD_HINT
         ))
+    }
+
+    /// The ids of the image's `agent` user, as the Dockerfiles sanddune
+    /// writes label them (`sanddune.agent-ids=UID:GID`): an image inspect
+    /// instead of copying /etc/passwd out. None for another user or an
+    /// image without the label.
+    fn ids_from_label(&self, user: &str, image: &str) -> Option<[String; 2]> {
+        if user != AGENT_USER {
+            return None;
+        }
+        let label = containers::image_label(image, AGENT_IDS_LABEL).ok()??;
+        let (uid, gid) = label.split_once(':')?;
+        let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+        (numeric(uid) && numeric(gid)).then(|| [uid.to_string(), gid.to_string()])
     }
 
     /// The UID and GID `user` (`name`, `uid`, `name:group`, `uid:gid`) gets
