@@ -581,3 +581,42 @@ fn a_cancelled_exec_is_killed_at_the_next_call() {
     assert_eq!(deletes, 1);
     sb.close().unwrap();
 }
+
+/// `find` pages through every sandbox labelled with the run, and only
+/// those; each state it returns attaches, and closing that deletes it.
+#[test]
+fn find_pages_through_the_runs_sandboxes_and_closing_one_deletes_it() {
+    let mock = DaytonaMock::start();
+    mock.set_page_size(1);
+    let (first, second) = (create(&mock), create(&mock));
+    let other =
+        DaytonaSandbox::create(NativeHttp, &creds, &config(&mock), "run-9", "b", vec![]).unwrap();
+    let found = DaytonaSandbox::find(NativeHttp, &creds, &config(&mock), "run-123").unwrap();
+    assert_eq!(found.len(), 2, "{found:?}");
+    let lists = mock
+        .seen()
+        .iter()
+        .filter(|s| s.path == "/api/sandbox" && s.method == "GET")
+        .count();
+    assert_eq!(lists, 2, "one page per sandbox");
+    for state in found {
+        DaytonaSandbox::attach(NativeHttp, &creds, &config(&mock), &state, vec![])
+            .unwrap()
+            .close()
+            .unwrap();
+    }
+    let deleted: Vec<bool> = mock.sandboxes().iter().map(|s| s.deleted).collect();
+    assert_eq!(deleted, [true, true, false]);
+    assert!(
+        DaytonaSandbox::find(NativeHttp, &creds, &config(&mock), "run-123")
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        DaytonaSandbox::find(NativeHttp, &|_| None, &config(&mock), "run-123")
+            .unwrap_err()
+            .contains("DAYTONA_API_KEY")
+    );
+    drop((first, second));
+    other.close().unwrap();
+}

@@ -571,29 +571,38 @@ impl<T: Transport> Api<T> {
         }
     }
 
-    /// `GET /v2/sandboxes?project=&tags=k:v`: names and statuses.
+    /// `GET /v2/sandboxes?project=&tags=k:v`, page by page (following
+    /// `pagination.next` as the cursor): names, sessions and statuses.
     pub fn list_by_tag(&self, key: &str, value: &str) -> Result<Vec<(String, String, String)>> {
         let tag = format!("{key}:{value}");
-        let path = self.path(
-            "/v2/sandboxes",
-            &[("project", &self.creds.project_id), ("tags", &tag)],
-        );
         let what = "listing sandboxes";
-        let r = self.send(
-            what,
-            &|| self.request(Method::Get, path.clone(), None, false),
-            true,
-        )?;
-        let v = self.json(what, r)?;
-        Ok(v["sandboxes"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|s| {
+        let mut found = Vec::new();
+        let mut cursor: Option<String> = None;
+        // Bounded: a cursor that never ends is the API's fault, not a loop.
+        for _ in 0..100 {
+            let mut query = vec![("project", self.creds.project_id.as_str()), ("tags", &tag)];
+            if let Some(c) = &cursor {
+                query.push(("cursor", c));
+            }
+            let path = self.path("/v2/sandboxes", &query);
+            let r = self.send(
+                what,
+                &|| self.request(Method::Get, path.clone(), None, false),
+                true,
+            )?;
+            let v = self.json(what, r)?;
+            found.extend(v["sandboxes"].as_array().into_iter().flatten().map(|s| {
                 let f = |k: &str| s[k].as_str().unwrap_or("").to_string();
                 (f("name"), f("currentSessionId"), f("status"))
-            })
-            .collect())
+            }));
+            match v["pagination"]["next"].as_str() {
+                Some(next) if !next.is_empty() => cursor = Some(next.to_string()),
+                _ => return Ok(found),
+            }
+        }
+        Err(ApiError::protocol(format!(
+            "{what}: Vercel kept answering with another page after 100"
+        )))
     }
 }
 

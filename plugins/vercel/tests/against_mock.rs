@@ -587,3 +587,42 @@ fn a_sandbox_in_use_is_extended_before_its_timeout() {
     assert!(e.contains("410") && e.contains("stopped"), "{e}");
     idle.close().unwrap();
 }
+
+/// `find` pages through every sandbox tagged with the run, and only those;
+/// each state it returns attaches, and closing that deletes the sandbox.
+#[test]
+fn find_pages_through_the_runs_sandboxes_and_closing_one_deletes_it() {
+    let mock = VercelMock::start();
+    mock.set_page_size(1);
+    let (first, second) = (create(&mock), create(&mock));
+    let other =
+        VercelSandbox::create(NativeHttp, &creds, &config(&mock), "run-9", "b", vec![]).unwrap();
+    let found = VercelSandbox::find(NativeHttp, &creds, &config(&mock), "run-123").unwrap();
+    assert_eq!(found.len(), 2, "{found:?}");
+    let lists = mock
+        .seen()
+        .iter()
+        .filter(|s| s.path == "/v2/sandboxes" && s.method == "GET")
+        .count();
+    assert_eq!(lists, 2, "one page per sandbox");
+    for state in found {
+        VercelSandbox::attach(NativeHttp, &creds, &config(&mock), &state, vec![])
+            .unwrap()
+            .close()
+            .unwrap();
+    }
+    let deleted: Vec<bool> = mock.sandboxes().iter().map(|s| s.deleted).collect();
+    assert_eq!(deleted, [true, true, false]);
+    assert!(
+        VercelSandbox::find(NativeHttp, &creds, &config(&mock), "run-123")
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        VercelSandbox::find(NativeHttp, &|_| None, &config(&mock), "run-123")
+            .unwrap_err()
+            .contains("VERCEL_TOKEN")
+    );
+    drop((first, second));
+    other.close().unwrap();
+}

@@ -180,6 +180,8 @@ pub(crate) struct State {
     pub sandboxes: Vec<Sandbox>,
     pub faults: VecDeque<Fault>,
     pub seen: Vec<Seen>,
+    /// Sandboxes per list page when the client gives no `limit`.
+    pub page_size: Option<usize>,
 }
 
 pub(crate) type Shared = Arc<Mutex<State>>;
@@ -246,6 +248,12 @@ impl DaytonaMock {
 
     pub fn inject(&self, fault: Fault) {
         self.state.lock().unwrap().faults.push_back(fault);
+    }
+
+    /// List pages of `n` sandboxes when the client asks for no `limit`
+    /// (the API's default is 100), so a test can make a client page.
+    pub fn set_page_size(&self, n: usize) {
+        self.state.lock().unwrap().page_size = Some(n);
     }
 
     pub fn clear_faults(&self) {

@@ -404,10 +404,11 @@ fn list(state: &Shared, r: &Req) -> Response<Body> {
         },
     };
     let parse = |k: &str, default: usize| r.query.get(k).map_or(Some(default), |v| v.parse().ok());
-    let (Some(limit), Some(start)) = (parse("limit", 100), parse("cursor", 0)) else {
+    let mut st = state.lock().unwrap();
+    let page_size = st.page_size.unwrap_or(100);
+    let (Some(limit), Some(start)) = (parse("limit", page_size), parse("cursor", 0)) else {
         return api_error(400, &r.path, "limit and cursor must be numbers");
     };
-    let mut st = state.lock().unwrap();
     let mut found: Vec<Value> = Vec::new();
     for sb in st.sandboxes.iter_mut().filter(|s| !s.deleted) {
         refresh(sb);

@@ -36,6 +36,17 @@ assert.equal(sandbox.labels["sanddune-run"], "sdk-check");
 assert.ok(sandbox.toolboxProxyUrl.startsWith(mock));
 ok("create");
 
+// List by label, a page per sandbox with limit 1: the SDK follows nextCursor.
+const second = await daytona.create({ labels: { "sanddune-run": "sdk-check" } }, { timeout: 30 });
+const listed = [];
+for await (const s of daytona.list({ labels: { "sanddune-run": "sdk-check" }, limit: 1 })) listed.push(s.id);
+assert.deepEqual(listed.sort(), [sandbox.id, second.id].sort());
+await second.delete();
+const left = [];
+for await (const s of daytona.list({ labels: { "sanddune-run": "sdk-check" } })) left.push(s.id);
+assert.deepEqual(left, [sandbox.id]);
+ok("list");
+
 const workDir = await sandbox.getWorkDir();
 const home = await sandbox.getUserHomeDir();
 assert.ok(workDir.startsWith("/") && home.startsWith("/"), `${workDir} ${home}`);

@@ -100,6 +100,14 @@ ok("kill");
 
 const listed = await Sandbox.list({ ...credentials, fetch: fetchToMock, tags: { "sanddune-run": "sdk-check" } });
 assert.ok(listed.sandboxes.some((s) => s.name === sandbox.name), JSON.stringify(listed.sandboxes));
+// A page per sandbox with limit 1: the SDK follows pagination.next.
+const another = await Sandbox.create({ ...credentials, fetch: fetchToMock, tags: { "sanddune-run": "sdk-check" } });
+const paged = await Sandbox.list({ ...credentials, fetch: fetchToMock, tags: { "sanddune-run": "sdk-check" }, limit: 1 });
+assert.equal(paged.sandboxes.length, 1);
+const all = (await paged.toArray()).map((s) => s.name).sort();
+assert.deepEqual(all, [sandbox.name, another.name].sort());
+await another.stop();
+await another.delete();
 ok("list");
 
 await sandbox.stop();

@@ -171,6 +171,8 @@ struct State {
     cmds: BTreeMap<String, Cmd>,
     faults: VecDeque<Fault>,
     seen: Vec<Seen>,
+    /// Sandboxes per list page when the client gives no `limit`.
+    page_size: Option<usize>,
 }
 
 type Shared = Arc<Mutex<State>>;
@@ -268,6 +270,12 @@ impl VercelMock {
 
     pub fn inject(&self, fault: Fault) {
         self.state.lock().unwrap().faults.push_back(fault);
+    }
+
+    /// List pages of `n` sandboxes when the client asks for no `limit`
+    /// (the API's default is 50), so a test can make a client page.
+    pub fn set_page_size(&self, n: usize) {
+        self.state.lock().unwrap().page_size = Some(n);
     }
 
     pub fn clear_faults(&self) {
@@ -755,7 +763,16 @@ fn list(state: &Shared, q: &BTreeMap<String, String>) -> Response<Body> {
         })
         .map(sandbox_json)
         .collect();
-    ok(json!({"sandboxes": found, "pagination": {"count": found.len(), "next": null}}))
+    // Pages of `limit`; `next` is the cursor of the following one.
+    let parse = |k: &str, default: usize| q.get(k).map_or(Some(default), |v| v.parse().ok());
+    let page_size = st.page_size.unwrap_or(50);
+    let (Some(limit), Some(start)) = (parse("limit", page_size), parse("cursor", 0)) else {
+        return error(400, "bad_request", "limit and cursor must be numbers");
+    };
+    let end = (start + limit.max(1)).min(found.len());
+    let next = (end < found.len()).then(|| end.to_string());
+    let page = &found[start.min(end)..end];
+    ok(json!({"sandboxes": page, "pagination": {"count": page.len(), "next": next}}))
 }
 
 fn kill_group(pgid: i32, signal: i32) {
