@@ -68,6 +68,7 @@ const SANDBOX_CHECKS: &[&str] = &[
     "copy-in",
     "attach",
     "close-idempotent",
+    "find",
 ];
 
 const AGENT_CHECKS: &[&str] = &[
@@ -124,6 +125,9 @@ fn vercel_passes_every_sandbox_check_against_the_mock() {
         refusal.starts_with("PASS ") && refusal.contains("failed cleanly"),
         "{refusal}"
     );
+    // It found the open sandbox by its tag, and not once it was closed.
+    let find = check_line(&text, "find");
+    assert!(!find.contains("finds nothing"), "{find}");
     let sandboxes = mock.sandboxes();
     assert!(!sandboxes.is_empty());
     assert!(
@@ -231,7 +235,7 @@ fn a_misbehaving_sandbox_provider_fails_the_checks_it_breaks() {
         "{text}"
     );
     assert!(
-        stderr(&out).contains("failed 8 of 24 conformance checks"),
+        stderr(&out).contains("failed 8 of 25 conformance checks"),
         "{}",
         stderr(&out)
     );

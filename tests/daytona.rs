@@ -377,9 +377,12 @@ fn daytona_passes_the_conformance_kit_against_the_mock() {
         "copy-in",
         "attach",
         "close-idempotent",
+        "find",
     ] {
         assert!(line(check).contains("PASS"), "{}", line(check));
     }
+    // It found the open sandbox by its label, and not once it was closed.
+    assert!(!line("find").contains("finds nothing"), "{}", line("find"));
     assert!(
         line("http-origins").contains(mock.url()),
         "{}",

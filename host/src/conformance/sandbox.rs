@@ -144,7 +144,22 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         ),
         None => report.push("attach", attach(&mut ctx).await),
     }
+    let found = find(provider, &spec, true).await;
     report.push("close-idempotent", close(&mut ctx).await);
+    match found {
+        None => report.skip(
+            "find",
+            "the provider speaks a contract before 0.3, which has no find",
+        ),
+        Some(Err(e)) => report.push("find", Err(e)),
+        Some(Ok(note)) => report.push(
+            "find",
+            find(provider, &spec, false)
+                .await
+                .unwrap_or(Ok(String::new()))
+                .map(|_| note),
+        ),
+    }
     match asks_http {
         true => report.push("http-refusal-survived", http_refusal(provider, &spec).await),
         false => report.skip("http-refusal-survived", NO_HTTP),
@@ -963,6 +978,34 @@ async fn attach(ctx: &mut Ctx) -> Checked {
         "closing the lane tore the sandbox down"
     );
     Ok(String::new())
+}
+
+/// `find` (0.3) for the run, which has one sandbox: while it is open, one
+/// state, or none from a provider whose sandboxes cannot outlive the
+/// host's process; once it is closed, none. (A found state need not equal
+/// the sandbox's own: it only has to reach the sandbox for `close`.) None
+/// before 0.3.
+async fn find(
+    provider: &SandboxProvider,
+    spec: &SandboxSpec,
+    open: bool,
+) -> Option<Result<String, String>> {
+    let found = match provider.find(spec).await {
+        Ok(None) => return None,
+        Ok(Some(found)) => found,
+        Err(e) => return Some(Err(format!("find: {e}"))),
+    };
+    Some(match (open, found.len()) {
+        (true, 0) => Ok("finds nothing: its sandboxes do not outlive the host's process".into()),
+        (true, 1) | (false, 0) => Ok(String::new()),
+        (true, _) => Err(format!(
+            "find returned {} states for a run with one sandbox: {found:?}",
+            found.len()
+        )),
+        (false, _) => Err(format!(
+            "find still returns {found:?} for the run after its sandbox was closed"
+        )),
+    })
 }
 
 async fn close(ctx: &mut Ctx) -> Checked {
