@@ -128,3 +128,46 @@ fn a_sandbox_and_an_agent_of_different_releases_run_together() {
         }
     }
 }
+
+/// A run killed inside `create` leaves a record with no state; `find`
+/// (since 0.3) is gc's way to its sandbox. A 0.2 provider has no `find`,
+/// and gc clears its record all the same.
+#[test]
+fn gc_clears_the_record_of_a_0_2_provider_that_has_no_find() {
+    let repo = TestRepo::new();
+    let records = repo.path().join(".git/sanddune-sandboxes");
+    std::fs::create_dir(&records).unwrap();
+    // Where the run made scratch dirs: gc removes the run's.
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp
+        .path()
+        .join("sanddune-v0-2-sandbox-killed-in-create-0123");
+    std::fs::create_dir(&scratch).unwrap();
+    // As `run::leftover` writes it before `create`, of a process that is
+    // gone (there is no pid 0 in /proc).
+    let record = serde_json::json!({
+        "owner": "0:0",
+        "provider": guest("0.2", "sandbox"),
+        "providerName": "v0-2-sandbox",
+        "runId": "killed-in-create",
+        "name": "run",
+        "worktree": repo.path(),
+        "branch": "main",
+        "config": [],
+        "tmpDir": tmp.path(),
+        "state": null,
+        "scratch": null,
+        "base": null,
+    });
+    let file = records.join("killed-in-create.json");
+    std::fs::write(&file, record.to_string()).unwrap();
+    // --yes: the provider is a component file, should gc load it.
+    let out = repo.sanddune(&["gc", "--yes"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("cleared run killed-in-create's"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!file.exists() && !scratch.exists(), "{}", stdout(&out));
+}
