@@ -39,9 +39,12 @@ const TEST_ONLY: &[(&str, &str)] = &[
         "sanddune-test-plugin-undeclared-import",
     ),
     ("liar", "sanddune-test-plugin-liar"),
-    // Built against the frozen wit/v0.1: older components keep loading.
+    // Built against the frozen wit/v0.1 and wit/v0.2: older components
+    // keep loading.
     ("v0-1-sandbox", "sanddune-test-plugin-v0-1-sandbox"),
     ("v0-1-agent", "sanddune-test-plugin-v0-1-agent"),
+    ("v0-2-sandbox", "sanddune-test-plugin-v0-2-sandbox"),
+    ("v0-2-agent", "sanddune-test-plugin-v0-2-agent"),
 ];
 
 fn main() {

@@ -1,102 +1,173 @@
 //! Components built against an older release of the WIT package keep
-//! loading and running: the v0-1 test guests are built from the frozen
-//! `wit/v0.1/` snapshot, the built-ins from the current `wit/`.
+//! loading and running: the test guests are built from the frozen
+//! `wit/v0.1/` and `wit/v0.2/` snapshots, the built-ins from the current
+//! `wit/`.
 
 mod common;
 
 use common::{TestRepo, plugin_file, stderr, stdout};
 
-fn v0_1(kind: &str) -> String {
-    plugin_file(&format!("sanddune-test-plugin-v0-1-{kind}"))
+/// The frozen releases, each with a sandbox and an agent test guest.
+const FROZEN: [&str; 2] = ["0.1", "0.2"];
+/// The current release, which the built-ins speak.
+const CURRENT: &str = "0.3";
+const ALL: [&str; 3] = [FROZEN[0], FROZEN[1], CURRENT];
+
+/// The `kind` ("sandbox" or "agent") provider of contract `version`: a test
+/// guest of a frozen release, a built-in of the current one.
+fn provider(version: &str, kind: &str) -> String {
+    match (version, kind) {
+        (CURRENT, "sandbox") => "test-isolated".into(),
+        (CURRENT, _) => "demo".into(),
+        _ => guest(version, kind),
+    }
+}
+
+fn guest(version: &str, kind: &str) -> String {
+    let dashed = version.replace('.', "-");
+    plugin_file(&format!("sanddune-test-plugin-v{dashed}-{kind}"))
         .display()
         .to_string()
+}
+
+/// The file the agent of `version` commits for a one-line `prompt`, and
+/// what it holds.
+fn committed(version: &str, prompt: &str) -> (String, String) {
+    if version == CURRENT {
+        ("DEMO.md".into(), format!("- {prompt}"))
+    } else {
+        (format!("V{}.md", version.replace('.', "")), prompt.into())
+    }
+}
+
+/// A run with the sandbox and the agent of those versions, on a branch of
+/// its own: the agent's commit lands there, as the user.
+fn runs_and_commits(repo: &TestRepo, sandbox: &str, agent: &str) {
+    let branch = format!("sandbox-{sandbox}-agent-{agent}").replace('.', "-");
+    let prompt = format!("written by a {agent} agent in a {sandbox} sandbox");
+    let mut args = vec![
+        "run".to_string(),
+        "--sandbox".into(),
+        provider(sandbox, "sandbox"),
+        "--agent".into(),
+        provider(agent, "agent"),
+        "--prompt".into(),
+        prompt.clone(),
+        "--branch".into(),
+        branch.clone(),
+    ];
+    if sandbox != CURRENT {
+        // A guest file gets exactly what it asks for, item by item.
+        for item in ["program=sh", "worktree=read-write"] {
+            args.extend(["--grant".into(), item.into()]);
+        }
+    }
+    let out = repo.sanddune(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let what = format!("{sandbox} sandbox + {agent} agent");
+    assert!(out.status.success(), "{what}: {}", stderr(&out));
+    assert_eq!(
+        repo.git(&["rev-list", "--count", &format!("main..{branch}")]),
+        "1",
+        "{what}"
+    );
+    let (file, text) = committed(agent, &prompt);
+    assert_eq!(
+        repo.git(&["show", &format!("{branch}:{file}")]),
+        text,
+        "{what}"
+    );
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%an <%ae>", &branch]),
+        format!("{} <{}>", common::USER_NAME, common::USER_EMAIL),
+        "{what}"
+    );
 }
 
 #[test]
 fn plugin_inspect_names_the_contract_version_of_each_component() {
     let repo = TestRepo::new();
-    for (file, version, contract) in [
-        (v0_1("sandbox"), "sanddune:plugin@0.1.0", "contract 0.1"),
-        (v0_1("agent"), "sanddune:plugin@0.1.0", "contract 0.1"),
-        (
-            plugin_file("sanddune-plugin-test-isolated")
-                .display()
-                .to_string(),
-            "sanddune:plugin@0.3.0",
-            "contract 0.3",
-        ),
-    ] {
-        let out = repo.sanddune(&["plugin", "inspect", &file]);
+    for version in ALL {
+        for kind in ["sandbox", "agent"] {
+            let plugin = provider(version, kind);
+            let out = repo.sanddune(&["plugin", "inspect", &plugin]);
+            let text = stdout(&out);
+            assert!(out.status.success(), "{plugin}: {}", stderr(&out));
+            for expected in [
+                format!("sanddune:plugin@{version}.0"),
+                format!("contract {version}"),
+                "speaks 0.1, 0.2, 0.3".into(),
+            ] {
+                assert!(text.contains(&expected), "{plugin}: {text}");
+            }
+        }
+    }
+    // 0.1's capabilities record and 0.2's request list read as the same
+    // items.
+    for version in FROZEN {
+        let out = repo.sanddune(&["plugin", "inspect", &guest(version, "sandbox")]);
         let text = stdout(&out);
-        assert!(out.status.success(), "{file}: {}", stderr(&out));
-        assert!(text.contains(version), "{file}: {text}");
-        assert!(text.contains(contract), "{file}: {text}");
-        assert!(text.contains("speaks 0.1, 0.2, 0.3"), "{file}: {text}");
+        assert!(text.contains("programs:   sh"), "{version}: {text}");
+        assert!(text.contains("worktree:   read-write"), "{version}: {text}");
     }
-    // 0.1's capabilities record reads as the same request items.
-    let out = repo.sanddune(&["plugin", "inspect", &v0_1("sandbox")]);
-    let text = stdout(&out);
-    assert!(text.contains("programs:   sh"), "{text}");
-    assert!(text.contains("worktree:   read-write"), "{text}");
 }
 
 #[test]
-fn a_0_1_sandbox_and_a_0_1_agent_run_end_to_end_and_commit() {
+fn a_sandbox_and_an_agent_of_each_frozen_release_run_end_to_end_and_commit() {
     let repo = TestRepo::new();
-    let out = repo.sanddune(&[
-        "run",
-        "--sandbox",
-        &v0_1("sandbox"),
-        "--agent",
-        &v0_1("agent"),
-        "--prompt",
-        "written by a 0.1 agent",
-        "--branch",
-        "from-0-1",
-        // Exactly what it asks for, item by item.
-        "--grant",
-        "program=sh",
-        "--grant",
-        "worktree=read-write",
-    ]);
+    for version in FROZEN {
+        runs_and_commits(&repo, version, version);
+    }
+}
+
+#[test]
+fn a_sandbox_and_an_agent_of_different_releases_run_together() {
+    let repo = TestRepo::new();
+    for sandbox in ALL {
+        for agent in ALL.into_iter().filter(|a| *a != sandbox) {
+            runs_and_commits(&repo, sandbox, agent);
+        }
+    }
+}
+
+/// A run killed inside `create` leaves a record with no state; `find`
+/// (since 0.3) is gc's way to its sandbox. A 0.2 provider has no `find`,
+/// and gc clears its record all the same.
+#[test]
+fn gc_clears_the_record_of_a_0_2_provider_that_has_no_find() {
+    let repo = TestRepo::new();
+    let records = repo.path().join(".git/sanddune-sandboxes");
+    std::fs::create_dir(&records).unwrap();
+    // Where the run made scratch dirs: gc removes the run's.
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp
+        .path()
+        .join("sanddune-v0-2-sandbox-killed-in-create-0123");
+    std::fs::create_dir(&scratch).unwrap();
+    // As `run::leftover` writes it before `create`, of a process that is
+    // gone (there is no pid 0 in /proc).
+    let record = serde_json::json!({
+        "owner": "0:0",
+        "provider": guest("0.2", "sandbox"),
+        "providerName": "v0-2-sandbox",
+        "runId": "killed-in-create",
+        "name": "run",
+        "worktree": repo.path(),
+        "branch": "main",
+        "config": [],
+        "tmpDir": tmp.path(),
+        "state": null,
+        "scratch": null,
+        "base": null,
+    });
+    let file = records.join("killed-in-create.json");
+    std::fs::write(&file, record.to_string()).unwrap();
+    // --yes: the provider is a component file, should gc load it.
+    let out = repo.sanddune(&["gc", "--yes"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(
-        repo.git(&["show", "from-0-1:V01.md"]),
-        "written by a 0.1 agent"
+    assert!(
+        stdout(&out).contains("cleared run killed-in-create's"),
+        "{}",
+        stdout(&out)
     );
-    assert_eq!(
-        repo.git(&["log", "-1", "--format=%an <%ae>", "from-0-1"]),
-        format!("{} <{}>", common::USER_NAME, common::USER_EMAIL)
-    );
-}
-
-#[test]
-fn a_0_1_agent_runs_in_a_0_2_sandbox_and_the_other_way_round() {
-    let repo = TestRepo::new();
-    for (sandbox, agent, branch) in [
-        ("test-isolated".to_string(), v0_1("agent"), "mixed-a"),
-        (v0_1("sandbox"), "demo".to_string(), "mixed-b"),
-    ] {
-        let out = repo.sanddune(&[
-            "run",
-            "--sandbox",
-            &sandbox,
-            "--agent",
-            &agent,
-            "--prompt",
-            "mixed versions",
-            "--branch",
-            branch,
-            "--yes",
-        ]);
-        assert!(
-            out.status.success(),
-            "{sandbox} + {agent}: {}",
-            stderr(&out)
-        );
-        assert_eq!(
-            repo.git(&["rev-list", "--count", &format!("main..{branch}")]),
-            "1"
-        );
-    }
+    assert!(!file.exists() && !scratch.exists(), "{}", stdout(&out));
 }

@@ -381,12 +381,13 @@ fn plugin_new_scaffolds_projects_that_build_into_working_components() {
             "wasm32-wasip2/release/{}.wasm",
             name.replace('-', "_")
         ));
-        let out = repo.sanddune(&["plugin", "inspect", wasm.to_str().unwrap()]);
-        assert!(
-            ok(&out).contains(&format!("{world} `{name}`")),
-            "{}",
-            stdout(&out)
-        );
+        let text = ok(&repo.sanddune(&["plugin", "inspect", wasm.to_str().unwrap()]));
+        // Built against the current contract (a sandbox provider of 0.3
+        // exports `find`).
+        let current = format!("contract {}", sanddune::plugin::ApiVersion::CURRENT);
+        for expected in [format!("{world} `{name}`"), current] {
+            assert!(text.contains(&expected), "{text}");
+        }
     }
     // An existing directory is never overwritten.
     let out = repo.sanddune(&[

@@ -54,6 +54,10 @@ class SandboxProvider(exports.SandboxProvider):
             raise Err(f"creating sandbox {root}: {e}")
         return sandbox
 
+    def find(self, options: CreateOptions) -> list[str]:
+        # Empty: a sandbox is a directory in the run's scratch dir, which the host removes by run id.
+        return []
+
     def attach(self, state: str, options: CreateOptions) -> Sandbox:
         scratch = scratch_dir(options)
         root = normalize(state)

@@ -184,11 +184,23 @@ fn files(name: &str, kind: Kind) -> Vec<(String, String)> {
     files
 }
 
+/// `sanddune:plugin@X.Y.Z`: the package line of the WIT the project gets.
+fn package() -> &'static str {
+    WIT.iter()
+        .flat_map(|(_, text)| text.lines())
+        .find_map(|l| {
+            l.strip_prefix("package ")
+                .filter(|p| p.starts_with("sanddune:"))
+        })
+        .map(|p| p.trim_end_matches(';'))
+        .expect("the WIT names its package")
+}
+
 fn readme(name: &str, crate_name: &str, world: &str, from: &str) -> String {
     format!(
         "# {name}\n\n\
          A sanddune provider in the `{world}` world of `wit/` (the WIT package\n\
-         `sanddune:plugin@0.1.0`). It starts as a copy of the built-in `{from}`:\n\
+         `{package}`). It starts as a copy of the built-in `{from}`:\n\
          change `src/lib.rs` to make it yours. `describe` declares what it needs;\n\
          the host grants no more.\n\n\
          ## Build\n\n\
@@ -199,6 +211,7 @@ fn readme(name: &str, crate_name: &str, world: &str, from: &str) -> String {
          \x20   sanddune plugin inspect target/wasm32-wasip2/release/{crate_name}.wasm\n\
          \x20   sanddune plugin add target/wasm32-wasip2/release/{crate_name}.wasm\n\
          \x20   sanddune run --{kind} {name} ...\n",
+        package = package(),
         kind = if world == "sandbox-plugin" {
             "sandbox"
         } else {
@@ -314,6 +327,10 @@ mod tests {
             assert!(lib.contains("name: \"acme-box\".into()"), "{lib}");
             assert!(lib.contains("path: \"wit\""));
             assert!(!lib.contains("../../wit"));
+            // The README names the package the project builds against.
+            let readme = &files.iter().find(|(p, _)| p == "README.md").unwrap().1;
+            let current = format!("`sanddune:plugin@{}.", crate::plugin::ApiVersion::CURRENT);
+            assert!(readme.contains(&current), "{readme}");
         }
     }
 }
