@@ -4,7 +4,7 @@
 //! hashing), the same component loaded as a file (read and hashed every
 //! time), and instantiating it plus a `describe` call.
 //! Run: cargo bench -p sanddune --bench plugin_load [-- FILE.wasm ...]
-//! The 0.1 test guests and any component files given after `--` (e.g. the
+//! The 0.1 and 0.2 test guests and any component files given after `--` (e.g. the
 //! Python and JS examples in target/examples/) are measured as installed
 //! plugins after the built-ins.
 
@@ -44,7 +44,7 @@ fn main() {
     );
     let test_dir = Path::new(env!("SANDDUNE_TEST_PLUGIN_DIR"));
     // cargo bench passes `--bench`; everything else is a component file.
-    let files: Vec<String> = ["v0_1_sandbox", "v0_1_agent"]
+    let files: Vec<String> = ["v0_1_sandbox", "v0_1_agent", "v0_2_sandbox", "v0_2_agent"]
         .iter()
         .map(|g| {
             test_dir
