@@ -349,10 +349,8 @@ impl SandboxProvider {
         let (mut store, bindings) = instantiate(&self.plugin, &self.info.name, grants).await?;
         let options = spec.create_options(config, None);
         super::begin_call(&mut store);
-        let found = match bindings.find(&mut store, &options).await {
-            Ok(None) => return Ok(None),
-            Ok(Some(found)) => Ok(found),
-            Err(trap) => Err(trap),
+        let Some(found) = bindings.find(&mut store, &options).await.transpose() else {
+            return Ok(None);
         };
         flatten(&self.info.name, "find", found)
             .map(Some)
