@@ -238,7 +238,10 @@ pub fn finish_interrupted(repo: &Repository) -> Result<Option<FinishedMerge>> {
         };
         let on_disk = blob_on_disk(&workdir.join(rel));
         let state = |file: &git2::DiffFile| (!file.id().is_zero()).then(|| file.id());
-        if on_disk != state(&before) && on_disk != state(&after) {
+        if on_disk != state(&before)
+            && on_disk != state(&after)
+            && !state(&after).is_some_and(|id| cut_short(repo, &workdir.join(rel), id))
+        {
             edited.push(rel.display().to_string());
         }
         checkout.path(rel);
@@ -309,6 +312,17 @@ fn clear_stale_lock(path: &Path, recorded: SystemTime) -> Result<()> {
 
 /// The blob id of what is at `path` in the working tree (None if nothing;
 /// a directory hashes as nothing a tree holds).
+/// The file is one the killed checkout had begun writing: git writes a
+/// file in place, so it holds the start of the new blob, maybe nothing.
+fn cut_short(repo: &Repository, path: &Path, blob: Oid) -> bool {
+    let (Ok(blob), Ok(meta)) = (repo.find_blob(blob), std::fs::symlink_metadata(path)) else {
+        return false;
+    };
+    meta.is_file()
+        && meta.len() < blob.size() as u64
+        && std::fs::read(path).is_ok_and(|data| blob.content().starts_with(&data))
+}
+
 fn blob_on_disk(path: &Path) -> Option<Oid> {
     let meta = std::fs::symlink_metadata(path).ok()?;
     if meta.file_type().is_symlink() {
@@ -466,6 +480,23 @@ mod tests {
             MergeOutcome::UpToDate
         );
         assert_eq!(repo.refname_to_id("refs/heads/main").unwrap(), to);
+        assert_eq!(status(&repo), ["mine.txt"]);
+    }
+
+    /// Killed while git wrote the files: a new file created but empty, a
+    /// changed one half-written. Both are the merge's own, and finished.
+    #[test]
+    fn files_the_killed_checkout_left_half_written_are_finished() {
+        let (dir, repo) = repo_with_branch();
+        let to = interrupt_fast_forward(&repo);
+        std::fs::write(dir.path().join("notes/a.md"), "").unwrap();
+        std::fs::write(dir.path().join("shared.txt"), "tw").unwrap();
+
+        finish_interrupted(&repo).unwrap().unwrap();
+        assert_eq!(repo.refname_to_id("refs/heads/main").unwrap(), to);
+        let read = |p: &str| std::fs::read_to_string(dir.path().join(p)).unwrap();
+        assert_eq!(read("notes/a.md"), "note\n");
+        assert_eq!(read("shared.txt"), "two\n");
         assert_eq!(status(&repo), ["mine.txt"]);
     }
 
