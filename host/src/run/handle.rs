@@ -17,6 +17,7 @@ use super::log::RunLog;
 use super::setup::{self, Place, PreparedAgent, Started};
 use super::strategy::{BranchStrategy, WorktreeStrategy};
 use super::structured::OutputError;
+use super::sync;
 use super::uncommitted;
 use super::{AgentOptions, Commit, RunResult, SandboxOptions};
 use crate::error::{Error, Result};
@@ -153,6 +154,18 @@ impl SandboxHandle {
             .sandbox
             .as_mut()
             .ok_or_else(|| Error::Plugin("the sandbox is closed".into()))?;
+        let isolated = self.provider.info().kind == SandboxKind::Isolated;
+        // A reused sandbox gets what its branch gained on the host since it
+        // last synced (nothing, unless someone committed there).
+        if isolated && let (Some(have), Some(wt)) = (&self.synced, self.place.worktree.as_deref()) {
+            let start = std::time::Instant::now();
+            let (tip, bytes) = sync::sync_in_since(sandbox, wt, have).await?;
+            if bytes > 0 {
+                log.timings()
+                    .record_bytes("sync in", start.elapsed(), bytes);
+            }
+            self.synced = Some(tip);
+        }
         let sessions = HostSessions::from_env(&self.place.root);
         let mut sandbox_home = None;
         if let Some((session, source)) = &resume {
@@ -175,7 +188,6 @@ impl SandboxHandle {
             sandbox_home = home;
         }
         let worktree = self.place.worktree.clone();
-        let isolated = self.provider.info().kind == SandboxKind::Isolated;
         let synced = self.synced.clone().unwrap_or_else(|| base.clone());
         let outcome = {
             let mut invoker = SandboxInvoker {
@@ -607,6 +619,11 @@ pub(super) async fn one_shot(
             interactive: false,
             copies: !so.copy_to_worktree.is_empty(),
         },
+    )?;
+    sync::take_history(
+        provider.name(),
+        provider.info().kind == SandboxKind::Isolated,
+        &so.sandbox_config,
     )?;
     let target = repo.current_branch()?;
     let id = setup::run_id();

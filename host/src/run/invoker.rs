@@ -341,14 +341,14 @@ impl AgentInvoker for SandboxInvoker<'_> {
         // Bring commits back before judging the iteration: a failed
         // iteration's commits are kept on the branch too.
         if let Some((worktree, synced)) = &mut self.sync {
-            *synced = self
-                .log
-                .timings()
-                .time(
-                    format!("iteration {iteration} sync out"),
-                    sync::sync_out(self.sandbox, worktree, synced),
-                )
-                .await?;
+            let start = std::time::Instant::now();
+            let (head, bytes) = sync::sync_out(self.sandbox, worktree, synced).await?;
+            *synced = head;
+            self.log.timings().record_bytes(
+                format!("iteration {iteration} sync out"),
+                start.elapsed(),
+                bytes,
+            );
         }
         let name = self.agent.name().to_string();
         if idled {

@@ -369,6 +369,8 @@ pub(super) async fn start_sandbox(
     identity: &CommitIdentity,
     log: &RunLog,
 ) -> Result<Started> {
+    let isolated = provider.info().kind == SandboxKind::Isolated;
+    let (history, config) = sync::take_history(provider.name(), isolated, &o.sandbox_config)?;
     let spec = SandboxSpec {
         run_id: place.run_id.clone(),
         name: o.name.clone().unwrap_or_else(|| place.branch.clone()),
@@ -376,7 +378,7 @@ pub(super) async fn start_sandbox(
         git_dir: place.repo()?.git_dir(),
         branch: place.branch.clone(),
         env: env.into_iter().collect(),
-        config: o.sandbox_config.clone(),
+        config,
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
     let timings = log.timings();
@@ -388,7 +390,6 @@ pub(super) async fn start_sandbox(
             return Err(e);
         }
     };
-    let isolated = provider.info().kind == SandboxKind::Isolated;
     let ready = async {
         let base = match &place.worktree {
             Some(wt) if isolated => Some(place.repo()?.branch_head(&wt.branch)?),
@@ -406,9 +407,9 @@ pub(super) async fn start_sandbox(
                     wt.path.display()
                 ));
             }
-            timings
-                .time("sync in", sync::sync_in(&mut sandbox, wt))
-                .await?;
+            let start = std::time::Instant::now();
+            let (_, bytes) = sync::sync_in(&mut sandbox, wt, history).await?;
+            timings.record_bytes("sync in", start.elapsed(), bytes);
         }
         let hooks_start = std::time::Instant::now();
         let hooks_dir = match &identity.trailer {

@@ -1,11 +1,14 @@
 //! Repository sync for isolated sandbox providers, driven by the host over
 //! the provider's generic operations (exec, copy-file-in, copy-file-out):
-//! a git bundle of the branch goes in, bundles of new commits come out and
-//! are fast-forwarded into the host worktree. Providers never implement sync.
+//! a pack of the branch's tip goes in (a shallow repository, so its size
+//! follows the tree, not the history; `worktree::pack`), bundles of new
+//! commits come out and are fast-forwarded into the host worktree, and a
+//! reused sandbox gets only what the branch gained since. Providers never
+//! implement sync.
 
 use crate::error::{Error, Result};
 use crate::plugin::sandbox::{Command, ExecOutput, ExecRequest, Sandbox};
-use crate::worktree::{Worktree, git};
+use crate::worktree::{History, Worktree, git};
 
 /// A shell script in the sandbox's worktree; a non-zero exit is an error.
 pub(super) async fn sandbox_sh(sandbox: &mut Sandbox, script: String) -> Result<ExecOutput> {
@@ -34,58 +37,131 @@ pub(super) fn q(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
-/// Put the worktree's branch into the sandbox at its `worktree-path`.
-pub async fn sync_in(sandbox: &mut Sandbox, worktree: &Worktree) -> Result<()> {
-    let tmp = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
-    let bundle = tmp.path().join("in.bundle");
-    git(
-        &worktree.path,
-        &[
-            "bundle",
-            "create",
-            "-q",
-            bundle.to_str().unwrap(),
-            &worktree.branch,
-        ],
-    )?;
-    let wt = sandbox.worktree_path().to_string();
-    sandbox_sh(sandbox, format!("git init -q {}", q(&wt))).await?;
-    let inside = format!("{wt}/.git/sanddune-in.bundle");
-    sandbox.copy_file_in(&bundle, &inside).await?;
-    let b = q(&worktree.branch);
-    sandbox_sh(
-        sandbox,
-        format!("git fetch -q .git/sanddune-in.bundle {b} && git checkout -q -B {b} FETCH_HEAD && rm -f .git/sanddune-in.bundle"),
-    )
-    .await?;
-    Ok(())
+/// The host's own sandbox option, for isolated providers only: how much of
+/// the branch's history sync in sends (`history=N|full`, default 1).
+pub const HISTORY_OPTION: &str = "history";
+
+/// Split [`HISTORY_OPTION`] from a sandbox provider's options: the host
+/// reads it, the provider never sees it. Refused for a bind-mount provider,
+/// whose sandbox has the repository itself.
+pub fn take_history(
+    provider: &str,
+    isolated: bool,
+    config: &[(String, String)],
+) -> Result<(History, Vec<(String, String)>)> {
+    let mut history = History::default();
+    let mut rest = Vec::with_capacity(config.len());
+    for (key, value) in config {
+        if key != HISTORY_OPTION {
+            rest.push((key.clone(), value.clone()));
+            continue;
+        }
+        if !isolated {
+            return Err(Error::input(format!(
+                "--sandbox-opt history={value}: `{provider}` mounts the repository itself, with all its history; `history` is for isolated sandbox providers"
+            )));
+        }
+        history = value.parse().map_err(Error::input)?;
+    }
+    Ok((history, rest))
 }
 
+/// Put the worktree's branch into an empty sandbox at its `worktree-path`:
+/// a pack of its tip with `history` of it, the cut-off commits marked
+/// shallow, the branch checked out. Returns the tip and the bytes sent.
+pub async fn sync_in(
+    sandbox: &mut Sandbox,
+    worktree: &Worktree,
+    history: History,
+) -> Result<(String, u64)> {
+    let tip = git(&worktree.path, &["rev-parse", "HEAD"])?;
+    let tmp = worktree.sync_tempdir()?;
+    let file = tmp.path().join("in.pack");
+    let pack = worktree.pack_branch(&tip, history, &file)?;
+    let wt = sandbox.worktree_path().to_string();
+    sandbox_sh(sandbox, format!("git init -q {}", q(&wt))).await?;
+    sandbox
+        .copy_file_in(&file, &format!("{wt}/.git/sanddune-in.pack"))
+        .await?;
+    let shallow = if pack.shallow.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " && printf '%s\\n' {} >>.git/shallow",
+            pack.shallow.join(" ")
+        )
+    };
+    sandbox_sh(
+        sandbox,
+        format!(
+            "{INDEX_PACK}{shallow} && git checkout -q -B {} {tip}",
+            q(&worktree.branch)
+        ),
+    )
+    .await?;
+    Ok((tip, pack.bytes))
+}
+
+/// Bring a sandbox that holds `have` up to the worktree's branch when the
+/// branch moved on the host since (a reused sandbox): a thin pack of what
+/// is new, fast-forwarded. Returns the tip and the bytes sent (none when
+/// the sandbox is level).
+pub async fn sync_in_since(
+    sandbox: &mut Sandbox,
+    worktree: &Worktree,
+    have: &str,
+) -> Result<(String, u64)> {
+    let tip = git(&worktree.path, &["rev-parse", "HEAD"])?;
+    if tip == have {
+        return Ok((tip, 0));
+    }
+    let tmp = worktree.sync_tempdir()?;
+    let file = tmp.path().join("since.pack");
+    let bytes = worktree.pack_since(&tip, have, &file)?;
+    let inside = format!("{}/.git/sanddune-in.pack", sandbox.worktree_path());
+    sandbox.copy_file_in(&file, &inside).await?;
+    sandbox_sh(
+        sandbox,
+        format!("{INDEX_PACK} && git merge -q --ff-only {tip}"),
+    )
+    .await?;
+    Ok((tip, bytes))
+}
+
+/// Store the pack copied in as `.git/sanddune-in.pack` (completing a thin
+/// one from the sandbox's objects), then remove the copy.
+const INDEX_PACK: &str = "git index-pack --stdin --fix-thin <.git/sanddune-in.pack >/dev/null && rm -f .git/sanddune-in.pack";
+
 /// Bring commits made in the sandbox since `synced` into the host worktree.
-/// Returns the sandbox's HEAD, the next `synced`.
-pub async fn sync_out(sandbox: &mut Sandbox, worktree: &Worktree, synced: &str) -> Result<String> {
+/// Returns the sandbox's HEAD, the next `synced`, and the bytes brought out.
+pub async fn sync_out(
+    sandbox: &mut Sandbox,
+    worktree: &Worktree,
+    synced: &str,
+) -> Result<(String, u64)> {
     let head = sandbox_sh(sandbox, "git rev-parse HEAD".into())
         .await?
         .stdout
         .trim()
         .to_string();
     if head == synced {
-        return Ok(head);
+        return Ok((head, 0));
     }
     sandbox_sh(
         sandbox,
         format!("git bundle create -q .git/sanddune-out.bundle {synced}..HEAD"),
     )
     .await?;
-    let tmp = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
+    let tmp = worktree.sync_tempdir()?;
     let bundle = tmp.path().join("out.bundle");
     let inside = format!("{}/.git/sanddune-out.bundle", sandbox.worktree_path());
     sandbox.copy_file_out(&inside, &bundle).await?;
+    let bytes = std::fs::metadata(&bundle).map(|m| m.len()).unwrap_or(0);
     if !worktree.fast_forward_from_bundle(&bundle, &head)? {
         return Err(Error::Agent(format!(
             "the agent rewrote commits that were already synced; its work stays in sandbox `{}`",
             sandbox.provider_name()
         )));
     }
-    Ok(head)
+    Ok((head, bytes))
 }

@@ -13,6 +13,7 @@
 mod copy;
 mod lock;
 mod merge;
+mod pack;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -26,6 +27,7 @@ use lock::GitLock;
 pub use copy::DEFAULT_COPY_TIMEOUT;
 pub use lock::{LockHolder, WorktreeLock};
 pub use merge::{FinishedMerge, MergeOutcome};
+pub use pack::{History, Pack};
 
 /// Where managed worktrees and their lock files live, under the repository
 /// root.
@@ -98,6 +100,48 @@ impl Worktree {
         );
         let _ = std::fs::remove_file(&pending);
         Ok(merged.is_ok())
+    }
+
+    /// A private directory for one sync's files, in the repository's git
+    /// dir: on the repository's own disk, not on a `/tmp` that may be
+    /// memory. Removed when dropped.
+    pub fn sync_tempdir(&self) -> Result<tempfile::TempDir> {
+        tempfile::Builder::new()
+            .prefix("sanddune-sync-")
+            .tempdir_in(&self.git_dir)
+            .map_err(|e| {
+                Error::Other(anyhow::anyhow!(
+                    "create a sync directory in {}: {e}",
+                    self.git_dir.display()
+                ))
+            })
+    }
+
+    /// Write to `out` the pack a sandbox with nothing needs for `tip` of
+    /// this worktree's branch, with `history` of it (see [`History`]).
+    pub fn pack_branch(&self, tip: &str, history: History, out: &Path) -> Result<Pack> {
+        pack::pack_branch(&self.path, tip, history, out)
+    }
+
+    /// Write to `out` a thin pack of what `tip` has that `have`, a commit
+    /// the sandbox holds, lacks; returns its size. An error unless `tip`
+    /// descends from `have`.
+    pub fn pack_since(&self, tip: &str, have: &str, out: &Path) -> Result<u64> {
+        let repo = Repository::open(&self.path).map_err(|e| git_err("open worktree", e))?;
+        let oid = |s: &str| git2::Oid::from_str(s).map_err(|e| git_err("read a commit", e));
+        let (tip_id, have_id) = (oid(tip)?, oid(have)?);
+        if !repo
+            .graph_descendant_of(tip_id, have_id)
+            .map_err(|e| git_err("compare commits", e))?
+        {
+            return Err(Error::Agent(format!(
+                "branch `{}` moved from {} to {} on the host, which does not descend from it: the sandbox cannot follow a rewritten branch; close it and start a new one",
+                self.branch,
+                &have[..have.len().min(10)],
+                &tip[..tip.len().min(10)]
+            )));
+        }
+        pack::pack_since(&self.path, tip, have, out)
     }
 }
 
