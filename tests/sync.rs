@@ -299,3 +299,70 @@ fn a_sandbox_too_small_for_the_repository_fails_the_run_and_loses_nothing() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// What a sandbox hook saw of the run's host worktree (test-isolated runs
+/// hooks on the host): its entries, sorted.
+fn host_worktree_hook(repo: &TestRepo, out: &Path) -> String {
+    format!(
+        "ls -A '{}'/.sanddune/worktrees/run-*/ | sort > '{}'",
+        repo.path().display(),
+        out.display()
+    )
+}
+
+#[test]
+fn an_isolated_run_writes_no_files_on_the_host_until_someone_needs_them() {
+    let repo = TestRepo::new();
+    let seen = repo.home.path().join("seen");
+    let hook = host_worktree_hook(&repo, &seen);
+    let result = run_json(&repo, &["--hook-sandbox-ready", &hook]);
+    assert_eq!(std::fs::read_to_string(&seen).unwrap(), ".git\n");
+    assert_eq!(result["commits"].as_array().unwrap().len(), 1);
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+
+    // A host hook runs in the worktree, so it gets its files.
+    let listed = repo.home.path().join("listed");
+    let host_hook = format!("ls -A | sort > '{}'", listed.display());
+    run_json(&repo, &["--hook-host-sandbox-ready", &host_hook]);
+    let listed = std::fs::read_to_string(&listed).unwrap();
+    assert!(
+        listed.contains("README.md\n") && listed.contains("NOTES.md\n"),
+        "{listed}"
+    );
+
+    // An interrupted run keeps its worktree, with the files, for a person.
+    let mut child = repo
+        .command(&[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "add a note FAKE:hang",
+        ])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = std::time::Instant::now();
+    while repo.calls("claude").len() < 3 {
+        assert!(start.elapsed().as_secs() < 60, "the agent never started");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    let kept: Vec<_> = std::fs::read_dir(repo.path().join(".sanddune/worktrees"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    assert_eq!(
+        std::fs::read_to_string(kept[0].join("README.md")).unwrap(),
+        "# Project\n\nThis is teh readme.\n"
+    );
+    assert_eq!(common::git(&kept[0], &["status", "--porcelain"]), "");
+}

@@ -823,3 +823,55 @@ fn copy_to_worktree_on_a_full_disk_is_a_clear_error_and_keeps_the_source() {
     assert_eq!(std::fs::read(root.join("big.bin")).unwrap(), big);
     assert_eq!(git(&root, &["status", "--porcelain"]), "?? big.bin");
 }
+
+/// For an isolated sandbox's run: the worktree has its branch and index but
+/// no files, reads clean to git and to sanddune, takes the sandbox's
+/// commits, writes its files when asked, and is removed like any clean one.
+#[test]
+fn a_worktree_without_files_is_clean_takes_commits_and_writes_its_files_on_demand() {
+    let t = TestRepo::new();
+    let repo = Repo::discover(t.path()).unwrap();
+    let wt = repo
+        .add_worktree_without_files("run-nf", "sanddune/run-nf", true)
+        .unwrap();
+    assert!(!wt.path.join("README.md").exists(), "no file was written");
+    assert_eq!(git(&wt.path, &["status", "--porcelain"]), "");
+    assert!(!repo.is_dirty(&wt).unwrap());
+
+    // A sandbox's commit comes back as a bundle and fast-forwards the branch.
+    let sandbox = tempfile::tempdir().unwrap();
+    git(
+        sandbox.path(),
+        &["clone", "-q", t.path().to_str().unwrap(), "."],
+    );
+    let head = commit_file(sandbox.path(), "NEW.md", "new\n", "agent commit");
+    let bundle = sandbox.path().join("out.bundle");
+    git(
+        sandbox.path(),
+        &[
+            "bundle",
+            "create",
+            "-q",
+            bundle.to_str().unwrap(),
+            "origin/main..HEAD",
+        ],
+    );
+    assert!(wt.fast_forward_from_bundle(&bundle, &head).unwrap());
+    assert_eq!(repo.branch_head("sanddune/run-nf").unwrap(), head);
+    assert!(!repo.is_dirty(&wt).unwrap(), "still clean after the merge");
+    assert!(!wt.path.join("README.md").exists());
+
+    wt.write_files().unwrap();
+    assert_eq!(
+        std::fs::read_to_string(wt.path.join("README.md")).unwrap(),
+        "# Project\n\nThis is teh readme.\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(wt.path.join("NEW.md")).unwrap(),
+        "new\n"
+    );
+    assert_eq!(git(&wt.path, &["ls-files", "-t"]), "H NEW.md\nH README.md");
+    assert!(!repo.is_dirty(&wt).unwrap());
+    assert_eq!(repo.close_worktree(&wt, true).unwrap(), None);
+    assert!(!wt.path.exists(), "a clean worktree is removed");
+}

@@ -326,7 +326,10 @@ impl SandboxHandle {
         ));
         if self.provider.info().kind == SandboxKind::Isolated
             && let Some(wt) = &self.place.worktree
-            && let Err(e) = uncommitted::bring_out(sandbox, wt).await
+            && let Err(e) = match wt.write_files() {
+                Ok(()) => uncommitted::bring_out(sandbox, wt).await,
+                Err(e) => Err(e),
+            }
         {
             self.log.line(&format!(
                 "warning: the uncommitted changes could not be brought out of the sandbox: {e}"
@@ -346,8 +349,13 @@ impl SandboxHandle {
     pub(super) async fn teardown(mut self, result: Result<RunResult>) -> Result<RunResult> {
         let merge = result.is_ok() && self.place.strategy == BranchStrategy::MergeToHead;
         if matches!(result, Err(Error::Aborted(_))) {
-            // An aborted run keeps its worktree as the killed agent left it.
+            // An aborted run keeps its worktree as the killed agent left it,
+            // with its files for whoever looks.
             if let Some(wt) = &self.place.worktree {
+                if let Err(e) = wt.write_files() {
+                    self.log
+                        .line(&format!("warning: the worktree's files: {e}"));
+                }
                 self.log
                     .line(&format!("aborted; worktree kept: {}", wt.path.display()));
             }
@@ -461,7 +469,7 @@ impl WorktreeHandle {
         let runtime = setup::runtime(&options.runtime)?;
         let id = setup::run_id();
         let log = setup::open_log(&repo, &options.log, options.name.as_deref())?;
-        let place = setup::prepare_place(&repo, strategy.into(), &id, &options, &log).await?;
+        let place = setup::prepare_place(&repo, strategy.into(), &id, &options, true, &log).await?;
         Ok(Self {
             place: Some(place),
             runtime,
@@ -651,6 +659,8 @@ pub(super) async fn one_shot(
         None => None,
     };
 
+    let files = setup::host_needs_files(&provider, &so);
+
     // Side effects from here on.
     let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
     let timings = log.timings().clone();
@@ -661,7 +671,7 @@ pub(super) async fn one_shot(
     let place = timings
         .time(
             "worktree",
-            setup::prepare_place(&repo, strategy, &id, &so, &log),
+            setup::prepare_place(&repo, strategy, &id, &so, files, &log),
         )
         .await?;
     let started =

@@ -149,7 +149,7 @@ pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResul
     }
     let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
     let id = setup::run_id();
-    let place = setup::prepare_place(&repo, strategy, &id, &so, &log).await?;
+    let place = setup::prepare_place(&repo, strategy, &id, &so, true, &log).await?;
     let session = session_on(&place, &options, &so, &runtime, &log).await;
     // The ending of the provider's default strategy.
     let mut merged = false;

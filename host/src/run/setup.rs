@@ -260,23 +260,42 @@ pub(super) fn hook_log(log: &RunLog) -> HookLog {
     Arc::new(move |label: &str, line: &str| log.line(&format!("{label}: {line}")))
 }
 
-/// Make the place: the worktree (if the strategy has one), copyToWorktree,
+/// Whether the host needs a new worktree's files: not when the agent works
+/// on a copy in an isolated sandbox and no host step (copyToWorktree, a
+/// host hook) runs in the worktree. Then only the branch's commits land
+/// there, and a checkout of a big tree would be wasted (`worktree` writes
+/// the files later if someone needs them).
+pub(super) fn host_needs_files(provider: &SandboxProvider, o: &SandboxOptions) -> bool {
+    provider.info().kind != SandboxKind::Isolated
+        || !o.copy_to_worktree.is_empty()
+        || !o.hooks.host_on_worktree_ready.is_empty()
+        || !o.hooks.host_on_sandbox_ready.is_empty()
+}
+
+/// Make the place: the worktree (if the strategy has one; with its files
+/// unless `files` is false, see [`host_needs_files`]), copyToWorktree,
 /// then host.onWorktreeReady. A failure removes what it made.
 pub(super) async fn prepare_place(
     repo: &Repo,
     strategy: BranchStrategy,
     id: &str,
     o: &SandboxOptions,
+    files: bool,
     log: &RunLog,
 ) -> Result<Place> {
     let target = repo.current_branch()?;
     let branch = source_branch(&strategy, &target, id);
+    let add = |name: &str, branch: &str, temporary: bool| {
+        if files {
+            repo.add_worktree(name, branch, temporary)
+        } else {
+            repo.add_worktree_without_files(name, branch, temporary)
+        }
+    };
     let worktree = match &strategy {
         BranchStrategy::Head => None,
-        BranchStrategy::MergeToHead => {
-            Some(repo.add_worktree(&format!("run-{id}"), &branch, true)?)
-        }
-        BranchStrategy::Branch(b) => Some(repo.add_worktree(&worktree_name(b), b, false)?),
+        BranchStrategy::MergeToHead => Some(add(&format!("run-{id}"), &branch, true)?),
+        BranchStrategy::Branch(b) => Some(add(&worktree_name(b), b, false)?),
     };
     let place = Place {
         root: repo.root().to_path_buf(),

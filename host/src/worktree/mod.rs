@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use git2::build::CheckoutBuilder;
-use git2::{BranchType, Repository, StatusOptions, WorktreeAddOptions, WorktreePruneOptions};
+use git2::{BranchType, Repository, WorktreeAddOptions, WorktreePruneOptions};
 
 use crate::error::{Error, Result};
 use lock::GitLock;
@@ -100,6 +100,14 @@ impl Worktree {
         );
         let _ = std::fs::remove_file(&pending);
         Ok(merged.is_ok())
+    }
+
+    /// Check out the files of a worktree made without them
+    /// ([`Repo::add_worktree_without_files`]) before anything is written
+    /// into it or it is kept for a person; nothing for one that has them.
+    pub fn write_files(&self) -> Result<()> {
+        let _git = GitLock::acquire(&self.git_dir)?;
+        write_skipped_files(&self.path)
     }
 
     /// A private directory for one sync's files, in the repository's git
@@ -243,6 +251,111 @@ fn git_err(what: &str, e: git2::Error) -> Error {
     Error::Other(anyhow::anyhow!("{what}: {}", e.message()))
 }
 
+/// Whether a new worktree gets its files now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Files {
+    Written,
+    Deferred,
+}
+
+/// `git worktree add` of `branch` at `path` with an index and no files:
+/// every entry is marked skip-worktree, so git sees the worktree clean and
+/// merges into it write only what they change. Call under the git lock.
+fn add_worktree_without_files(root: &Path, name: &str, branch: &str, path: &Path) -> Result<()> {
+    let path_str = path.to_str().ok_or_else(|| {
+        Error::input(format!(
+            "a worktree path that is not UTF-8: {}",
+            path.display()
+        ))
+    })?;
+    // git names the worktree's admin dir after the path's last component,
+    // which is `name`.
+    debug_assert_eq!(path.file_name().and_then(|n| n.to_str()), Some(name));
+    git(
+        root,
+        &["worktree", "add", "-q", "--no-checkout", path_str, branch],
+    )?;
+    // The index is made aside and renamed into place: until it is there,
+    // gc knows the worktree as one killed while git made it.
+    let admin = PathBuf::from(git(path, &["rev-parse", "--absolute-git-dir"])?);
+    let aside = admin.join("index.sanddune");
+    git_bytes(path, &["read-tree", "HEAD"], &[], Some(&aside))?;
+    set_skip_worktree(path, true, Some(&aside))?;
+    std::fs::rename(&aside, admin.join("index"))
+        .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", admin.display())))
+}
+
+/// Mark (or unmark) every index entry of the worktree skip-worktree.
+fn set_skip_worktree(path: &Path, skip: bool, index: Option<&Path>) -> Result<()> {
+    let listed = git_bytes(path, &["ls-files", "-z"], &[], index)?;
+    let flag = if skip {
+        "--skip-worktree"
+    } else {
+        "--no-skip-worktree"
+    };
+    git_bytes(
+        path,
+        &["update-index", "-z", flag, "--stdin"],
+        &listed,
+        index,
+    )
+    .map(drop)
+}
+
+/// Check out the files of a worktree made without them (nothing for one
+/// that has them): clear the skip-worktree marks and write the files the
+/// index has and the disk lacks. Files already there are left alone.
+fn write_skipped_files(path: &Path) -> Result<()> {
+    let listed = git(path, &["ls-files", "-t"])?;
+    if !listed.lines().any(|l| l.starts_with("S ")) {
+        return Ok(());
+    }
+    set_skip_worktree(path, false, None)?;
+    // What is missing now reads as deleted: restore exactly that.
+    let deleted = git_bytes(path, &["ls-files", "-z", "--deleted"], &[], None)?;
+    if deleted.is_empty() {
+        return Ok(());
+    }
+    git_bytes(path, &["checkout-index", "-z", "--stdin"], &deleted, None).map(drop)
+}
+
+/// Run git in `dir` with `input` on its stdin (and `index` as its index
+/// file, when given); its raw stdout.
+fn git_bytes(dir: &Path, args: &[&str], input: &[u8], index: Option<&Path>) -> Result<Vec<u8>> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut cmd = git_command(dir, args);
+    if let Some(index) = index {
+        cmd.env("GIT_INDEX_FILE", index);
+    }
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            Error::input(format!(
+                "cannot run git (is it installed and on PATH?): {e}"
+            ))
+        })?;
+    // Written from a thread: git may fill its stdout before reading all.
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || stdin.write_all(&input));
+    let done = child
+        .wait_with_output()
+        .map_err(|e| Error::Other(anyhow::anyhow!("git {}: {e}", args.join(" "))))?;
+    let written = writer.join().unwrap_or(Ok(()));
+    if !done.status.success() || written.is_err() {
+        return Err(Error::Other(anyhow::anyhow!(
+            "git {} failed: {}",
+            args.join(" "),
+            String::from_utf8_lossy(&done.stderr).trim()
+        )));
+    }
+    Ok(done.stdout)
+}
+
 impl Repo {
     /// The repository containing `cwd`, which must have at least one commit.
     pub fn discover(cwd: &Path) -> Result<Self> {
@@ -304,6 +417,33 @@ impl Repo {
     /// directory there that is not a worktree of this repository or holds
     /// another branch, and a branch checked out in another worktree.
     pub fn add_worktree(&self, name: &str, branch: &str, temporary: bool) -> Result<Worktree> {
+        self.open_worktree(name, branch, temporary, Files::Written)
+    }
+
+    /// [`Repo::add_worktree`] for a run whose agent works on a copy of the
+    /// branch elsewhere (an isolated sandbox) and no host step needs the
+    /// files: a new worktree gets its index but no files (every entry
+    /// skip-worktree, so git sees it clean), which costs a fraction of a
+    /// checkout on a big tree. Commits still land on its branch the usual
+    /// way; [`Worktree::write_files`] checks the files out when someone
+    /// needs them after all. A reused worktree is as [`Repo::add_worktree`]
+    /// leaves it.
+    pub fn add_worktree_without_files(
+        &self,
+        name: &str,
+        branch: &str,
+        temporary: bool,
+    ) -> Result<Worktree> {
+        self.open_worktree(name, branch, temporary, Files::Deferred)
+    }
+
+    fn open_worktree(
+        &self,
+        name: &str,
+        branch: &str,
+        temporary: bool,
+        files: Files,
+    ) -> Result<Worktree> {
         if git2::Branch::name_is_valid(branch).ok() != Some(true) {
             return Err(Error::input(format!(
                 "`{branch}` is not a valid branch name"
@@ -328,9 +468,12 @@ impl Repo {
         let path = dir.join(name);
         let _git = GitLock::acquire(&self.git_dir())?;
         let origin = if self.claim(name, branch, &path)? {
+            // One a killed run left without files gets them: whoever
+            // reuses it may need them.
+            write_skipped_files(&path)?;
             self.fast_forward_if_behind(&path, branch)?
         } else {
-            self.create_worktree(name, branch, &path)?;
+            self.create_worktree(name, branch, &path, files)?;
             WorktreeOrigin::Created
         };
         Ok(Worktree {
@@ -428,7 +571,7 @@ impl Repo {
             .collect())
     }
 
-    fn create_worktree(&self, name: &str, branch: &str, path: &Path) -> Result<()> {
+    fn create_worktree(&self, name: &str, branch: &str, path: &Path, files: Files) -> Result<()> {
         let branch_ref = match self.repo.find_branch(branch, BranchType::Local) {
             Ok(b) => {
                 if b.is_head() {
@@ -449,6 +592,9 @@ impl Repo {
                     .map_err(|e| git_err("create branch", e))?
             }
         };
+        if files == Files::Deferred {
+            return add_worktree_without_files(&self.root, name, branch, path);
+        }
         let mut opts = WorktreeAddOptions::new();
         opts.reference(Some(branch_ref.get()));
         self.repo
@@ -486,11 +632,11 @@ impl Repo {
             }
             return Ok(WorktreeOrigin::Reused);
         }
-        let wt = Repository::open(path).map_err(|e| git_err("open worktree", e))?;
-        if dirty(&wt)? {
+        if dirty(path)? {
             tracing::info!(worktree = %path.display(), branch, target = %target_name, "reusing the worktree as it is: it has uncommitted changes, so it is not fast-forwarded");
             return Ok(WorktreeOrigin::Reused);
         }
+        let wt = Repository::open(path).map_err(|e| git_err("open worktree", e))?;
         let commit = wt
             .find_commit(target.id())
             .map_err(|e| git_err("read target", e))?;
@@ -594,7 +740,7 @@ impl Repo {
 
     /// True when the worktree has changes or untracked files.
     pub fn is_dirty(&self, worktree: &Worktree) -> Result<bool> {
-        dirty(&Repository::open(&worktree.path).map_err(|e| git_err("open worktree", e))?)
+        dirty(&worktree.path)
     }
 
     /// Merge `branch` into the host's checked-out branch (merge-to-head).
@@ -694,12 +840,13 @@ impl Repo {
                 continue;
             };
             let wt_path = dir.join(name);
-            // A worktree git cannot open was killed while being created
-            // (its `.git` file is written before the checkout, and before
-            // any agent runs in it): nothing of the run's is in it.
+            // A worktree git cannot open, or without an index yet, was
+            // killed while being created (its `.git` file is written
+            // before the checkout, and before any agent runs in it):
+            // nothing of the run's is in it.
             let kept = match Repository::open(&wt_path) {
-                Ok(repo) => dirty(&repo)?,
-                Err(_) => false,
+                Ok(repo) if repo.path().join("index").exists() => dirty(&wt_path)?,
+                _ => false,
             };
             self.recover_synced(name, &holder.branch, kept)?;
             if kept {
@@ -885,14 +1032,11 @@ fn remove_dir(path: &Path) -> Result<()> {
     }
 }
 
-/// True when the worktree has changes or untracked files.
-fn dirty(worktree: &Repository) -> Result<bool> {
-    let mut opts = StatusOptions::new();
-    opts.include_untracked(true).include_ignored(false);
-    let statuses = worktree
-        .statuses(Some(&mut opts))
-        .map_err(|e| git_err("worktree status", e))?;
-    Ok(!statuses.is_empty())
+/// True when the worktree has changes or untracked files. Git's own
+/// status: libgit2's does not honour skip-worktree entries, which a
+/// worktree made without files has.
+fn dirty(worktree: &Path) -> Result<bool> {
+    Ok(!status_porcelain(worktree)?.is_empty())
 }
 
 /// One place on disk, however it is spelled (a symlinked temp dir, `..`).

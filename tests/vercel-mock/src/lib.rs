@@ -1145,6 +1145,8 @@ async fn write_files(
             return *r;
         }
     }
+    // What a benchmark reads to measure uploads (host/benches/big_repo.sh).
+    eprintln!("vercel-mock: fs/write {} bytes", body.len());
     let target = PathBuf::from(&dir);
     match tar(
         &[
