@@ -52,7 +52,7 @@ bare_once() {
     cid=$(docker run -d --label sanddune.bench=1 -v "$wt:$wt:z" -v "$repo/.git:$repo/.git:z" \
         -w "$wt" --user agent -e HOME=/home/agent --entrypoint sleep "$image" infinity)
     echo "add a line" | docker exec -i -e HOME=/home/agent "$cid" \
-        claude --print --output-format stream-json --verbose - >/dev/null
+        claude --print --output-format stream-json --verbose >/dev/null
     docker rm -f "$cid" >/dev/null
     git -C "$repo" merge -q --ff-only "sanddune/$name"
     git -C "$repo" worktree remove "$wt"

@@ -65,7 +65,8 @@ pub fn print_command(request: &Request) -> Result<Command, String> {
     }
     push_flag(&mut argv, "--effort", flags.effort);
     push_flag(&mut argv, "--resume", flags.resume);
-    argv.extend(["-p".into(), "-".into()]);
+    // No positional prompt: `claude --print` reads it from stdin, and a
+    // positional `-` would reach the model as text before it.
     Ok(Command {
         argv,
         stdin: Some(request.prompt.as_bytes().to_vec()),
@@ -124,9 +125,7 @@ mod tests {
                 "--print",
                 "--verbose",
                 "--output-format",
-                "stream-json",
-                "-p",
-                "-"
+                "stream-json"
             ]
         );
         assert_eq!(cmd.stdin.as_deref(), Some(&b"fix the bug"[..]));
@@ -156,9 +155,7 @@ mod tests {
                 "--effort",
                 "xhigh",
                 "--resume",
-                "5805de68",
-                "-p",
-                "-"
+                "5805de68"
             ]
         );
         assert!(!cmd.argv.iter().any(|a| a.contains("do it")));
