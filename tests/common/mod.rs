@@ -119,6 +119,13 @@ impl TestRepo {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("GIT_CONFIG_GLOBAL")
+            // Nor an identity from the environment (a CI's), which git
+            // and so sanddune would rank above the repository's.
+            .env_remove("GIT_AUTHOR_NAME")
+            .env_remove("GIT_AUTHOR_EMAIL")
+            .env_remove("GIT_COMMITTER_NAME")
+            .env_remove("GIT_COMMITTER_EMAIL")
+            .env_remove("EMAIL")
             .env("SANDDUNE_CACHE_DIR", cache_dir())
             .env_remove("ANTHROPIC_API_KEY");
         cmd

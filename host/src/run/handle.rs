@@ -10,7 +10,6 @@ use serde::Serialize;
 
 use super::capture::{self, HostSessions};
 use super::env::EnvMap;
-use super::identity;
 use super::invoker::SandboxInvoker;
 use super::iteration::{self, StreamEvent, StreamEventCallback};
 use super::log::RunLog;
@@ -507,10 +506,9 @@ impl WorktreeHandle {
         };
         let provider = setup::load_sandbox_provider(&runtime, &options.sandbox).await?;
         let place = self.place().clone();
-        let identity = identity::resolve(&place.root, &options.commit)?;
-        let env = setup::resolve_env(
+        let (identity, env) = setup::resolve_identity_and_env(
             &place.root,
-            identity.env(None),
+            &options.commit,
             setup::declared_sandbox_keys(&provider),
             &[],
             &options.sandbox_env,
@@ -615,10 +613,9 @@ pub(super) async fn one_shot(
     let loaded = loading.elapsed();
     let mut declared = setup::agent_keys(&prepared.agent);
     declared.extend(provider.capabilities().env_keys);
-    let identity = identity::resolve(repo.root(), &so.commit)?;
-    let mut env = setup::resolve_env(
+    let (identity, mut env) = setup::resolve_identity_and_env(
         repo.root(),
-        identity.env(None),
+        &so.commit,
         declared,
         &ao.agent_env,
         &so.sandbox_env,
