@@ -41,6 +41,17 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// What a user of each built-in agent provider has in their environment
+/// (one key of its env requirement), so a run gets past the check before
+/// anything starts; the fakes ignore the values. Any real key of the
+/// person running the tests is replaced.
+pub const AGENT_KEYS: &[(&str, &str)] = &[
+    ("ANTHROPIC_API_KEY", "sk-ant-sanddune-test"),
+    ("OPENAI_API_KEY", "sk-sanddune-test"),
+    ("CURSOR_API_KEY", "sanddune-test"),
+    ("GH_TOKEN", "sanddune-test"),
+];
+
 /// The git identity of every test repository's user.
 pub const USER_NAME: &str = "Test User";
 pub const USER_EMAIL: &str = "test.user@sanddune.invalid";
@@ -127,7 +138,7 @@ impl TestRepo {
             .env_remove("GIT_COMMITTER_EMAIL")
             .env_remove("EMAIL")
             .env("SANDDUNE_CACHE_DIR", cache_dir())
-            .env_remove("ANTHROPIC_API_KEY");
+            .envs(AGENT_KEYS.iter().copied());
         cmd
     }
 

@@ -144,8 +144,9 @@ pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResul
         },
     )?;
     if let Some(provider) = &provider {
-        // No worktree for a session whose agent could not commit.
-        setup::resolve_identity_and_env(
+        // No worktree for a session whose agent could not commit, or whose
+        // sandbox could not start.
+        let (_, env) = setup::resolve_identity_and_env(
             repo.root(),
             &options.commit,
             setup::declared_sandbox_keys(provider),
@@ -153,6 +154,13 @@ pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResul
             &options.sandbox_env,
             &options.env,
         )?;
+        super::prerequisites::check_sandbox_provider(
+            provider,
+            &options.sandbox_config,
+            &env,
+            &repo.git_dir(),
+        )
+        .await?;
     }
     let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
     let id = setup::run_id();
