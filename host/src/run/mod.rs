@@ -317,9 +317,11 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
 /// hooks run once, and each [`SandboxHandle::run`] reuses the sandbox.
 /// `close` tears down the sandbox and the worktree (kept when dirty).
 pub async fn create_sandbox(branch: &str, mut options: SandboxOptions) -> Result<SandboxHandle> {
-    // One runtime for the check and the sandbox.
-    options.runtime = Some(setup::runtime(&options.runtime)?);
-    check_sandbox(&options, options.runtime.as_ref().unwrap()).await?;
+    // What the sandbox needs is checked before its worktree is made, on
+    // the runtime the sandbox then uses.
+    let runtime = setup::runtime(&options.runtime)?;
+    check_sandbox(&options, &runtime).await?;
+    options.runtime = Some(runtime);
     let wt = create_worktree(
         WorktreeStrategy::Branch(branch.to_string()),
         options.clone(),
