@@ -180,7 +180,9 @@ fn a_missing_key_is_named_before_anything_is_created() {
     let repo = TestRepo::new();
     let mock = mock_for(&repo);
     let out = run_on_daytona(&repo, &mock, &["--prompt", "fix the typo"], &[]);
-    assert!(!out.status.success());
+    // A usage error, found before the run log, the worktree or a sandbox.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!repo.path().join(".sanddune").exists());
     let err = stderr(&out);
     assert!(err.contains("DAYTONA_API_KEY"), "{err}");
     assert!(

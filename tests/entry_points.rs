@@ -43,6 +43,9 @@ fn agent(prompt: Prompt) -> AgentOptions {
     let mut o = AgentOptions::new(PluginRef::Builtin("claude-code".into()), prompt);
     // Capture writes to the user's HOME; these tests share the process's.
     o.capture_sessions = false;
+    // What a user of claude-code has (its env requirement); the fake
+    // ignores it.
+    o.agent_env = vec![("ANTHROPIC_API_KEY".into(), "sk-ant-sanddune-test".into())];
     o
 }
 

@@ -74,10 +74,29 @@ fn a_repository_without_an_identity_is_refused_before_the_sandbox_starts() {
         for key in unset {
             repo.git(&["config", "--unset", key]);
         }
-        let out = run(&repo, "test-isolated", "fix the typo");
+        // Nowhere: not the repository, no global or system config (the
+        // tests' environment), an empty HOME, no GIT_* identity env.
+        let empty_home = tempfile::tempdir().unwrap();
+        let out = run_with_env(
+            &repo,
+            "test-isolated",
+            &[("HOME", empty_home.path().to_str().unwrap())],
+            &[
+                "GIT_AUTHOR_NAME",
+                "GIT_AUTHOR_EMAIL",
+                "GIT_COMMITTER_NAME",
+                "GIT_COMMITTER_EMAIL",
+                "EMAIL",
+            ],
+        );
         assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
         let err = stderr(&out);
         assert!(err.contains(named), "{err}");
+        assert!(err.contains("GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL"), "{err}");
+        assert!(
+            !repo.path().join(".sanddune").exists(),
+            "a run log was made"
+        );
         assert!(not_named.is_empty() || !err.contains(not_named), "{err}");
         assert!(err.contains("git config --global user.name"), "{err}");
         // Nothing happened: no agent, no worktree, no branch, no commit.
@@ -86,6 +105,128 @@ fn a_repository_without_an_identity_is_refused_before_the_sandbox_starts() {
         assert_eq!(repo.git(&["branch", "--list", "sanddune/*"]), "");
         assert_eq!(repo.git(&["rev-list", "--count", "HEAD"]), "1");
     }
+}
+
+/// `run` with `env` over the test's environment, without `unset`.
+fn run_with_env(
+    repo: &TestRepo,
+    sandbox: &str,
+    env: &[(&str, &str)],
+    unset: &[&str],
+) -> std::process::Output {
+    let mut cmd = repo.command(&[
+        "run",
+        "--sandbox",
+        sandbox,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--json",
+        "--yes",
+    ]);
+    for key in unset {
+        cmd.env_remove(key);
+    }
+    cmd.envs(env.iter().copied()).output().unwrap()
+}
+
+/// A repository whose own config has no identity.
+fn repo_without_identity() -> TestRepo {
+    let repo = TestRepo::new();
+    repo.git(&["config", "--unset", "user.name"]);
+    repo.git(&["config", "--unset", "user.email"]);
+    repo
+}
+
+const ENV_IDENTITY: &[(&str, &str)] = &[
+    ("GIT_AUTHOR_NAME", "Env Author"),
+    ("GIT_AUTHOR_EMAIL", "author@ci.invalid"),
+    ("GIT_COMMITTER_NAME", "Env Committer"),
+    ("GIT_COMMITTER_EMAIL", "committer@ci.invalid"),
+];
+
+#[test]
+fn an_identity_from_the_env_only_is_the_agents_author_and_committer() {
+    // As in CI: no config anywhere (an empty HOME, no system config), only
+    // GIT_AUTHOR_* and GIT_COMMITTER_* in the environment.
+    let empty_home = tempfile::tempdir().unwrap();
+    for sandbox in [
+        "test-isolated".to_string(),
+        plugin_file("sanddune-test-plugin-hostile")
+            .display()
+            .to_string(),
+    ] {
+        let repo = repo_without_identity();
+        let mut env = ENV_IDENTITY.to_vec();
+        env.push(("HOME", empty_home.path().to_str().unwrap()));
+        let result = json(&run_with_env(&repo, &sandbox, &env, &[]));
+        let sha = result["commits"][0]["sha"].as_str().unwrap().to_string();
+        assert_eq!(
+            people(&repo, &sha),
+            "Env Author <author@ci.invalid>|Env Committer <committer@ci.invalid>",
+            "{sandbox}"
+        );
+    }
+}
+
+#[test]
+fn an_identity_from_the_system_or_global_config_is_accepted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gitconfig");
+    std::fs::write(
+        &file,
+        "[user]\n\tname = Config User\n\temail = config.user@sanddune.invalid\n",
+    )
+    .unwrap();
+    let file = file.to_str().unwrap();
+    for (key, unset) in [
+        ("GIT_CONFIG_SYSTEM", &["GIT_CONFIG_NOSYSTEM"][..]),
+        ("GIT_CONFIG_GLOBAL", &[][..]),
+    ] {
+        let repo = repo_without_identity();
+        let result = json(&run_with_env(&repo, "test-isolated", &[(key, file)], unset));
+        let sha = result["commits"][0]["sha"].as_str().unwrap().to_string();
+        assert_eq!(
+            people(&repo, &sha),
+            "Config User <config.user@sanddune.invalid>|Config User <config.user@sanddune.invalid>",
+            "{key}"
+        );
+    }
+}
+
+#[test]
+fn an_identity_the_env_layers_give_the_sandbox_is_accepted() {
+    // The host has none; .sanddune/.env gives the sandbox a whole one.
+    let repo = repo_without_identity();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    let dotenv: String = ENV_IDENTITY
+        .iter()
+        .map(|(k, v)| format!("{k}={v}\n"))
+        .collect();
+    std::fs::write(repo.path().join(".sanddune/.env"), dotenv).unwrap();
+    let result = json(&run(&repo, "test-isolated", "fix the typo"));
+    let sha = result["commits"][0]["sha"].as_str().unwrap().to_string();
+    assert_eq!(
+        people(&repo, &sha),
+        "Env Author <author@ci.invalid>|Env Committer <committer@ci.invalid>"
+    );
+}
+
+#[test]
+fn an_author_without_a_committer_is_refused_naming_the_committer() {
+    let repo = repo_without_identity();
+    let out = run_with_env(&repo, "test-isolated", &ENV_IDENTITY[..2], &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("no committer name (GIT_COMMITTER_NAME")
+            && err.contains("no committer email (GIT_COMMITTER_EMAIL"),
+        "{err}"
+    );
+    assert!(!err.contains("author name"), "{err}");
+    assert!(!repo.path().join(".sanddune").exists());
+    assert!(repo.calls("claude").is_empty());
 }
 
 #[test]

@@ -170,7 +170,9 @@ fn a_missing_credential_is_named_before_anything_is_created() {
         &["--prompt", "fix the typo"],
         &[("VERCEL_TOKEN", TOKEN), ("VERCEL_TEAM_ID", TEAM)],
     );
-    assert!(!out.status.success());
+    // A usage error, found before the run log, the worktree or a sandbox.
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(!repo.path().join(".sanddune").exists());
     let err = stderr(&out);
     assert!(err.contains("VERCEL_PROJECT_ID"), "{err}");
     assert!(

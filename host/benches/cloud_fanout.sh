@@ -36,6 +36,8 @@ export HOME="$work/home" PATH="$work/home/bin:$PATH"
 export SANDDUNE_CACHE_DIR="$root/target/tmp/component-cache"
 export VERCEL_TOKEN=mock-token VERCEL_TEAM_ID=team_mock VERCEL_PROJECT_ID=prj_mock
 export DAYTONA_API_KEY=mock-api-key
+# claude-code's env requirement, as its users have it; the fake ignores it.
+export ANTHROPIC_API_KEY=sk-ant-bench-fake
 "$mockbin" > "$work/mock.url" &
 mock=$!
 trap 'kill $mock; rm -rf "$work"' EXIT

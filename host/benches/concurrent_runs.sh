@@ -20,7 +20,9 @@ mkdir -p "$work/home/bin" "$work/repo"
 ln -s "$root/tests/fakes/claude" "$work/home/bin/claude"
 export HOME="$work/home" PATH="$work/home/bin:$PATH" GIT_CONFIG_NOSYSTEM=1
 export SANDDUNE_CACHE_DIR="$work/cache"
-unset ANTHROPIC_API_KEY XDG_CONFIG_HOME GIT_CONFIG_GLOBAL
+unset XDG_CONFIG_HOME GIT_CONFIG_GLOBAL
+# claude-code's env requirement, as its users have it; the fake ignores it.
+export ANTHROPIC_API_KEY=sk-ant-bench-fake
 cd "$work/repo"
 git init -q -b main
 git config user.name bench

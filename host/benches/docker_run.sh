@@ -33,6 +33,8 @@ git -C "$repo" -c user.name=b -c user.email=b@b.invalid commit -q --allow-empty 
 git -C "$repo" config user.name bench
 git -C "$repo" config user.email bench@sanddune.invalid
 export SANDDUNE_CACHE_DIR=$work/cache
+# claude-code's env requirement, as its users have it; the fake ignores it.
+export ANTHROPIC_API_KEY=sk-ant-bench-fake
 
 now() { date +%s.%N; }
 

@@ -27,6 +27,8 @@ python3 -c 'import json; print(json.dumps([{"id": str(i), "title": f"task {i}"} 
   > "$work/home/issues.json"
 export HOME="$work/home" PATH="$work/home/bin:$PATH"
 export SANDDUNE_CACHE_DIR="$root/target/tmp/component-cache"
+# claude-code's env requirement, as its users have it; the fake ignores it.
+export ANTHROPIC_API_KEY=sk-ant-bench-fake
 cd "$work/repo"
 git init -q -b main
 echo "# bench" > README.md

@@ -41,6 +41,17 @@ pub fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+/// What a user of each built-in agent provider has in their environment
+/// (one key of its env requirement), so a run gets past the check before
+/// anything starts; the fakes ignore the values. Any real key of the
+/// person running the tests is replaced.
+pub const AGENT_KEYS: &[(&str, &str)] = &[
+    ("ANTHROPIC_API_KEY", "sk-ant-sanddune-test"),
+    ("OPENAI_API_KEY", "sk-sanddune-test"),
+    ("CURSOR_API_KEY", "sanddune-test"),
+    ("GH_TOKEN", "sanddune-test"),
+];
+
 /// The git identity of every test repository's user.
 pub const USER_NAME: &str = "Test User";
 pub const USER_EMAIL: &str = "test.user@sanddune.invalid";
@@ -119,8 +130,15 @@ impl TestRepo {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env_remove("XDG_CONFIG_HOME")
             .env_remove("GIT_CONFIG_GLOBAL")
+            // Nor an identity from the environment (a CI's), which git
+            // and so sanddune would rank above the repository's.
+            .env_remove("GIT_AUTHOR_NAME")
+            .env_remove("GIT_AUTHOR_EMAIL")
+            .env_remove("GIT_COMMITTER_NAME")
+            .env_remove("GIT_COMMITTER_EMAIL")
+            .env_remove("EMAIL")
             .env("SANDDUNE_CACHE_DIR", cache_dir())
-            .env_remove("ANTHROPIC_API_KEY");
+            .envs(AGENT_KEYS.iter().copied());
         cmd
     }
 

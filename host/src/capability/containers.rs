@@ -204,6 +204,25 @@ pub fn engine_name(engine: Engine) -> &'static str {
     }
 }
 
+/// The image the docker and podman providers run by default:
+/// `sanddune:<repo-dir-name>`, lower case, other characters as `-`, named
+/// as they name it from `create-options.host-git-dir` (the repository's
+/// common git dir, `<repo>/.git`).
+pub fn default_image(git_dir: &Path) -> String {
+    let git_dir = git_dir.to_string_lossy();
+    let trimmed = git_dir.trim_end_matches('/');
+    let repo = trimmed.strip_suffix("/.git").unwrap_or(trimmed);
+    let name = repo.rsplit('/').next().unwrap_or("repo");
+    let tag: String = name
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9' | '.' | '_' | '-') => c,
+            _ => '-',
+        })
+        .collect();
+    format!("sanddune:{}", tag.trim_start_matches(['.', '-']))
+}
+
 /// Where the engine listens. Podman ignores DOCKER_HOST on purpose: with both
 /// engines on one machine it points at Docker.
 pub fn engine_socket(engine: Engine) -> String {

@@ -81,19 +81,10 @@ fn image_name(args: &ImageArgs) -> Result<String> {
     if let Some(name) = &args.image_name {
         return Ok(name.clone());
     }
-    let root = repo_root(&args.cwd)?;
-    let dir = root
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "repo".into());
-    let tag: String = dir
-        .chars()
-        .map(|c| match c.to_ascii_lowercase() {
-            c @ ('a'..='z' | '0'..='9' | '.' | '_' | '-') => c,
-            _ => '-',
-        })
-        .collect();
-    Ok(format!("sanddune:{}", tag.trim_start_matches(['.', '-'])))
+    // Named from the git dir, as the providers name it.
+    Ok(crate::capability::containers::default_image(
+        &repo_root(&args.cwd)?.join(".git"),
+    ))
 }
 
 fn repo_root(cwd: &Path) -> Result<PathBuf> {

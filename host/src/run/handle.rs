@@ -10,10 +10,10 @@ use serde::Serialize;
 
 use super::capture::{self, HostSessions};
 use super::env::EnvMap;
-use super::identity;
 use super::invoker::SandboxInvoker;
 use super::iteration::{self, StreamEvent, StreamEventCallback};
 use super::log::RunLog;
+use super::prerequisites;
 use super::setup::{self, Place, PreparedAgent, Started};
 use super::strategy::{BranchStrategy, WorktreeStrategy};
 use super::structured::OutputError;
@@ -22,6 +22,7 @@ use super::uncommitted;
 use super::{AgentOptions, Commit, RunResult, SandboxOptions};
 use crate::error::{Error, Result};
 use crate::plugin::PluginRuntime;
+use crate::plugin::agent::AgentProvider;
 use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider};
 use crate::worktree::Repo;
 
@@ -112,6 +113,7 @@ impl SandboxHandle {
             &self.setup.sandbox_env,
             &call_site,
         )?;
+        prerequisites::check_agent_env(&prepared.agent, &env)?;
         self.run_prepared(prepared, &options, env, None).await
     }
 
@@ -527,15 +529,21 @@ impl WorktreeHandle {
         };
         let provider = setup::load_sandbox_provider(&runtime, &options.sandbox).await?;
         let place = self.place().clone();
-        let identity = identity::resolve(&place.root, &options.commit)?;
-        let env = setup::resolve_env(
+        let (identity, env) = setup::resolve_identity_and_env(
             &place.root,
-            identity.env(None),
+            &options.commit,
             setup::declared_sandbox_keys(&provider),
             &[],
             &options.sandbox_env,
             &options.env,
         )?;
+        prerequisites::check_sandbox_provider(
+            &provider,
+            &options.sandbox_config,
+            &env,
+            &place.repo()?.git_dir(),
+        )
+        .await?;
         let started =
             setup::start_sandbox(&provider, &place, env, &options, &identity, &self.log).await?;
         Ok(SandboxHandle::new(
@@ -553,6 +561,22 @@ impl WorktreeHandle {
     /// torn down after it, the worktree stays.
     pub async fn run(&self, sandbox: SandboxOptions, agent: AgentOptions) -> Result<RunResult> {
         setup::check_agent_options(&agent)?;
+        // The agent's env requirements, before a sandbox exists for it.
+        let runtime = match &sandbox.runtime {
+            Some(rt) => rt.clone(),
+            None => self.runtime.clone(),
+        };
+        let provider = AgentProvider::load(&runtime, &agent.agent).await?;
+        let call_site: Vec<_> = sandbox.env.iter().chain(&agent.env).cloned().collect();
+        let env = setup::resolve_env(
+            &self.place().root,
+            EnvMap::new(),
+            setup::agent_keys(&provider),
+            &agent.agent_env,
+            &sandbox.sandbox_env,
+            &call_site,
+        )?;
+        prerequisites::check_agent_env(&provider, &env)?;
         let mut handle = self.create_sandbox(sandbox).await?;
         let result = handle.run(agent).await;
         let closed = handle.close().await;
@@ -601,6 +625,29 @@ impl Drop for WorktreeHandle {
     }
 }
 
+/// What a new sandbox needs, checked before a worktree is made for it: the
+/// commit identity, and what a built-in sandbox provider needs on this host
+/// (see `prerequisites`). A component file is checked by its own `create`,
+/// and approved (perhaps asked about) only where it is used.
+pub(crate) async fn check_sandbox(options: &SandboxOptions, runtime: &PluginRuntime) -> Result<()> {
+    let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
+    if matches!(&options.sandbox, crate::plugin::PluginRef::Builtin(n) if n == setup::NO_SANDBOX) {
+        return Ok(());
+    }
+    let plugin = runtime.load(&options.sandbox, Some(crate::plugin::PluginKind::Sandbox))?;
+    let provider = SandboxProvider::from_plugin(plugin).await?;
+    let (_, env) = setup::resolve_identity_and_env(
+        repo.root(),
+        &options.commit,
+        setup::declared_sandbox_keys(&provider),
+        &[],
+        &options.sandbox_env,
+        &options.env,
+    )?;
+    prerequisites::check_sandbox_provider(&provider, &options.sandbox_config, &env, &repo.git_dir())
+        .await
+}
+
 /// `run`: everything, then teardown with the branch strategy's ending.
 pub(super) async fn one_shot(
     so: SandboxOptions,
@@ -640,15 +687,17 @@ pub(super) async fn one_shot(
     let loaded = loading.elapsed();
     let mut declared = setup::agent_keys(&prepared.agent);
     declared.extend(provider.capabilities().env_keys);
-    let identity = identity::resolve(repo.root(), &so.commit)?;
-    let mut env = setup::resolve_env(
+    let (identity, mut env) = setup::resolve_identity_and_env(
         repo.root(),
-        identity.env(None),
+        &so.commit,
         declared,
         &ao.agent_env,
         &so.sandbox_env,
         &ao.env,
     )?;
+    prerequisites::check_agent_env(&prepared.agent, &env)?;
+    prerequisites::check_sandbox_provider(&provider, &so.sandbox_config, &env, &repo.git_dir())
+        .await?;
     let resume = match resume {
         Some(session) => {
             let host = HostSessions::from_env(repo.root())

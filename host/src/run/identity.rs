@@ -1,10 +1,15 @@
 //! The git identity an agent commits with in a sandbox. A sandbox's HOME is
-//! its own, so the user's git config is not there: the host reads the
-//! repository's effective `user.name` and `user.email` and hands only those
-//! in, as git's command-line config in the env (`GIT_CONFIG_COUNT`), so a
-//! plain `git commit` works in any sandbox and is attributed to the user.
-//! The project config may name a separate agent identity (the author; the
-//! user stays the committer) and a `Co-authored-by` trailer, which a
+//! its own, so the user's git config is not there: the host asks git which
+//! author and committer it would put on a commit in the repository (`git
+//! var GIT_AUTHOR_IDENT` and `GIT_COMMITTER_IDENT`: the `GIT_AUTHOR_*` and
+//! `GIT_COMMITTER_*` env, then `author.*`, `committer.*` and `user.*` config
+//! of every scope, then `EMAIL`) and hands only those in: the committer as
+//! git's command-line config in the env (`GIT_CONFIG_COUNT`), the author as
+//! `GIT_AUTHOR_*` when it is someone else. So a plain `git commit` works in
+//! any sandbox and is attributed as it would be on the host. An identity
+//! git would only guess from the account and host name is refused. The
+//! project config may name a separate agent identity (the author; the user
+//! stays the committer) and a `Co-authored-by` trailer, which a
 //! `commit-msg` hook installed in the sandbox adds (ADR 0010).
 
 use std::path::Path;
@@ -61,49 +66,180 @@ pub struct CommitOptions {
 /// The identities a sandbox's commits get.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CommitIdentity {
+    /// The user as the author of a commit, as git computes it.
     pub user: GitIdentity,
+    /// The committer, as git computes it: the user too, unless their env
+    /// or config says otherwise.
+    pub committer: GitIdentity,
     pub agent: Option<GitIdentity>,
     /// The whole trailer line, `Co-authored-by: Name <email>`.
     pub trailer: Option<String>,
 }
 
-/// The repository's effective `user.name` and `user.email` (local, global,
-/// system and included config, as git itself reads them). None for a
-/// setting that is not set.
-fn read_config(root: &Path, key: &str) -> Result<Option<String>> {
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["config", "--get", key])
-        .output()
-        .map_err(|e| Error::input(format!("cannot run git (is it on PATH?): {e}")))?;
-    let value = String::from_utf8_lossy(&out.stdout).trim().to_string();
-    Ok((out.status.success() && !value.is_empty()).then_some(value))
+/// Env keys that change who git says a commit is by. The run's env layers
+/// above the identity may set them (a CI's `.sanddune/.env`, `--env`), so
+/// they count here as they will in the sandbox.
+fn is_identity_key(key: &str) -> bool {
+    matches!(
+        key,
+        "GIT_AUTHOR_NAME"
+            | "GIT_AUTHOR_EMAIL"
+            | "GIT_COMMITTER_NAME"
+            | "GIT_COMMITTER_EMAIL"
+            | "EMAIL"
+            | "GIT_CONFIG_COUNT"
+    ) || key.starts_with("GIT_CONFIG_KEY_")
+        || key.starts_with("GIT_CONFIG_VALUE_")
 }
 
-/// The identity of the agent's commits in repository `root`; an error
-/// naming what is missing when the repository has no identity, before any
-/// sandbox exists.
-pub fn resolve(root: &Path, options: &CommitOptions) -> Result<CommitIdentity> {
-    let name = read_config(root, "user.name")?;
-    let email = read_config(root, "user.email")?;
-    let user = match (name, email) {
-        (Some(name), Some(email)) => GitIdentity { name, email },
-        (name, email) => {
-            let missing: Vec<&str> = [
-                name.is_none().then_some("user.name"),
-                email.is_none().then_some("user.email"),
-            ]
-            .into_iter()
-            .flatten()
-            .collect();
-            return Err(Error::input(format!(
-                "git has no {} for {}: the agent's commits in the sandbox are made with your identity. Set it with\n  git config --global user.name \"Your Name\"\n  git config --global user.email you@example.com\n(or without --global for this repository only)",
-                missing.join(" and no "),
-                root.display()
-            )));
+/// `git -C root ARGS` with `env` over the process's environment.
+fn git(root: &Path, args: &[&str], env: &[(&str, &str)]) -> Result<std::process::Output> {
+    std::process::Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .map_err(|e| Error::input(format!("cannot run git (is it on PATH?): {e}")))
+}
+
+/// `Name <email> <time> <zone>`, as `git var` prints an ident.
+fn parse_ident(line: &str) -> Option<GitIdentity> {
+    let end = line.rfind('>')?;
+    let start = line[..end].rfind('<')?;
+    let name = line[..start].trim();
+    let email = line[start + 1..end].trim();
+    (!name.is_empty() && !email.is_empty()).then(|| GitIdentity {
+        name: name.into(),
+        email: email.into(),
+    })
+}
+
+/// Whether the user gave git each part of the author and the committer,
+/// by git's own precedence (env, `author.*`/`committer.*`, `user.*`, and
+/// `EMAIL` for an email), rather than leaving git to guess one from the
+/// account and host name.
+#[derive(Debug, PartialEq, Eq)]
+struct Given {
+    /// (name, email)
+    author: (bool, bool),
+    committer: (bool, bool),
+}
+
+impl Given {
+    fn read(root: &Path, env: &[(&str, &str)]) -> Result<Self> {
+        let out = git(
+            root,
+            &[
+                "config",
+                "--get-regexp",
+                r"^(user|author|committer)\.(name|email)$",
+            ],
+            env,
+        )?;
+        // Each key's last value is the one git uses.
+        let mut config = std::collections::BTreeMap::new();
+        for line in String::from_utf8_lossy(&out.stdout).lines() {
+            let (key, value) = line.split_once(' ').unwrap_or((line, ""));
+            config.insert(key.to_string(), value.trim().to_string());
+        }
+        let from_env = |key: &str| {
+            env.iter()
+                .find(|(k, _)| *k == key)
+                .map(|(_, v)| v.to_string())
+                .or_else(|| std::env::var(key).ok())
+                .is_some_and(|v| !v.trim().is_empty())
+        };
+        let from_config = |key: &str| config.get(key).is_some_and(|v: &String| !v.is_empty());
+        let part = |who: &str, what: &str| {
+            from_env(&format!(
+                "GIT_{}_{}",
+                who.to_uppercase(),
+                what.to_uppercase()
+            )) || from_config(&format!("{who}.{what}"))
+                || from_config(&format!("user.{what}"))
+                || (what == "email" && from_env("EMAIL"))
+        };
+        Ok(Self {
+            author: (part("author", "name"), part("author", "email")),
+            committer: (part("committer", "name"), part("committer", "email")),
+        })
+    }
+
+    /// What is missing, in the words of the setting that would give it.
+    fn missing(&self) -> Vec<&'static str> {
+        let one =
+            |author: bool, committer: bool, texts: [&'static str; 3]| match (author, committer) {
+                (true, true) => None,
+                (false, false) => Some(texts[0]),
+                (false, true) => Some(texts[1]),
+                (true, false) => Some(texts[2]),
+            };
+        [
+            one(
+                self.author.0,
+                self.committer.0,
+                [
+                    "user.name",
+                    "author name (GIT_AUTHOR_NAME, author.name or user.name)",
+                    "committer name (GIT_COMMITTER_NAME, committer.name or user.name)",
+                ],
+            ),
+            one(
+                self.author.1,
+                self.committer.1,
+                [
+                    "user.email",
+                    "author email (GIT_AUTHOR_EMAIL, author.email or user.email)",
+                    "committer email (GIT_COMMITTER_EMAIL, committer.email or user.email)",
+                ],
+            ),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+const HOW_TO_SET: &str = "Set it with\n  git config --global user.name \"Your Name\"\n  git config --global user.email you@example.com\n(or without --global for this repository only; or, as in CI, GIT_AUTHOR_NAME, GIT_AUTHOR_EMAIL, GIT_COMMITTER_NAME and GIT_COMMITTER_EMAIL in the environment)";
+
+/// The identity of the agent's commits in repository `root`: the author
+/// and the committer git computes there, with `above` (the env layers over
+/// the identity: `.sanddune/.env`, provider env, call-site env) as the
+/// sandbox will see them. An error naming what is missing when git was
+/// given no identity, before any sandbox exists.
+pub fn resolve(root: &Path, options: &CommitOptions, above: &EnvMap) -> Result<CommitIdentity> {
+    let env: Vec<(&str, &str)> = above
+        .iter()
+        .filter(|(k, _)| is_identity_key(k))
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let missing = Given::read(root, &env)?.missing();
+    if !missing.is_empty() {
+        return Err(Error::input(format!(
+            "git has no {} for {}: the agent's commits in the sandbox are made with your identity, as git would make them here. {HOW_TO_SET}",
+            missing.join(" and no "),
+            root.display()
+        )));
+    }
+    let ident = |var: &str| -> Result<GitIdentity> {
+        let out = git(root, &["var", var], &env)?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        match parse_ident(text.trim()).filter(|_| out.status.success()) {
+            Some(id) => Ok(id),
+            None => Err(Error::input(format!(
+                "git cannot tell who commits in {}: {}. {HOW_TO_SET}",
+                root.display(),
+                String::from_utf8_lossy(&out.stderr)
+                    .lines()
+                    .rfind(|l| !l.trim().is_empty())
+                    .unwrap_or("`git var` failed")
+                    .trim()
+            ))),
         }
     };
+    let user = ident("GIT_AUTHOR_IDENT")?;
+    let committer = ident("GIT_COMMITTER_IDENT")?;
     let trailer = options.co_authored_by.as_ref().map(|c| {
         let who = match c {
             CoAuthor::User => &user,
@@ -113,19 +249,21 @@ pub fn resolve(root: &Path, options: &CommitOptions) -> Result<CommitIdentity> {
     });
     Ok(CommitIdentity {
         user,
+        committer,
         agent: options.agent_identity.clone(),
         trailer,
     })
 }
 
 impl CommitIdentity {
-    /// The env that gives a sandbox's git this identity: the user as
+    /// The env that gives a sandbox's git this identity: the committer as
     /// command-line config (so `git config user.name` answers too), the
-    /// agent as author, and the trailer hook directory when installed.
+    /// author (the agent, else the user) as `GIT_AUTHOR_*` when it is not
+    /// the committer, and the trailer hook directory when installed.
     pub fn env(&self, hooks_dir: Option<&str>) -> EnvMap {
         let mut config = vec![
-            ("user.name", self.user.name.as_str()),
-            ("user.email", self.user.email.as_str()),
+            ("user.name", self.committer.name.as_str()),
+            ("user.email", self.committer.email.as_str()),
         ];
         if let Some(dir) = hooks_dir {
             config.push(("core.hooksPath", dir));
@@ -136,9 +274,10 @@ impl CommitIdentity {
             env.insert(format!("GIT_CONFIG_KEY_{i}"), key.into());
             env.insert(format!("GIT_CONFIG_VALUE_{i}"), value.into());
         }
-        if let Some(agent) = &self.agent {
-            env.insert("GIT_AUTHOR_NAME".into(), agent.name.clone());
-            env.insert("GIT_AUTHOR_EMAIL".into(), agent.email.clone());
+        let author = self.agent.as_ref().unwrap_or(&self.user);
+        if *author != self.committer {
+            env.insert("GIT_AUTHOR_NAME".into(), author.name.clone());
+            env.insert("GIT_AUTHOR_EMAIL".into(), author.email.clone());
         }
         env
     }
@@ -246,9 +385,10 @@ mod tests {
     }
 
     #[test]
-    fn env_carries_the_user_the_agent_and_the_hooks() {
+    fn env_carries_the_committer_the_author_and_the_hooks() {
         let identity = CommitIdentity {
             user: id("Ada", "ada@example.com"),
+            committer: id("Ada", "ada@example.com"),
             agent: None,
             trailer: None,
         };
@@ -259,15 +399,53 @@ mod tests {
         assert_eq!(env["GIT_CONFIG_VALUE_1"], "ada@example.com");
         assert!(!env.contains_key("GIT_AUTHOR_NAME"));
 
-        let identity = CommitIdentity {
+        let agent = CommitIdentity {
             agent: Some(id("Bot", "bot@example.com")),
-            ..identity
+            ..identity.clone()
         };
-        let env = identity.env(Some("/r/.git/sanddune-hooks"));
+        let env = agent.env(Some("/r/.git/sanddune-hooks"));
         assert_eq!(env["GIT_CONFIG_COUNT"], "3");
         assert_eq!(env["GIT_CONFIG_KEY_2"], "core.hooksPath");
         assert_eq!(env["GIT_CONFIG_VALUE_2"], "/r/.git/sanddune-hooks");
         assert_eq!(env["GIT_AUTHOR_NAME"], "Bot");
         assert_eq!(env["GIT_AUTHOR_EMAIL"], "bot@example.com");
+
+        // A user whose author is not their committer (CI env, author.*).
+        let split = CommitIdentity {
+            committer: id("CI", "ci@example.com"),
+            ..identity
+        };
+        let env = split.env(None);
+        assert_eq!(env["GIT_CONFIG_VALUE_0"], "CI");
+        assert_eq!(env["GIT_CONFIG_VALUE_1"], "ci@example.com");
+        assert_eq!(env["GIT_AUTHOR_NAME"], "Ada");
+        assert_eq!(env["GIT_AUTHOR_EMAIL"], "ada@example.com");
+    }
+
+    #[test]
+    fn idents_parse_as_git_var_prints_them() {
+        assert_eq!(
+            parse_ident("Ada Lovelace <ada@example.com> 1700000000 +0100"),
+            Some(id("Ada Lovelace", "ada@example.com"))
+        );
+        assert_eq!(parse_ident("<ada@example.com> 1700000000 +0000"), None);
+        assert_eq!(parse_ident(""), None);
+    }
+
+    #[test]
+    fn what_is_missing_is_named_by_the_setting_that_gives_it() {
+        let given = |author, committer| Given { author, committer };
+        assert!(given((true, true), (true, true)).missing().is_empty());
+        assert_eq!(
+            given((false, false), (false, false)).missing(),
+            ["user.name", "user.email"]
+        );
+        assert_eq!(
+            given((true, false), (true, false)).missing(),
+            ["user.email"]
+        );
+        let only_committer = given((true, true), (false, true)).missing();
+        assert_eq!(only_committer.len(), 1);
+        assert!(only_committer[0].starts_with("committer name (GIT_COMMITTER_NAME"));
     }
 }

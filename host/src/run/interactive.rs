@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::env::{self, EnvMap};
 use super::handle::WorktreeHandle;
 use super::hooks::Hooks;
-use super::identity::{self, CommitOptions};
+use super::identity::CommitOptions;
 use super::log::{LogMode, RunLog};
 use super::setup::{self, Place};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
@@ -122,13 +122,13 @@ pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResul
     let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
     let runtime = setup::runtime(&options.runtime)?;
     let so = options.sandbox_options(&runtime);
-    let provider_type = match &options.sandbox {
-        InteractiveSandbox::NoSandbox => ProviderType::NoSandbox,
-        InteractiveSandbox::Provider(p) => setup::load_sandbox_provider(&runtime, p)
-            .await?
-            .info()
-            .kind
-            .into(),
+    let provider = match &options.sandbox {
+        InteractiveSandbox::NoSandbox => None,
+        InteractiveSandbox::Provider(p) => Some(setup::load_sandbox_provider(&runtime, p).await?),
+    };
+    let provider_type = match &provider {
+        None => ProviderType::NoSandbox,
+        Some(provider) => provider.info().kind.into(),
     };
     let name = match &options.sandbox {
         InteractiveSandbox::NoSandbox => setup::NO_SANDBOX.to_string(),
@@ -143,9 +143,24 @@ pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResul
             copies: false,
         },
     )?;
-    if let InteractiveSandbox::Provider(_) = &options.sandbox {
-        // No worktree for a session whose agent could not commit.
-        identity::resolve(repo.root(), &options.commit)?;
+    if let Some(provider) = &provider {
+        // No worktree for a session whose agent could not commit, or whose
+        // sandbox could not start.
+        let (_, env) = setup::resolve_identity_and_env(
+            repo.root(),
+            &options.commit,
+            setup::declared_sandbox_keys(provider),
+            &options.agent_env,
+            &options.sandbox_env,
+            &options.env,
+        )?;
+        super::prerequisites::check_sandbox_provider(
+            provider,
+            &options.sandbox_config,
+            &env,
+            &repo.git_dir(),
+        )
+        .await?;
     }
     let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
     let id = setup::run_id();
@@ -277,10 +292,9 @@ async fn session_on(
         InteractiveSandbox::Provider(p) => {
             let provider = setup::load_sandbox_provider(runtime, p).await?;
             declared.extend(setup::declared_sandbox_keys(&provider));
-            let identity = identity::resolve(&place.root, &o.commit)?;
-            let mut env = setup::resolve_env(
+            let (identity, mut env) = setup::resolve_identity_and_env(
                 &place.root,
-                identity.env(None),
+                &o.commit,
                 declared,
                 &o.agent_env,
                 &o.sandbox_env,

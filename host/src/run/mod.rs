@@ -26,6 +26,7 @@ mod lanes;
 pub mod leftover;
 pub mod log;
 pub mod outcome;
+mod prerequisites;
 mod setup;
 pub mod strategy;
 pub mod structured;
@@ -39,6 +40,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use abort::AbortHandle;
+pub(crate) use handle::check_sandbox;
 pub use handle::{CloseResult, SandboxHandle, WorktreeHandle};
 pub use hooks::{Hooks, HostHook, SandboxHook};
 pub use identity::{CoAuthor, CommitOptions, GitIdentity};
@@ -314,7 +316,12 @@ pub async fn run(options: RunOptions) -> Result<RunResult> {
 /// A reusable sandbox on `branch` (the branch strategy, by construction):
 /// hooks run once, and each [`SandboxHandle::run`] reuses the sandbox.
 /// `close` tears down the sandbox and the worktree (kept when dirty).
-pub async fn create_sandbox(branch: &str, options: SandboxOptions) -> Result<SandboxHandle> {
+pub async fn create_sandbox(branch: &str, mut options: SandboxOptions) -> Result<SandboxHandle> {
+    // What the sandbox needs is checked before its worktree is made, on
+    // the runtime the sandbox then uses.
+    let runtime = setup::runtime(&options.runtime)?;
+    check_sandbox(&options, &runtime).await?;
+    options.runtime = Some(runtime);
     let wt = create_worktree(
         WorktreeStrategy::Branch(branch.to_string()),
         options.clone(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::env::{self, EnvMap};
 use super::hooks::{self, HookLog};
-use super::identity::{self, CommitIdentity};
+use super::identity::{self, CommitIdentity, CommitOptions};
 use super::log::{LogMode, RunLog};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
 use super::{AgentOptions, Prompt, SandboxOptions, leftover, sync};
@@ -148,6 +148,32 @@ pub(super) fn resolve_env(
         sandbox: map(sandbox_env),
         call_site: map(call_site),
     })
+}
+
+/// The commit identity and the env of the sandbox's commands with it as
+/// the lowest layer. Git's identity is computed with the layers above it
+/// as the sandbox will see them: a `.sanddune/.env` or `--env` may give
+/// `GIT_AUTHOR_NAME` and the rest (see `identity::resolve`).
+pub(super) fn resolve_identity_and_env(
+    root: &Path,
+    commit: &CommitOptions,
+    declared: Vec<String>,
+    agent_env: &[(String, String)],
+    sandbox_env: &[(String, String)],
+    call_site: &[(String, String)],
+) -> Result<(CommitIdentity, EnvMap)> {
+    let above = resolve_env(
+        root,
+        EnvMap::new(),
+        declared,
+        agent_env,
+        sandbox_env,
+        call_site,
+    )?;
+    let identity = identity::resolve(root, commit, &above)?;
+    let mut env = identity.env(None);
+    env.extend(above);
+    Ok((identity, env))
 }
 
 /// The keys the agent reads from the caller's environment: those it needs

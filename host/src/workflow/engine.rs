@@ -481,6 +481,8 @@ async fn run_runs(
         Some(BranchStrategy::Branch(b)) => WorktreeStrategy::Branch(b),
         _ => WorktreeStrategy::MergeToHead,
     };
+    // What the sandbox needs, before the worktree is made for it.
+    crate::run::check_sandbox(&so, &ctx.runtime).await?;
     let wt = crate::run::create_worktree(worktree_strategy, so.clone()).await?;
     let mut sandbox = match wt.create_sandbox(so).await {
         Ok(s) => s,

@@ -39,29 +39,39 @@ impl Agent for ClaudeCode {
                     allowed_values: Vec::new(),
                 },
             ],
+            // Any one of these lets `claude` reach a model: a key, a
+            // subscription's token, a gateway's token, or the switch to
+            // Bedrock or Vertex (whose credentials are optional env below).
             env: vec![EnvRequirement {
-                any_of: vec!["ANTHROPIC_API_KEY".into(), "CLAUDE_CODE_OAUTH_TOKEN".into()],
-                description: "An Anthropic API key, or an OAuth token from `claude setup-token`"
+                any_of: [
+                    "ANTHROPIC_API_KEY",
+                    "CLAUDE_CODE_OAUTH_TOKEN",
+                    "ANTHROPIC_AUTH_TOKEN",
+                    "CLAUDE_CODE_USE_BEDROCK",
+                    "CLAUDE_CODE_USE_VERTEX",
+                ]
+                .map(String::from)
+                .to_vec(),
+                description: "An Anthropic API key, an OAuth token from `claude setup-token`, \
+                              a gateway's ANTHROPIC_AUTH_TOKEN, or CLAUDE_CODE_USE_BEDROCK or \
+                              CLAUDE_CODE_USE_VERTEX with that cloud's credentials"
                     .into(),
             }],
             // Honoured when set: gateways and proxies, the model, Bedrock
-            // and Vertex with their credentials, telemetry opt-outs.
+            // and Vertex credentials, telemetry opt-outs.
             optional_env: [
                 "ANTHROPIC_BASE_URL",
-                "ANTHROPIC_AUTH_TOKEN",
                 "ANTHROPIC_CUSTOM_HEADERS",
                 "ANTHROPIC_MODEL",
                 "ANTHROPIC_SMALL_FAST_MODEL",
                 "ANTHROPIC_DEFAULT_OPUS_MODEL",
                 "ANTHROPIC_DEFAULT_SONNET_MODEL",
                 "ANTHROPIC_DEFAULT_HAIKU_MODEL",
-                "CLAUDE_CODE_USE_BEDROCK",
                 "AWS_REGION",
                 "AWS_ACCESS_KEY_ID",
                 "AWS_SECRET_ACCESS_KEY",
                 "AWS_SESSION_TOKEN",
                 "AWS_BEARER_TOKEN_BEDROCK",
-                "CLAUDE_CODE_USE_VERTEX",
                 "ANTHROPIC_VERTEX_PROJECT_ID",
                 "CLOUD_ML_REGION",
                 "DISABLE_TELEMETRY",

@@ -7,7 +7,7 @@
 pub mod command;
 pub mod parser;
 
-use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, EnvRequirement, Request};
+use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, Request};
 
 pub struct OpenCode;
 
@@ -30,19 +30,15 @@ impl Agent for OpenCode {
                     .into(),
                 allowed_values: Vec::new(),
             }],
-            env: vec![EnvRequirement {
-                any_of: vec![
-                    "ANTHROPIC_API_KEY".into(),
-                    "OPENAI_API_KEY".into(),
-                    "OPENROUTER_API_KEY".into(),
-                ],
-                description: "A provider API key; opencode reads the keys of the providers \
-                              it supports from the environment itself"
-                    .into(),
-            }],
-            // Honoured when set: provider gateways, opencode's own config,
-            // proxies.
+            // No env requirement: opencode reads the key of whichever model
+            // provider it is given (dozens, each with its own variable, or
+            // its own login), so no list of keys is one it needs. The
+            // common keys pass from the caller's environment when set.
+            env: Vec::new(),
             optional_env: [
+                "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
+                "OPENROUTER_API_KEY",
                 "ANTHROPIC_BASE_URL",
                 "OPENAI_BASE_URL",
                 "OPENCODE_CONFIG",

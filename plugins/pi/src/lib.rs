@@ -7,7 +7,7 @@ pub mod command;
 pub mod parser;
 pub mod session;
 
-use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, EnvRequirement, Request};
+use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, Request};
 
 pub struct Pi;
 
@@ -35,18 +35,15 @@ impl Agent for Pi {
                     allowed_values: Vec::new(),
                 },
             ],
-            env: vec![EnvRequirement {
-                any_of: vec![
-                    "ANTHROPIC_API_KEY".into(),
-                    "OPENAI_API_KEY".into(),
-                    "GEMINI_API_KEY".into(),
-                ],
-                description: "A provider API key; pi reads the keys of the providers it \
-                              supports from the environment itself"
-                    .into(),
-            }],
-            // Honoured when set: provider gateways, proxies.
+            // No env requirement: pi reads the key of whichever model
+            // provider it is given (dozens, each with its own variable, or
+            // its own login), so no list of keys is one it needs. The
+            // common keys pass from the caller's environment when set.
+            env: Vec::new(),
             optional_env: [
+                "ANTHROPIC_API_KEY",
+                "OPENAI_API_KEY",
+                "GEMINI_API_KEY",
                 "ANTHROPIC_BASE_URL",
                 "OPENAI_BASE_URL",
                 "HTTPS_PROXY",
