@@ -190,6 +190,8 @@ async fn a_reused_sandbox_gets_only_what_its_branch_gained_on_the_host() {
             Prompt::Inline("add a note".into()),
         );
         o.capture_sessions = false;
+        // claude-code's requirement (the fake reads no key).
+        o.agent_env = vec![("ANTHROPIC_API_KEY".into(), "sk-ant-sanddune-test".into())];
         o
     };
     let mut sandbox = create_sandbox("feature", so).await.unwrap();
