@@ -8,6 +8,7 @@ mod inspect;
 mod interactive;
 mod plugin;
 mod plugin_test;
+mod reference;
 mod run;
 mod scaffold;
 mod workflow;
@@ -15,6 +16,8 @@ mod workflow;
 use clap::{Parser, Subcommand};
 
 use crate::error::Error;
+
+pub use reference::reference_markdown;
 
 #[derive(Parser)]
 #[command(
