@@ -302,6 +302,43 @@ fn a_sandbox_too_small_for_the_repository_fails_the_run_and_loses_nothing() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
+#[test]
+fn a_sandbox_too_small_for_the_agents_commits_fails_the_run_and_loses_nothing() {
+    let Some(disk) = SmallDisk::mount("3m") else {
+        if std::env::var_os("CI").is_some() {
+            panic!("CI runs as root: a tmpfs must mount");
+        }
+        eprintln!("SKIPPED: mounting a tmpfs needs root");
+        return;
+    };
+    let repo = TestRepo::new();
+    let before = repo.git(&["rev-parse", "HEAD"]);
+    // The commit fits (file and object: 2.4 MB); its bundle for sync out
+    // does not.
+    let out = repo.sanddune_with_env(
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "add a note\nFAKE:big:1200000",
+        ],
+        &[("TMPDIR", disk.0.path().to_str().unwrap())],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("git bundle create")
+            && (err.contains("Out of diskspace") || err.contains("No space left on device")),
+        "the reason is named: {err}"
+    );
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), before);
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+}
+
 /// What a sandbox hook saw of the run's host worktree (test-isolated runs
 /// hooks on the host): its entries, sorted.
 fn host_worktree_hook(repo: &TestRepo, out: &Path) -> String {
