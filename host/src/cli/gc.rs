@@ -1,5 +1,5 @@
 //! `sanddune gc`: bring the commits out of isolated sandboxes a crashed
-//! sanddune left behind and close them (see `run::leftover`), remove its
+//! sanddune left behind and close them (see `run::reclaim`), remove its
 //! containers and worktrees, and finish a merge-to-head it was in the
 //! middle of.
 //!
@@ -20,7 +20,7 @@ use crate::capability::containers::{
     owner_alive,
 };
 use crate::error::{Error, Result};
-use crate::run::leftover::{self, Reclaimed};
+use crate::run::reclaim::{self, Reclaimed};
 use crate::worktree::{Orphan, Repo};
 
 #[derive(Args)]
@@ -44,7 +44,7 @@ pub async fn gc(args: GcArgs) -> Result<()> {
     let mut unreachable = 0;
     if let Some(repo) = &repo {
         let runtime = args.approval.runtime()?;
-        for done in leftover::reclaim(repo, &runtime, args.forget_unreachable).await {
+        for done in reclaim::reclaim(repo, &runtime, args.forget_unreachable).await {
             match done {
                 Reclaimed::Recovered {
                     provider,

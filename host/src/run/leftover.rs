@@ -3,52 +3,45 @@
 //! closes: a scratch dir, a billed cloud sandbox. Each sandbox a run opens
 //! is recorded in the repository's git dir
 //! (`sanddune-sandboxes/*.json`, `*.closing` once its close has begun)
-//! until its close succeeds; `sanddune gc`
-//! re-opens the isolated sandbox of a run whose process is gone, brings its
-//! new commits onto the run's branch, and closes it. Of a bind-mount
-//! sandbox (whose commits are on the host already, and whose containers gc
-//! removes by their labels) only the scratch dir is left to remove.
+//! until its close succeeds. This module writes the records; `reclaim`
+//! is what `sanddune gc` does with those of dead runs.
 
 use std::io::Write;
-use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::setup;
-use super::sync::sandbox_sh;
-use crate::capability::containers::{owner_alive, owner_id};
+use crate::capability::containers::owner_id;
 use crate::error::{Error, Result};
-use crate::plugin::sandbox::{CLOSING, Sandbox, SandboxProvider, SandboxSpec, scratch_prefix};
-use crate::plugin::{PluginRef, PluginRuntime};
-use crate::worktree::Repo;
+use crate::plugin::sandbox::{Sandbox, SandboxProvider, SandboxSpec};
 
-const DIR: &str = "sanddune-sandboxes";
+/// The records' directory in the repository's common git dir.
+pub(super) const DIR: &str = "sanddune-sandboxes";
 
 /// What `gc` needs to reach one sandbox again. No env values: secrets stay
 /// out of the file, and the provider's credentials come from gc's env.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct Record {
+pub(super) struct Record {
     /// `<pid>:<start time>` of the run's process.
-    owner: String,
+    pub(super) owner: String,
     /// How the run named the provider (an absolute path for a file).
-    provider: String,
+    pub(super) provider: String,
     /// The name it describes itself by, which its scratch dirs carry.
-    provider_name: String,
-    run_id: String,
-    name: String,
-    worktree: PathBuf,
-    branch: String,
-    config: Vec<(String, String)>,
+    pub(super) provider_name: String,
+    pub(super) run_id: String,
+    pub(super) name: String,
+    pub(super) worktree: PathBuf,
+    pub(super) branch: String,
+    pub(super) config: Vec<(String, String)>,
     /// Where the run made scratch dirs.
-    tmp_dir: PathBuf,
+    pub(super) tmp_dir: PathBuf,
     /// The provider's `state` of the sandbox; none until `create` returned.
-    state: Option<String>,
-    scratch: Option<PathBuf>,
+    pub(super) state: Option<String>,
+    pub(super) scratch: Option<PathBuf>,
     /// The commit synced into an isolated sandbox: it has it, the host too.
     /// None for a bind-mount sandbox.
-    base: Option<String>,
+    pub(super) base: Option<String>,
 }
 
 /// A record written before `create`, so a kill during it still leaves
@@ -58,17 +51,17 @@ pub(super) struct Pending {
     record: Record,
 }
 
-/// Record that `provider` is about to create a sandbox for `spec`.
-pub(super) fn begin(provider: &SandboxProvider, spec: &SandboxSpec) -> Result<Pending> {
-    let source = match PluginRef::parse(&provider.plugin().source) {
-        PluginRef::File(path) => setup::absolute(&path)?.display().to_string(),
-        PluginRef::Builtin(name) => name,
-    };
+/// Record that `provider`, named by the run as `source` (a file's absolute
+/// path, or a built-in's name), is about to create a sandbox for `spec`;
+/// the record's file is `<id>.json`.
+pub(super) fn begin(
+    provider: &SandboxProvider,
+    source: String,
+    id: &str,
+    spec: &SandboxSpec,
+) -> Result<Pending> {
     let pending = Pending {
-        path: spec
-            .git_dir
-            .join(DIR)
-            .join(format!("{}.json", setup::run_id())),
+        path: spec.git_dir.join(DIR).join(format!("{id}.json")),
         record: Record {
             owner: owner_id(),
             provider: source,
@@ -119,287 +112,5 @@ impl Pending {
             .map_err(io)?;
         file.persist(&self.path).map_err(|e| io(e.error))?;
         Ok(())
-    }
-}
-
-/// What `gc` did with one recorded sandbox of a dead run.
-pub enum Reclaimed {
-    /// Its commits up to `head` are on `branch` (or on `<branch>-recovered`
-    /// beside a kept worktree), and it is closed.
-    Recovered {
-        provider: String,
-        run_id: String,
-        branch: String,
-        head: String,
-    },
-    /// It had nothing the host lacks; it is closed.
-    Closed { provider: String, run_id: String },
-    /// Its run died inside `create`; the provider found `count` sandboxes
-    /// of the run (`find`), and each is closed.
-    Found {
-        provider: String,
-        run_id: String,
-        count: usize,
-    },
-    /// Nothing in it to bring out: a bind-mount sandbox (its commits are on
-    /// the host, its containers go with the orphaned ones), or one whose run
-    /// died inside `create`. Its scratch dir and record are removed.
-    Cleared { provider: String, run_id: String },
-    /// It could not be reached or closed; the record stays for the next gc
-    /// unless `forget` was given.
-    Failed {
-        provider: String,
-        run_id: String,
-        error: Error,
-        forgotten: bool,
-    },
-}
-
-/// Re-open, recover and close every recorded sandbox whose run's process is
-/// gone. With `forget`, a sandbox that cannot be reached is dropped from
-/// the records (the commits it made since its last sync are then lost).
-pub async fn reclaim(repo: &Repo, runtime: &PluginRuntime, forget: bool) -> Vec<Reclaimed> {
-    let Ok(entries) = std::fs::read_dir(repo.git_dir().join(DIR)) else {
-        return vec![];
-    };
-    let paths: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
-    // Scratch dirs records name: a record of the same run made while a
-    // create was killed must leave these alone.
-    let named: Vec<PathBuf> = paths
-        .iter()
-        .filter_map(|p| serde_json::from_slice::<Record>(&std::fs::read(p).ok()?).ok())
-        .filter_map(|r| r.scratch)
-        .collect();
-    let mut done = Vec::new();
-    for path in paths {
-        let closing = match path.extension().and_then(|e| e.to_str()) {
-            Some("json") => false,
-            Some(CLOSING) => true,
-            _ => continue,
-        };
-        let Ok(file) = std::fs::File::open(&path) else {
-            continue; // closed meanwhile
-        };
-        // One gc per record: another one reclaiming it holds this lock.
-        // SAFETY: flock on a descriptor this function owns.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            continue;
-        }
-        let Ok(record) = serde_json::from_reader::<_, Record>(&file) else {
-            continue; // not one sanddune wrote
-        };
-        if owner_alive(&record.owner) || !path.exists() {
-            continue;
-        }
-        let (provider, run_id) = (record.provider.clone(), record.run_id.clone());
-        done.push(
-            match reclaim_one(repo, runtime, &record, &path, &named).await {
-                Ok(done) => done,
-                // Its close had begun: what is left of it is gone or going.
-                Err(_) if closing => {
-                    forget_record(&path, &record);
-                    Reclaimed::Closed { provider, run_id }
-                }
-                Err(error) => {
-                    if forget {
-                        forget_record(&path, &record);
-                    }
-                    Reclaimed::Failed {
-                        provider,
-                        run_id,
-                        error,
-                        forgotten: forget,
-                    }
-                }
-            },
-        );
-    }
-    done
-}
-
-fn forget_record(path: &Path, record: &Record) {
-    let _ = std::fs::remove_file(path);
-    if let Some(scratch) = &record.scratch {
-        let _ = std::fs::remove_dir_all(scratch);
-    }
-}
-
-async fn reclaim_one(
-    repo: &Repo,
-    runtime: &PluginRuntime,
-    record: &Record,
-    path: &Path,
-    named: &[PathBuf],
-) -> Result<Reclaimed> {
-    let (provider, run_id) = (record.provider.clone(), record.run_id.clone());
-    let Some(state) = &record.state else {
-        return reclaim_unfinished_create(repo, runtime, record, path, named).await;
-    };
-    if let Some(scratch) = &record.scratch {
-        kill_strays(scratch).await;
-    }
-    let Some(base) = &record.base else {
-        forget_record(path, record);
-        return Ok(Reclaimed::Cleared { provider, run_id });
-    };
-    let (loaded, spec) = load_for(repo, runtime, record).await?;
-    let mut sandbox = loaded.reopen(&spec, state, record.scratch.clone()).await?;
-    sandbox.remove_on_close(path.to_path_buf());
-    let recovered = match bring_out_commits(&mut sandbox, repo, record, base).await {
-        Ok(recovered) => recovered,
-        Err(e) => {
-            // Not closed: its commits stay in it for the next gc.
-            sandbox.detach();
-            return Err(e);
-        }
-    };
-    sandbox.close().await?;
-    Ok(match recovered {
-        Some(head) => Reclaimed::Recovered {
-            provider,
-            run_id,
-            branch: record.branch.clone(),
-            head,
-        },
-        None => Reclaimed::Closed { provider, run_id },
-    })
-}
-
-/// A run killed inside `create`: the host never learnt its sandbox's state.
-/// The scratch dirs it made for the run go, and every sandbox the provider
-/// `find`s for the run (0.3 on) is re-opened and closed.
-async fn reclaim_unfinished_create(
-    repo: &Repo,
-    runtime: &PluginRuntime,
-    record: &Record,
-    path: &Path,
-    named: &[PathBuf],
-) -> Result<Reclaimed> {
-    let (provider, run_id) = (record.provider.clone(), record.run_id.clone());
-    let prefix = scratch_prefix(&record.provider_name, &record.run_id);
-    for dir in std::fs::read_dir(&record.tmp_dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
-        let dir = dir.path();
-        if dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with(&prefix))
-            && !named.contains(&dir)
-        {
-            kill_strays(&dir).await;
-            let _ = std::fs::remove_dir_all(&dir);
-        }
-    }
-    let (loaded, spec) = load_for(repo, runtime, record).await?;
-    let found = loaded.find(&spec).await?.unwrap_or_default();
-    for state in &found {
-        loaded.reopen(&spec, state, None).await?.close().await?;
-    }
-    forget_record(path, record);
-    Ok(if found.is_empty() {
-        Reclaimed::Cleared { provider, run_id }
-    } else {
-        Reclaimed::Found {
-            provider,
-            run_id,
-            count: found.len(),
-        }
-    })
-}
-
-/// The record's provider, loaded, and the spec its run gave it, with the
-/// env it declares read from gc's own environment.
-async fn load_for(
-    repo: &Repo,
-    runtime: &PluginRuntime,
-    record: &Record,
-) -> Result<(SandboxProvider, SandboxSpec)> {
-    let loaded = SandboxProvider::load(runtime, &PluginRef::parse(&record.provider)).await?;
-    let env = setup::resolve_env(
-        repo.root(),
-        Default::default(),
-        setup::declared_sandbox_keys(&loaded),
-        &[],
-        &[],
-        &[],
-    )?;
-    let spec = SandboxSpec {
-        run_id: record.run_id.clone(),
-        name: record.name.clone(),
-        worktree: record.worktree.clone(),
-        git_dir: repo.git_dir(),
-        branch: record.branch.clone(),
-        env: env.into_iter().collect(),
-        config: record.config.clone(),
-    };
-    Ok((loaded, spec))
-}
-
-/// Bundle the sandbox's commits the host may lack (those since `base`) and
-/// hand them to the repository.
-async fn bring_out_commits(
-    sandbox: &mut Sandbox,
-    repo: &Repo,
-    record: &Record,
-    base: &str,
-) -> Result<Option<String>> {
-    let base = super::sync::q(base);
-    // Nothing when sync in never finished (no HEAD) or HEAD is base or
-    // behind it; without base (rewritten history) the whole of HEAD.
-    let script = format!(
-        "head=$(git rev-parse -q --verify HEAD) || exit 0; \
-         if git cat-file -e {base}^{{commit}} 2>/dev/null; then \
-           git merge-base --is-ancestor HEAD {base} && exit 0; \
-           git bundle create -q .git/sanddune-gc.bundle HEAD ^{base}; \
-         else git bundle create -q .git/sanddune-gc.bundle HEAD; fi && echo bundled"
-    );
-    if sandbox_sh(sandbox, script).await?.stdout.trim() != "bundled" {
-        return Ok(None);
-    }
-    let tmp = tempfile::tempdir().map_err(|e| Error::Other(e.into()))?;
-    let bundle = tmp.path().join("gc.bundle");
-    let inside = format!("{}/.git/sanddune-gc.bundle", sandbox.worktree_path());
-    sandbox.copy_file_out(&inside, &bundle).await?;
-    repo.recover_sandbox_commits(&record.worktree, &record.branch, &bundle)
-        .map(Some)
-}
-
-/// Processes the dead run started in its sandbox's scratch dir outlive it
-/// (an agent still committing, its git): kill them, so the
-/// sandbox holds still while gc bundles its commits and closes it. A
-/// scratch dir is sanddune's alone, so whatever works in it is the run's.
-async fn kill_strays(scratch: &Path) {
-    let Ok(scratch) = scratch.canonicalize() else {
-        return;
-    };
-    for _ in 0..50 {
-        let strays: Vec<i32> = std::fs::read_dir("/proc")
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-            .filter(|pid| {
-                std::fs::read_link(format!("/proc/{pid}/cwd"))
-                    .is_ok_and(|cwd| cwd.starts_with(&scratch))
-            })
-            .collect();
-        if strays.is_empty() {
-            return;
-        }
-        for pid in strays {
-            // SAFETY: signals to processes that work in the dead run's
-            // scratch dir, and to their groups.
-            // A group is killed whole only when its leader is one of them.
-            unsafe {
-                if libc::getpgid(pid) == pid {
-                    libc::kill(-pid, libc::SIGKILL);
-                }
-                libc::kill(pid, libc::SIGKILL);
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
 }

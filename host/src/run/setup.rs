@@ -427,7 +427,11 @@ pub(super) async fn start_sandbox(
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
     let timings = log.timings();
-    let record = leftover::begin(provider, &spec)?;
+    let source = match PluginRef::parse(&provider.plugin().source) {
+        PluginRef::File(path) => absolute(&path)?.display().to_string(),
+        PluginRef::Builtin(name) => name,
+    };
+    let record = leftover::begin(provider, source, &run_id(), &spec)?;
     let mut sandbox = match timings.time("sandbox create", provider.create(&spec)).await {
         Ok(sandbox) => sandbox,
         Err(e) => {
