@@ -143,13 +143,7 @@ fn transcript(repo: &TestRepo, agent: &str) -> Option<PathBuf> {
     let sample = match agent {
         "claude-code" => {
             let mut child = Command::new(repo.bin().join("claude"))
-                .args([
-                    "--print",
-                    "--output-format",
-                    "stream-json",
-                    "--verbose",
-                    "-",
-                ])
+                .args(["--print", "--output-format", "stream-json", "--verbose"])
                 .current_dir(repo.path())
                 .env("HOME", repo.home.path())
                 .stdin(Stdio::piped())
