@@ -457,7 +457,7 @@ pub(super) async fn start_sandbox(
                 ));
             }
             let start = std::time::Instant::now();
-            let (_, bytes) = sync::sync_in(&mut sandbox, wt, history).await?;
+            let bytes = sync::sync_in(&mut sandbox, wt, history).await?;
             timings.record_bytes("sync in", start.elapsed(), bytes);
         }
         let hooks_start = std::time::Instant::now();

@@ -68,12 +68,8 @@ pub fn take_history(
 
 /// Put the worktree's branch into an empty sandbox at its `worktree-path`:
 /// a pack of its tip with `history` of it, the cut-off commits marked
-/// shallow, the branch checked out. Returns the tip and the bytes sent.
-pub async fn sync_in(
-    sandbox: &mut Sandbox,
-    worktree: &Worktree,
-    history: History,
-) -> Result<(String, u64)> {
+/// shallow, the branch checked out. Returns the bytes sent.
+pub async fn sync_in(sandbox: &mut Sandbox, worktree: &Worktree, history: History) -> Result<u64> {
     let tip = git(&worktree.path, &["rev-parse", "HEAD"])?;
     let tmp = worktree.sync_tempdir()?;
     let file = tmp.path().join("in.pack");
@@ -99,7 +95,7 @@ pub async fn sync_in(
         ),
     )
     .await?;
-    Ok((tip, pack.bytes))
+    Ok(pack.bytes)
 }
 
 /// Bring a sandbox that holds `have` up to the worktree's branch when the
