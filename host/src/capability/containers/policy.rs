@@ -443,6 +443,34 @@ mod tests {
     }
 
     #[test]
+    fn create_accepts_a_mount_inside_a_granted_source_and_private_namespaces() {
+        let f = fixture();
+        std::fs::create_dir_all(f.worktree.join("sub/dir")).unwrap();
+        let spec = ContainerSpec {
+            pid_mode: Some("private".into()),
+            ipc_mode: Some("shareable".into()),
+            network_mode: Some("none".into()),
+            userns: Some("keep-id".into()),
+            mounts: vec![Mount {
+                read_only: false,
+                ..mount(&f.worktree.join("sub/dir"), "/data")
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            check_spec(&spec, &f.grant).unwrap(),
+            [format!("{}/sub/dir:/data:rw,z", f.worktree.display())]
+        );
+        // The host network by either field is refused, not dropped.
+        let host_net = ContainerSpec {
+            network_mode: Some("host".into()),
+            ..spec.clone()
+        };
+        let err = check_spec(&host_net, &f.grant).unwrap_err();
+        assert!(err.starts_with("refused: network-mode=host"), "{err}");
+    }
+
+    #[test]
     fn copy_out_writes_only_inside_the_grant() {
         let f = fixture();
         let wt = f.worktree.display().to_string();
@@ -455,6 +483,7 @@ mod tests {
         ];
         for (path, want) in ok {
             assert_eq!(writable_target(&path, &f.grant).unwrap(), want);
+            assert!(f.grant.may_write(Path::new(&path)), "{path}");
         }
         let refused = [
             (format!("{}/file", f.outside.display()), "only the worktree"),
@@ -469,6 +498,72 @@ mod tests {
         for (path, want) in refused {
             let err = writable_target(&path, &f.grant).unwrap_err();
             assert!(err.contains(want), "{path}: {err}");
+            assert!(!f.grant.may_write(Path::new(&path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn copy_in_reads_only_inside_the_grant() {
+        let f = fixture();
+        std::fs::write(f.worktree.join("file"), "x").unwrap();
+        std::fs::write(f.outside.join("secret"), "x").unwrap();
+        let wt = f.worktree.display().to_string();
+        assert_eq!(
+            readable_source(&format!("{wt}/file"), &f.grant).unwrap(),
+            f.worktree.join("file")
+        );
+        assert!(f.grant.may_read(&f.worktree.join("file")));
+        let refused = [
+            (
+                format!("{}/secret", f.outside.display()),
+                "refused: reading",
+            ),
+            // A symlink inside the worktree is followed, then judged.
+            (format!("{wt}/link-out/secret"), "refused: reading"),
+            (format!("{wt}/../elsewhere/secret"), "refused: reading"),
+            (format!("{wt}/missing"), "host path"),
+            ("relative/file".to_string(), "not an absolute host path"),
+        ];
+        for (path, want) in refused {
+            let err = readable_source(&path, &f.grant).unwrap_err();
+            assert!(err.contains(want), "{path}: {err}");
+            assert!(!f.grant.may_read(Path::new(&path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn labels_say_whose_a_container_is() {
+        let f = fixture();
+        let labels = container_labels(vec![("app".into(), "x".into())], &f.grant, "docker");
+        assert_eq!(labels["app"], "x");
+        assert_eq!(labels[RUN_LABEL], "r");
+        assert_eq!(labels[PLUGIN_LABEL], "docker");
+        assert_eq!(labels[NAME_LABEL], "n");
+        assert_eq!(labels[OWNER_LABEL], owner_id());
+        assert!(labelled_mine(&labels, &f.grant, "docker"));
+        // Another plugin, another run, or no labels at all: not mine.
+        assert!(!labelled_mine(&labels, &f.grant, "podman"));
+        let other_run = ContainerGrant {
+            run_id: "other".into(),
+            ..f.grant.clone()
+        };
+        assert!(!labelled_mine(&labels, &other_run, "docker"));
+        assert!(!labelled_mine(&HashMap::new(), &f.grant, "docker"));
+    }
+
+    #[test]
+    fn the_owner_is_alive_only_while_its_process_runs() {
+        assert!(owner_alive(&owner_id()));
+        // The same pid with another start time is a reused pid.
+        let start = process_start(std::process::id()).unwrap();
+        assert!(!owner_alive(&format!(
+            "{}:{}",
+            std::process::id(),
+            start + 1
+        )));
+        let no_such_pid = format!("{}:1", u32::MAX);
+        for bad in ["", "123", "x:1", "1:x", no_such_pid.as_str()] {
+            assert!(!owner_alive(bad), "{bad}");
         }
     }
 
