@@ -1,0 +1,585 @@
+//! The engine side of the capability: bollard calls to Docker or to
+//! Podman's compatible socket, each made only after the policy allowed it,
+//! and the host imports every WIT version's bindings call on `PluginState`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig, NetworkConnectRequest};
+use bollard::query_parameters::{
+    CreateContainerOptions, DownloadFromContainerOptionsBuilder, ListContainersOptionsBuilder,
+    RemoveContainerOptionsBuilder, UploadToContainerOptionsBuilder,
+};
+use futures_util::StreamExt;
+use tokio::sync::mpsc;
+
+use super::exec::{exec, exec_interactive};
+use super::policy::{
+    ContainerGrant, PLUGIN_LABEL, RUN_LABEL, check_spec, container_labels, labelled_mine,
+    readable_source, split_container_path, writable_target,
+};
+use super::{ContainerSpec, Engine, EngineInfo, ExecOptions, ExecStatus, InteractiveExecOptions};
+use crate::capability::PluginState;
+use crate::capability::output::OutputLine;
+
+/// Per-instance state: the connected engine and what this instance created.
+#[derive(Default)]
+pub struct ContainerState {
+    client: Option<Docker>,
+    engine: Option<Engine>,
+    created: Vec<String>,
+}
+
+impl ContainerState {
+    /// Kill and remove every container this instance created and did not
+    /// remove itself. Runs when the sandbox closes or is dropped, whatever
+    /// the plugin did.
+    pub fn remove_all(&mut self) -> impl Future<Output = ()> + Send + 'static {
+        let ids = std::mem::take(&mut self.created);
+        let client = self.client.clone();
+        async move {
+            let Some(docker) = client else { return };
+            for id in ids {
+                let _ = force_remove(&docker, &id).await;
+            }
+        }
+    }
+}
+
+/// Connect to an engine and agree on an API version (Debian's engines speak
+/// 1.41). Builds and long execs stream: the client timeout is generous.
+pub async fn connect_negotiated(engine: Engine) -> Result<Docker, String> {
+    let socket = engine_socket(engine);
+    let docker = Docker::connect_with_unix(&socket, 600, bollard::API_DEFAULT_VERSION)
+        .map_err(|e| format!("cannot reach {} at {socket}: {e}", engine_name(engine)))?;
+    docker.negotiate_version().await.map_err(|e| {
+        format!(
+            "{} at {} does not answer: {e}",
+            engine_name(engine),
+            engine_socket(engine)
+        )
+    })
+}
+
+pub fn engine_name(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Docker => "docker",
+        Engine::Podman => "podman",
+    }
+}
+
+/// The image the docker and podman providers run by default:
+/// `sanddune:<repo-dir-name>`, lower case, other characters as `-`, named
+/// as they name it from `create-options.host-git-dir` (the repository's
+/// common git dir, `<repo>/.git`).
+pub fn default_image(git_dir: &Path) -> String {
+    let git_dir = git_dir.to_string_lossy();
+    let trimmed = git_dir.trim_end_matches('/');
+    let repo = trimmed.strip_suffix("/.git").unwrap_or(trimmed);
+    let name = repo.rsplit('/').next().unwrap_or("repo");
+    let tag: String = name
+        .chars()
+        .map(|c| match c.to_ascii_lowercase() {
+            c @ ('a'..='z' | '0'..='9' | '.' | '_' | '-') => c,
+            _ => '-',
+        })
+        .collect();
+    format!("sanddune:{}", tag.trim_start_matches(['.', '-']))
+}
+
+/// Where the engine listens. Podman ignores DOCKER_HOST on purpose: with both
+/// engines on one machine it points at Docker.
+pub fn engine_socket(engine: Engine) -> String {
+    let from_env = |key: &str| std::env::var(key).ok().filter(|h| h.starts_with("unix://"));
+    match engine {
+        Engine::Docker => from_env("DOCKER_HOST").unwrap_or("unix:///var/run/docker.sock".into()),
+        Engine::Podman => from_env("CONTAINER_HOST").unwrap_or_else(|| {
+            let rootless = std::env::var("XDG_RUNTIME_DIR")
+                .map(|dir| format!("{dir}/podman/podman.sock"))
+                .ok()
+                .filter(|p| Path::new(p).exists());
+            format!(
+                "unix://{}",
+                rootless.unwrap_or("/run/podman/podman.sock".into())
+            )
+        }),
+    }
+}
+
+/// Kill (SIGKILL) and remove at once: no stop grace period for a PID 1 that
+/// ignores SIGTERM. A container that is already gone is not an error.
+pub async fn force_remove(docker: &Docker, id: &str) -> Result<(), String> {
+    let options = RemoveContainerOptionsBuilder::default()
+        .force(true)
+        .v(true)
+        .build();
+    match docker.remove_container(id, Some(options)).await {
+        Ok(()) => Ok(()),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Ok(()),
+        // Another remover got there first (two `sanddune gc` at once): done
+        // once it is gone.
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 409,
+            message,
+        }) if message.contains("already in progress") => {
+            let deadline = tokio::time::Instant::now() + REMOVAL_WAIT;
+            loop {
+                match docker.inspect_container(id, None).await {
+                    Err(bollard::errors::Error::DockerResponseServerError {
+                        status_code: 404,
+                        ..
+                    }) => return Ok(()),
+                    _ if tokio::time::Instant::now() >= deadline => {
+                        return Err(format!(
+                            "container {id} is still being removed by someone else after {} s",
+                            REMOVAL_WAIT.as_secs()
+                        ));
+                    }
+                    _ => tokio::time::sleep(Duration::from_millis(100)).await,
+                }
+            }
+        }
+        Err(e) => Err(format!("cannot remove container {id}: {e}")),
+    }
+}
+
+/// How long [`force_remove`] waits for another process's removal.
+const REMOVAL_WAIT: Duration = Duration::from_secs(30);
+
+/// What one call needs, taken out of the store before the first await
+/// (`PluginState` is not `Sync`, so it cannot be borrowed across one).
+pub(super) struct Ctx {
+    pub(super) docker: Docker,
+    grant: ContainerGrant,
+    plugin: Arc<str>,
+    /// What this instance created: known to carry its labels.
+    created: Vec<String>,
+}
+
+impl PluginState {
+    fn container_grant(&self) -> Result<ContainerGrant, String> {
+        self.grants.containers.clone().ok_or_else(|| {
+            format!(
+                "plugin `{}` was not granted the containers capability",
+                self.plugin
+            )
+        })
+    }
+
+    fn ctx(&self) -> Result<Ctx, String> {
+        let grant = self.container_grant()?;
+        let docker = self
+            .containers
+            .client
+            .clone()
+            .ok_or_else(|| "no engine: call containers.connect first".to_string())?;
+        Ok(Ctx {
+            docker,
+            grant,
+            plugin: self.plugin.clone(),
+            created: self.containers.created.clone(),
+        })
+    }
+
+    /// Refusals and failures go to the host's log too, named by plugin.
+    /// A failure as the plugin and the user see it: when the engine no
+    /// longer answers, that is the news, whatever call found it.
+    fn logged<T: Send + 'static>(
+        &self,
+        r: Result<T, String>,
+    ) -> impl Future<Output = Result<T, String>> + Send + 'static {
+        let probe = self.containers.client.clone().zip(self.containers.engine);
+        let plugin = self.plugin.clone();
+        async move {
+            let Err(e) = r else { return r };
+            let e = match probe {
+                Some((docker, engine)) if docker.ping().await.is_err() => format!(
+                    "{e} ({} at {} stopped answering: once it is back, `sanddune gc` removes what this run left)",
+                    engine_name(engine),
+                    engine_socket(engine)
+                ),
+                _ => e,
+            };
+            tracing::warn!(plugin = %plugin, "containers: {e}");
+            Err(e)
+        }
+    }
+}
+
+impl Ctx {
+    /// The container's full id when this plugin created it for this run.
+    /// Every other container, existing or not, gets the same refusal.
+    pub(super) async fn owned(&self, reference: &str) -> Result<String, String> {
+        // The host labelled these itself: no need to ask the engine again.
+        if self.created.iter().any(|id| id == reference) {
+            return Ok(reference.to_string());
+        }
+        let refused = || {
+            format!(
+                "refused: container `{reference}` is not one plugin `{}` created for run {}",
+                self.plugin, self.grant.run_id
+            )
+        };
+        let info = self
+            .docker
+            .inspect_container(reference, None)
+            .await
+            .map_err(|_| refused())?;
+        let labels = info.config.and_then(|c| c.labels).unwrap_or_default();
+        match info.id {
+            Some(id) if labelled_mine(&labels, &self.grant, &self.plugin) => Ok(id),
+            _ => Err(refused()),
+        }
+    }
+
+    async fn image_exists(&self, image: &str) -> Result<bool, String> {
+        match self.docker.inspect_image(image).await {
+            Ok(_) => Ok(true),
+            Err(bollard::errors::Error::DockerResponseServerError {
+                status_code: 404, ..
+            }) => Ok(false),
+            Err(e) => Err(format!("cannot inspect image `{image}`: {e}")),
+        }
+    }
+
+    async fn image_label(&self, image: &str, key: &str) -> Result<Option<String>, String> {
+        let inspect = self
+            .docker
+            .inspect_image(image)
+            .await
+            .map_err(|e| format!("cannot inspect image `{image}`: {e}"))?;
+        Ok(inspect
+            .config
+            .and_then(|c| c.labels)
+            .and_then(|mut labels| labels.remove(key)))
+    }
+
+    /// Create and start; the id is returned even when starting failed (the
+    /// container then needs removing).
+    async fn create(&self, spec: ContainerSpec) -> Result<String, (String, Option<String>)> {
+        let binds = check_spec(&spec, &self.grant).map_err(|e| (e, None))?;
+        let labels = container_labels(spec.labels, &self.grant, &self.plugin);
+        let mut networks = spec.networks.into_iter();
+        let body = ContainerCreateBody {
+            image: Some(spec.image.clone()),
+            cmd: (!spec.cmd.is_empty()).then_some(spec.cmd),
+            entrypoint: spec.entrypoint,
+            user: spec.user,
+            working_dir: spec.workdir,
+            env: Some(
+                spec.env
+                    .into_iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect(),
+            ),
+            labels: Some(labels),
+            host_config: Some(HostConfig {
+                binds: Some(binds),
+                network_mode: networks.next().or(spec.network_mode),
+                userns_mode: spec.userns,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let id = self
+            .docker
+            .create_container(None::<CreateContainerOptions>, body)
+            .await
+            .map_err(|e| {
+                (
+                    format!("cannot create a container from `{}`: {e}", spec.image),
+                    None,
+                )
+            })?
+            .id;
+        let started = async {
+            for network in networks {
+                let request = NetworkConnectRequest {
+                    container: id.clone(),
+                    endpoint_config: None,
+                };
+                self.docker
+                    .connect_network(&network, request)
+                    .await
+                    .map_err(|e| format!("cannot attach network `{network}`: {e}"))?;
+            }
+            self.docker
+                .start_container(&id, None)
+                .await
+                .map_err(|e| format!("cannot start the container: {e}"))
+        };
+        match started.await {
+            Ok(()) => Ok(id),
+            Err(e) => Err((e, Some(id))),
+        }
+    }
+
+    async fn copy_in(
+        &self,
+        container: &str,
+        host_path: &str,
+        container_path: &str,
+    ) -> Result<(), String> {
+        let id = self.owned(container).await?;
+        let source = readable_source(host_path, &self.grant)?;
+        let (parent, name) = split_container_path(container_path)?;
+        let tar = tokio::task::spawn_blocking(move || archive(&source, &name))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot read `{host_path}`: {e}"))?;
+        let options = UploadToContainerOptionsBuilder::default()
+            .path(&parent)
+            .build();
+        self.docker
+            .upload_to_container(&id, Some(options), bollard::body_full(tar.into()))
+            .await
+            .map_err(|e| format!("cannot copy into `{container_path}`: {e}"))
+    }
+
+    async fn copy_file_out(
+        &self,
+        container: &str,
+        container_path: &str,
+        host_path: &str,
+    ) -> Result<(), String> {
+        let id = self.owned(container).await?;
+        let target = writable_target(host_path, &self.grant)?;
+        let options = DownloadFromContainerOptionsBuilder::default()
+            .path(container_path)
+            .build();
+        let mut stream = self.docker.download_from_container(&id, Some(options));
+        let mut tar = Vec::new();
+        while let Some(chunk) = stream.next().await {
+            tar.extend_from_slice(
+                &chunk.map_err(|e| format!("cannot copy `{container_path}` out: {e}"))?,
+            );
+        }
+        let content = tokio::task::spawn_blocking(move || first_file(&tar))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot copy `{container_path}` out: {e}"))?;
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&target, content).map_err(|e| format!("cannot write `{host_path}`: {e}"))
+    }
+
+    async fn list(&self) -> Result<Vec<String>, String> {
+        let filters = HashMap::from([(
+            "label".to_string(),
+            vec![
+                format!("{RUN_LABEL}={}", self.grant.run_id),
+                format!("{PLUGIN_LABEL}={}", self.plugin),
+            ],
+        )]);
+        let options = ListContainersOptionsBuilder::default()
+            .all(true)
+            .filters(&filters)
+            .build();
+        let found = self
+            .docker
+            .list_containers(Some(options))
+            .await
+            .map_err(|e| format!("cannot list containers: {e}"))?;
+        Ok(found.into_iter().filter_map(|c| c.id).collect())
+    }
+}
+
+/// The content of the first entry of a tar archive, which must be a file.
+fn first_file(tar: &[u8]) -> Result<Vec<u8>, String> {
+    let mut archive = tar::Archive::new(tar);
+    let mut entries = archive.entries().map_err(|e| e.to_string())?;
+    let mut entry = entries
+        .next()
+        .ok_or("empty archive")?
+        .map_err(|e| e.to_string())?;
+    if !entry.header().entry_type().is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut content = Vec::new();
+    std::io::Read::read_to_end(&mut entry, &mut content).map_err(|e| e.to_string())?;
+    Ok(content)
+}
+
+/// A tar archive holding `host` (file or directory) under the name `name`.
+fn archive(host: &Path, name: &str) -> std::io::Result<Vec<u8>> {
+    let mut builder = tar::Builder::new(Vec::new());
+    builder.follow_symlinks(false);
+    if host.is_dir() {
+        builder.append_dir_all(name, host)?;
+    } else {
+        builder.append_path_with_name(host, name)?;
+    }
+    builder.into_inner()
+}
+
+/// Connect to `engine` and describe it and the host user.
+async fn connect(engine: Engine) -> Result<(Docker, EngineInfo), String> {
+    let docker = connect_negotiated(engine).await?;
+    let (version, info) = tokio::join!(docker.version(), docker.info());
+    let version = version
+        .map_err(|e| format!("{}: {e}", engine_name(engine)))?
+        .version
+        .unwrap_or_default();
+    // SAFETY: getuid/getgid cannot fail.
+    let (host_uid, host_gid) = unsafe { (libc::getuid(), libc::getgid()) };
+    // Docker and Podman 5 say `name=rootless` here; Podman 4's compat API
+    // does not, and a non-root user's Podman is rootless (a rootful socket
+    // shared with a user would refuse keep-id with the engine's own error).
+    let rootless = info
+        .ok()
+        .and_then(|i| i.security_options)
+        .is_some_and(|opts| opts.iter().any(|o| o.contains("rootless")))
+        || (matches!(engine, Engine::Podman) && host_uid != 0);
+    Ok((
+        docker,
+        EngineInfo {
+            version,
+            host_uid,
+            host_gid,
+            rootless,
+        },
+    ))
+}
+
+/// The capability's calls, as the bindings of every WIT version make them.
+impl PluginState {
+    pub async fn containers_connect(&mut self, engine: Engine) -> Result<EngineInfo, String> {
+        let r = match self.container_grant() {
+            Ok(_) => connect(engine).await,
+            Err(e) => Err(e),
+        };
+        let r = r.map(|(docker, info)| {
+            self.containers.client = Some(docker);
+            self.containers.engine = Some(engine);
+            info
+        });
+        self.logged(r).await
+    }
+
+    pub async fn containers_image_exists(&mut self, image: String) -> Result<bool, String> {
+        let r = match self.ctx() {
+            Ok(ctx) => ctx.image_exists(&image).await,
+            Err(e) => Err(e),
+        };
+        self.logged(r).await
+    }
+
+    pub async fn containers_image_label(
+        &mut self,
+        image: String,
+        key: String,
+    ) -> Result<Option<String>, String> {
+        let r = match self.ctx() {
+            Ok(ctx) => ctx.image_label(&image, &key).await,
+            Err(e) => Err(e),
+        };
+        self.logged(r).await
+    }
+
+    pub async fn containers_create(&mut self, spec: ContainerSpec) -> Result<String, String> {
+        let r = match self.ctx() {
+            Ok(ctx) => match ctx.create(spec).await {
+                Ok(id) => {
+                    self.containers.created.push(id.clone());
+                    Ok(id)
+                }
+                Err((e, half_made)) => {
+                    if let Some(id) = half_made {
+                        let _ = force_remove(&ctx.docker, &id).await;
+                    }
+                    Err(e)
+                }
+            },
+            Err(e) => Err(e),
+        };
+        self.logged(r).await
+    }
+
+    /// `sink` receives each line as it arrives; without one the output is
+    /// returned in the status.
+    pub async fn containers_exec(
+        &mut self,
+        container: String,
+        options: ExecOptions,
+        tx: Option<mpsc::Sender<OutputLine>>,
+    ) -> Result<ExecStatus, String> {
+        let r = match self.ctx() {
+            Ok(ctx) => {
+                let brokered = self.brokered.clone();
+                exec(&ctx, &brokered, &container, options, tx).await
+            }
+            Err(e) => Err(e),
+        };
+        self.logged(r).await
+    }
+
+    pub async fn containers_exec_interactive(
+        &mut self,
+        container: String,
+        options: InteractiveExecOptions,
+    ) -> Result<i32, String> {
+        let r = match self.ctx() {
+            Ok(ctx) => {
+                let brokered = self.brokered.clone();
+                exec_interactive(&ctx, &brokered, &container, options).await
+            }
+            Err(e) => Err(e),
+        };
+        self.logged(r).await
+    }
+
+    pub async fn containers_copy_in(
+        &mut self,
+        container: String,
+        host_path: String,
+        container_path: String,
+    ) -> Result<(), String> {
+        let r = match self.ctx() {
+            Ok(ctx) => ctx.copy_in(&container, &host_path, &container_path).await,
+            Err(e) => Err(e),
+        };
+        self.logged(r).await
+    }
+
+    pub async fn containers_copy_file_out(
+        &mut self,
+        container: String,
+        container_path: String,
+        host_path: String,
+    ) -> Result<(), String> {
+        let r = match self.ctx() {
+            Ok(ctx) => {
+                ctx.copy_file_out(&container, &container_path, &host_path)
+                    .await
+            }
+            Err(e) => Err(e),
+        };
+        self.logged(r).await
+    }
+
+    pub async fn containers_remove(&mut self, container: String) -> Result<(), String> {
+        let r = match self.ctx() {
+            Ok(ctx) => match ctx.owned(&container).await {
+                Ok(id) => force_remove(&ctx.docker, &id).await.map(|()| id),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        let r = r.map(|id| self.containers.created.retain(|c| c != &id));
+        self.logged(r).await
+    }
+
+    pub async fn containers_list(&mut self) -> Result<Vec<String>, String> {
+        let r = match self.ctx() {
+            Ok(ctx) => ctx.list().await,
+            Err(e) => Err(e),
+        };
+        self.logged(r).await
+    }
+}

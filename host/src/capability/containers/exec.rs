@@ -1,0 +1,494 @@
+//! Execs in a container, brokered like host processes: each carries a mark
+//! in its environment so the host can kill everything it started inside the
+//! container (killing the exec's client would leave it running there).
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bollard::Docker;
+use bollard::container::LogOutput;
+use bollard::exec::{CreateExecOptions, ResizeExecOptions, StartExecOptions, StartExecResults};
+use futures_util::StreamExt;
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{Notify, mpsc};
+
+use super::engine::Ctx;
+use super::{ExecOptions, ExecStatus, InteractiveExecOptions};
+use crate::capability::output::{OutputLine, OutputStream};
+use crate::capability::process::{Killer, MAX_LINE_BYTES};
+use crate::capability::{Brokered, tty};
+
+/// The env variable that marks every process of one exec inside the
+/// container, so the host can find and kill them all (descendants inherit it).
+const EXEC_MARK: &str = "SANDDUNE_EXEC";
+
+/// Output an exec without a sink returns, per stream.
+const MAX_CAPTURE_BYTES: usize = 1 << 20;
+
+/// After killing an exec's processes, how long to wait for its output to end
+/// before returning anyway (a daemonised grandchild may hold the pipe).
+const DRAIN_AFTER_KILL: Duration = Duration::from_secs(3);
+
+/// A random-enough marker for one exec.
+fn exec_mark() -> String {
+    use sha2::Digest;
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    let seed = format!(
+        "{nanos}:{}:{}",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::SeqCst)
+    );
+    let digest = sha2::Sha256::digest(seed.as_bytes());
+    digest[..12].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Kills every process of one exec inside its container.
+struct ExecKill {
+    docker: Docker,
+    container: String,
+    mark: String,
+    killed: AtomicBool,
+    done: Notify,
+    runtime: tokio::runtime::Handle,
+}
+
+impl ExecKill {
+    fn start(&self) {
+        let (docker, container, mark) = (
+            self.docker.clone(),
+            self.container.clone(),
+            self.mark.clone(),
+        );
+        self.runtime.spawn(async move {
+            if let Err(e) = kill_marked(&docker, &container, &mark).await {
+                tracing::warn!("cannot kill an exec in container {container}: {e}");
+            }
+        });
+        self.done.notify_one();
+    }
+}
+
+impl Killer for ExecKill {
+    fn kill(&self) {
+        if !self.killed.swap(true, Ordering::SeqCst) {
+            self.start();
+        }
+    }
+}
+
+/// Inside the container, as root: stop every process whose environment
+/// carries the exec's mark, twice over to catch children forked meanwhile,
+/// then SIGKILL them all. Stopped first, because the walk goes in the
+/// order of /proc's names (`10` before `7`): a shell whose child died
+/// first would otherwise run its next command ("Killed", then on).
+async fn kill_marked(docker: &Docker, container: &str, mark: &str) -> Result<(), String> {
+    let script = r#"pids=
+for round in 1 2; do
+  for d in /proc/[0-9]*; do
+    if grep -qs "$1" "$d/environ"; then
+      kill -STOP "${d#/proc/}" 2>/dev/null && pids="$pids ${d#/proc/}"
+    fi
+  done
+done
+[ -z "$pids" ] || kill -9 $pids 2>/dev/null
+exit 0"#;
+    let pattern = format!("{EXEC_MARK}={mark}");
+    let exec = docker
+        .create_exec(
+            container,
+            CreateExecOptions {
+                cmd: Some(vec!["sh", "-c", script, "sanddune-kill", &pattern]),
+                user: Some("0"),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    if let StartExecResults::Attached { mut output, .. } = docker
+        .start_exec(&exec.id, None)
+        .await
+        .map_err(|e| e.to_string())?
+    {
+        while output.next().await.is_some() {}
+    }
+    Ok(())
+}
+
+/// Splits one stream's chunks into lines, none longer than MAX_LINE_BYTES.
+#[derive(Default)]
+struct Lines {
+    buf: Vec<u8>,
+}
+
+impl Lines {
+    fn push(&mut self, mut chunk: &[u8], stream: OutputStream, out: &mut Vec<OutputLine>) {
+        while !chunk.is_empty() {
+            let room = MAX_LINE_BYTES - self.buf.len();
+            match chunk.iter().position(|b| *b == b'\n') {
+                Some(i) if i <= room => {
+                    self.buf.extend_from_slice(&chunk[..i]);
+                    chunk = &chunk[i + 1..];
+                    out.push(self.take(stream));
+                }
+                _ if chunk.len() >= room => {
+                    self.buf.extend_from_slice(&chunk[..room]);
+                    chunk = &chunk[room..];
+                    out.push(self.take(stream));
+                }
+                _ => {
+                    self.buf.extend_from_slice(chunk);
+                    chunk = &[];
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self, stream: OutputStream, out: &mut Vec<OutputLine>) {
+        if !self.buf.is_empty() {
+            out.push(self.take(stream));
+        }
+    }
+
+    fn take(&mut self, stream: OutputStream) -> OutputLine {
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
+        }
+        let text = String::from_utf8_lossy(&self.buf).into_owned();
+        self.buf.clear();
+        OutputLine { stream, text }
+    }
+}
+
+/// Start an exec with the kill mark, broker it, stream or capture its lines.
+pub(super) async fn exec(
+    ctx: &Ctx,
+    brokered: &Brokered,
+    container: &str,
+    options: ExecOptions,
+    sink: Option<mpsc::Sender<OutputLine>>,
+) -> Result<ExecStatus, String> {
+    let docker = &ctx.docker;
+    let id = ctx.owned(container).await?;
+    if brokered.is_cancelled() {
+        return Err("the run was cancelled: no new execs".into());
+    }
+    let mark = exec_mark();
+    let mut env: Vec<String> = options
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    env.push(format!("{EXEC_MARK}={mark}"));
+    let exec = docker
+        .create_exec(
+            &id,
+            CreateExecOptions {
+                cmd: Some(options.argv.clone()),
+                env: Some(env),
+                user: options.user.clone(),
+                working_dir: options.workdir.clone(),
+                attach_stdin: Some(options.stdin.is_some()),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| format!("cannot exec `{}`: {e}", options.argv.join(" ")))?;
+    let kill = Arc::new(ExecKill {
+        docker: docker.clone(),
+        container: id.clone(),
+        mark,
+        killed: AtomicBool::new(false),
+        done: Notify::new(),
+        runtime: tokio::runtime::Handle::current(),
+    });
+    let registration = brokered.register(kill.clone());
+    let result = match sink {
+        Some(tx) => run_exec(docker, &exec.id, options, tx, &kill).await,
+        None => {
+            let (tx, mut rx) = mpsc::channel::<OutputLine>(256);
+            let capture = async {
+                let (mut stdout, mut stderr) = (String::new(), String::new());
+                while let Some(line) = rx.recv().await {
+                    let buf = match line.stream {
+                        OutputStream::Stdout => &mut stdout,
+                        OutputStream::Stderr => &mut stderr,
+                    };
+                    if buf.len() + line.text.len() < MAX_CAPTURE_BYTES {
+                        buf.push_str(&line.text);
+                        buf.push('\n');
+                    }
+                }
+                (stdout, stderr)
+            };
+            let (status, (stdout, stderr)) =
+                tokio::join!(run_exec(docker, &exec.id, options, tx, &kill), capture);
+            status.map(|s| ExecStatus {
+                stdout,
+                stderr,
+                ..s
+            })
+        }
+    };
+    brokered.unregister(registration);
+    result
+}
+
+/// An exec with the user's terminal: a TTY in the container, the host
+/// terminal in raw mode (restored on every exit path by `RawMode`'s drop),
+/// keys in, bytes out, window-size changes forwarded. Abort kills it like
+/// any exec.
+pub(super) async fn exec_interactive(
+    ctx: &Ctx,
+    brokered: &Brokered,
+    container: &str,
+    options: InteractiveExecOptions,
+) -> Result<i32, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+
+    if !tty::attached() {
+        return Err(
+            "an interactive exec needs a terminal: stdin and stdout are not both one".into(),
+        );
+    }
+    let docker = &ctx.docker;
+    let id = ctx.owned(container).await?;
+    if brokered.is_cancelled() {
+        return Err("the run was cancelled: no new execs".into());
+    }
+    let mark = exec_mark();
+    let mut env: Vec<String> = options
+        .env
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect();
+    env.push(format!("{EXEC_MARK}={mark}"));
+    if !options.env.iter().any(|(k, _)| k == "TERM") {
+        env.push(format!(
+            "TERM={}",
+            std::env::var("TERM").unwrap_or_else(|_| "xterm-256color".into())
+        ));
+    }
+    let exec = docker
+        .create_exec(
+            &id,
+            CreateExecOptions {
+                cmd: Some(options.argv.clone()),
+                env: Some(env),
+                user: options.user.clone(),
+                working_dir: options.workdir.clone(),
+                attach_stdin: Some(true),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                tty: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| format!("cannot exec `{}`: {e}", options.argv.join(" ")))?;
+    let kill = Arc::new(ExecKill {
+        docker: docker.clone(),
+        container: id.clone(),
+        mark,
+        killed: AtomicBool::new(false),
+        done: Notify::new(),
+        runtime: tokio::runtime::Handle::current(),
+    });
+    let registration = brokered.register(kill.clone());
+    let started = docker
+        .start_exec(
+            &exec.id,
+            Some(StartExecOptions {
+                detach: false,
+                tty: true,
+                output_capacity: None,
+            }),
+        )
+        .await
+        .map_err(|e| format!("cannot start exec: {e}"));
+    let result = match started {
+        Ok(StartExecResults::Attached {
+            mut output,
+            mut input,
+        }) => {
+            let resize = |(rows, cols): (u16, u16)| {
+                docker.resize_exec(
+                    &exec.id,
+                    ResizeExecOptions {
+                        height: rows,
+                        width: cols,
+                    },
+                )
+            };
+            let raw = tty::RawMode::enter();
+            let mut keys = tty::Keys::start();
+            let mut winch = signal(SignalKind::window_change()).ok();
+            if let Some(size) = tty::size() {
+                let _ = resize(size).await;
+            }
+            let mut stdout = tokio::io::stdout();
+            loop {
+                tokio::select! {
+                    chunk = output.next() => match chunk {
+                        Some(Ok(out)) => {
+                            let _ = stdout.write_all(&out.into_bytes()).await;
+                            let _ = stdout.flush().await;
+                        }
+                        _ => break,
+                    },
+                    Some(bytes) = keys.rx.recv() => {
+                        if input.write_all(&bytes).await.is_err() {
+                            break;
+                        }
+                    }
+                    Some(()) = async { match winch.as_mut() { Some(w) => w.recv().await, None => std::future::pending().await } } => {
+                        if let Some(size) = tty::size() {
+                            let _ = resize(size).await;
+                        }
+                    }
+                    () = kill.done.notified() => break,
+                }
+            }
+            drop(keys);
+            drop(raw);
+            exit_code(docker, &exec.id).await
+        }
+        Ok(StartExecResults::Detached) => Err("the engine detached the exec".into()),
+        Err(e) => Err(e),
+    };
+    brokered.unregister(registration);
+    if kill.killed.load(Ordering::SeqCst) {
+        return Err("the interactive exec was killed (the run was aborted)".into());
+    }
+    result
+}
+
+/// An ended exec's exit code; the stream can end a moment before the engine
+/// records it.
+async fn exit_code(docker: &Docker, exec_id: &str) -> Result<i32, String> {
+    for _ in 0..100 {
+        match docker.inspect_exec(exec_id).await {
+            Ok(info) if info.running == Some(true) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            Ok(info) => {
+                return info
+                    .exit_code
+                    .map(|c| c as i32)
+                    .ok_or_else(|| "the engine recorded no exit code".into());
+            }
+            Err(e) => return Err(format!("cannot inspect the exec: {e}")),
+        }
+    }
+    Err("the exec did not end".into())
+}
+
+/// Start an exec, stream its lines, and wait for its real exit code.
+async fn run_exec(
+    docker: &Docker,
+    exec_id: &str,
+    options: ExecOptions,
+    tx: mpsc::Sender<OutputLine>,
+    kill: &Arc<ExecKill>,
+) -> Result<ExecStatus, String> {
+    let started = docker
+        .start_exec(exec_id, None)
+        .await
+        .map_err(|e| format!("cannot start exec: {e}"))?;
+    let StartExecResults::Attached {
+        mut output,
+        mut input,
+    } = started
+    else {
+        return Err("the engine detached the exec".into());
+    };
+    match options.stdin {
+        // A task writes stdin so a command that fills its stdout before
+        // reading its input never deadlocks against us.
+        Some(bytes) => {
+            tokio::spawn(async move {
+                let _ = input.write_all(&bytes).await;
+                let _ = input.shutdown().await;
+            });
+        }
+        None => drop(input),
+    }
+    let timed_out = AtomicBool::new(false);
+    let timer = async {
+        match options.timeout_ms {
+            Some(ms) => {
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                timed_out.store(true, Ordering::SeqCst);
+                kill.start();
+                std::future::pending::<()>().await
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let drain = async {
+        let (mut out, mut err) = (Lines::default(), Lines::default());
+        let mut lines = Vec::new();
+        while let Some(chunk) = output.next().await {
+            match chunk {
+                Ok(LogOutput::StdOut { message }) | Ok(LogOutput::Console { message }) => {
+                    out.push(&message, OutputStream::Stdout, &mut lines)
+                }
+                Ok(LogOutput::StdErr { message }) => {
+                    err.push(&message, OutputStream::Stderr, &mut lines)
+                }
+                Ok(LogOutput::StdIn { .. }) => {}
+                Err(_) => break,
+            }
+            for line in lines.drain(..) {
+                // A consumer that falls behind slows the exec (back-pressure).
+                let _ = tx.send(line).await;
+            }
+        }
+        out.finish(OutputStream::Stdout, &mut lines);
+        err.finish(OutputStream::Stderr, &mut lines);
+        for line in lines {
+            let _ = tx.send(line).await;
+        }
+    };
+    // Once killed, output that does not end soon is abandoned.
+    let killed_then_grace = async {
+        kill.done.notified().await;
+        tokio::time::sleep(DRAIN_AFTER_KILL).await;
+    };
+    tokio::select! {
+        () = drain => {}
+        () = timer => {}
+        () = killed_then_grace => {}
+    }
+    let timed_out = timed_out.load(Ordering::SeqCst);
+    let killed = kill.killed.load(Ordering::SeqCst);
+    // The stream can end a moment before the engine records the exit code.
+    let mut code = None;
+    for _ in 0..100 {
+        match docker.inspect_exec(exec_id).await {
+            Ok(info) if info.running == Some(true) => {
+                tokio::time::sleep(Duration::from_millis(20)).await
+            }
+            Ok(info) => {
+                code = info.exit_code.map(|c| c as i32);
+                break;
+            }
+            Err(e) => return Err(format!("cannot inspect exec: {e}")),
+        }
+    }
+    Ok(ExecStatus {
+        code: if killed || timed_out { None } else { code },
+        timed_out,
+        killed,
+        stdout: String::new(),
+        stderr: String::new(),
+    })
+}

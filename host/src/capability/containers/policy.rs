@@ -1,0 +1,580 @@
+//! What a plugin may ask of the containers capability, decided without an
+//! engine: the grant, everything `create` refuses, the host paths the file
+//! calls may read and write, and the labels that say whose a container is.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use super::ContainerSpec;
+
+/// Label keys the host sets on every container it creates for a plugin.
+pub const RUN_LABEL: &str = "sanddune.run";
+pub const PLUGIN_LABEL: &str = "sanddune.plugin";
+/// The sandbox's name (the run's name or branch), for people and `gc`.
+pub const NAME_LABEL: &str = "sanddune.name";
+/// The creating sanddune process (pid and start time), so `sanddune gc` can
+/// tell a crashed run's containers from a live one's.
+pub const OWNER_LABEL: &str = "sanddune.owner";
+
+/// What one plugin instance may do with the capability.
+#[derive(Clone, Debug)]
+pub struct ContainerGrant {
+    /// The run its containers are labelled with.
+    pub run_id: String,
+    /// The sandbox's name, labelled too.
+    pub name: String,
+    /// Host paths a container may bind-mount, canonical: the worktree, the
+    /// repository's git dir and the mounts the user declared.
+    pub mount_sources: Vec<PathBuf>,
+    /// Host paths `copy-in` may read (the mount sources and the scratch dir).
+    pub readable: Vec<PathBuf>,
+    /// Host paths `copy-file-out` may write (the worktree and the scratch dir).
+    pub writable: Vec<PathBuf>,
+}
+
+impl ContainerGrant {
+    /// Whether `copy-in` may read the host path `path`, as it checks.
+    pub fn may_read(&self, path: &Path) -> bool {
+        path.to_str()
+            .is_some_and(|p| readable_source(p, self).is_ok())
+    }
+
+    /// Whether `copy-file-out` may write the host path `path`, as it checks.
+    pub fn may_write(&self, path: &Path) -> bool {
+        path.to_str()
+            .is_some_and(|p| writable_target(p, self).is_ok())
+    }
+}
+
+/// `<pid>:<start time>` of this process: unique across pid reuse.
+pub fn owner_id() -> String {
+    format!(
+        "{}:{}",
+        std::process::id(),
+        process_start(std::process::id()).unwrap_or(0)
+    )
+}
+
+/// Whether the process an [`owner_id`] names still runs.
+pub fn owner_alive(owner: &str) -> bool {
+    let Some((pid, start)) = owner.split_once(':') else {
+        return false;
+    };
+    match (pid.parse::<u32>(), start.parse::<u64>()) {
+        (Ok(pid), Ok(start)) => process_start(pid) == Some(start),
+        _ => false,
+    }
+}
+
+/// A process's start time in clock ticks since boot, from /proc.
+pub fn process_start(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may contain spaces; fields resume after ')'.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    rest.split(' ').nth(19)?.parse().ok()
+}
+
+/// The labels a new container carries: the plugin's own (`check_spec` has
+/// refused any `sanddune.` one) and the host's, which say whose it is.
+pub(super) fn container_labels(
+    requested: Vec<(String, String)>,
+    grant: &ContainerGrant,
+    plugin: &str,
+) -> HashMap<String, String> {
+    let mut labels: HashMap<String, String> = requested.into_iter().collect();
+    labels.insert(RUN_LABEL.into(), grant.run_id.clone());
+    labels.insert(PLUGIN_LABEL.into(), plugin.to_string());
+    labels.insert(OWNER_LABEL.into(), owner_id());
+    labels.insert(NAME_LABEL.into(), grant.name.clone());
+    labels
+}
+
+/// Whether a container's labels say `plugin` created it for this grant's run:
+/// the only containers a plugin may touch.
+pub(super) fn labelled_mine(
+    labels: &HashMap<String, String>,
+    grant: &ContainerGrant,
+    plugin: &str,
+) -> bool {
+    labels.get(RUN_LABEL) == Some(&grant.run_id)
+        && labels.get(PLUGIN_LABEL).map(String::as_str) == Some(plugin)
+}
+
+/// `host`, `container:<id>` and `ns:<path>` join a namespace outside the
+/// container; `what` names the setting in the error.
+fn check_namespace(what: &str, mode: &Option<String>) -> Result<(), String> {
+    match mode.as_deref() {
+        Some(m) if m == "host" || m.starts_with("container:") || m.starts_with("ns:") => Err(
+            format!("refused: {what}={m} would share a namespace outside the container"),
+        ),
+        _ => Ok(()),
+    }
+}
+
+/// `path` (canonicalised) is one of `roots` or inside one.
+fn within(path: &Path, roots: &[PathBuf]) -> bool {
+    roots.iter().any(|root| path.starts_with(root))
+}
+
+/// Canonical form of a host path the plugin named; it must exist.
+fn canonical(path: &str) -> Result<PathBuf, String> {
+    if !Path::new(path).is_absolute() {
+        return Err(format!("`{path}` is not an absolute host path"));
+    }
+    std::fs::canonicalize(path).map_err(|e| format!("host path `{path}`: {e}"))
+}
+
+/// Everything `create` refuses, checked before the engine sees the request.
+/// What passes comes back as the engine's bind strings.
+pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<String>, String> {
+    if spec.privileged {
+        return Err("refused: privileged mode".into());
+    }
+    if !spec.cap_add.is_empty() {
+        return Err(format!(
+            "refused: added capabilities ({})",
+            spec.cap_add.join(", ")
+        ));
+    }
+    if !spec.devices.is_empty() {
+        return Err(format!(
+            "refused: host devices ({}): no devices were granted",
+            spec.devices.join(", ")
+        ));
+    }
+    check_namespace("pid-mode", &spec.pid_mode)?;
+    check_namespace("ipc-mode", &spec.ipc_mode)?;
+    check_namespace("network-mode", &spec.network_mode)?;
+    for network in &spec.networks {
+        check_namespace("network", &Some(network.clone()))?;
+    }
+    match spec.userns.as_deref() {
+        None => {}
+        Some(m) if m == "keep-id" || m.starts_with("keep-id:") => {}
+        Some(m) => return Err(format!("refused: userns={m} (only keep-id is accepted)")),
+    }
+    if let Some((key, _)) = spec.labels.iter().find(|(k, _)| k.starts_with("sanddune.")) {
+        return Err(format!(
+            "refused: label `{key}`: labels starting with `sanddune.` are set by the host"
+        ));
+    }
+    let mut binds = Vec::new();
+    for m in &spec.mounts {
+        // A bind is `source:target:options`: a `:` or `,` in a path would
+        // smuggle in options or a second target.
+        if [&m.source, &m.target]
+            .iter()
+            .any(|p| p.contains(':') || p.contains(','))
+        {
+            return Err(format!(
+                "refused: bind mount `{}` -> `{}`: paths may not contain `:` or `,`",
+                m.source, m.target
+            ));
+        }
+        if !m.target.starts_with('/') {
+            return Err(format!(
+                "refused: bind mount target `{}` is not an absolute path",
+                m.target
+            ));
+        }
+        let source = canonical(&m.source).map_err(|e| format!("refused: bind mount: {e}"))?;
+        if !within(&source, &grant.mount_sources) {
+            return Err(format!(
+                "refused: bind mount of host path `{}`: only the worktree, the repository's git dir and the mounts the user declared may be mounted",
+                m.source
+            ));
+        }
+        let mut options = vec![if m.read_only { "ro" } else { "rw" }];
+        if m.selinux_relabel {
+            options.push("z");
+        }
+        binds.push(format!(
+            "{}:{}:{}",
+            source.display(),
+            m.target,
+            options.join(",")
+        ));
+    }
+    Ok(binds)
+}
+
+/// The host path `copy-in` may read, canonical: inside the grant's readable
+/// paths once symlinks are resolved.
+pub(super) fn readable_source(path: &str, grant: &ContainerGrant) -> Result<PathBuf, String> {
+    let source = canonical(path)?;
+    if !within(&source, &grant.readable) {
+        return Err(format!(
+            "refused: reading host path `{path}`: only the worktree, the git dir, the declared mounts and the scratch dir are readable"
+        ));
+    }
+    Ok(source)
+}
+
+/// The host path `copy-file-out` may write: its nearest existing ancestor is
+/// inside the grant, and it is not a symlink (which could point anywhere).
+pub(super) fn writable_target(path: &str, grant: &ContainerGrant) -> Result<PathBuf, String> {
+    let target = PathBuf::from(path);
+    if !target.is_absolute() {
+        return Err(format!("`{path}` is not an absolute host path"));
+    }
+    if target
+        .symlink_metadata()
+        .is_ok_and(|m| m.file_type().is_symlink())
+    {
+        return Err(format!("refused: host path `{path}` is a symlink"));
+    }
+    let ancestor = target
+        .ancestors()
+        .find(|a| a.exists())
+        .ok_or_else(|| format!("host path `{path}` has no existing ancestor"))?;
+    let rest = target.strip_prefix(ancestor).map_err(|e| e.to_string())?;
+    let existing = std::fs::canonicalize(ancestor).map_err(|e| e.to_string())?;
+    if rest
+        .components()
+        .any(|c| c == std::path::Component::ParentDir)
+        || !within(&existing, &grant.writable)
+    {
+        return Err(format!(
+            "refused: writing host path `{path}`: only the worktree and the scratch dir are writable"
+        ));
+    }
+    Ok(existing.join(rest))
+}
+
+/// Split an absolute container path into (parent, file name).
+pub(super) fn split_container_path(path: &str) -> Result<(String, String), String> {
+    let p = Path::new(path);
+    match (p.is_absolute(), p.parent(), p.file_name()) {
+        (true, Some(parent), Some(name)) => Ok((
+            parent.display().to_string(),
+            name.to_string_lossy().into_owned(),
+        )),
+        _ => Err(format!(
+            "`{path}` is not an absolute container path to a file"
+        )),
+    }
+}
+
+/// What `create` and the file calls refuse, checked without an engine.
+#[cfg(test)]
+mod tests {
+    use super::super::Mount;
+    use super::*;
+
+    struct Fixture {
+        _dir: tempfile::TempDir,
+        worktree: PathBuf,
+        outside: PathBuf,
+        grant: ContainerGrant,
+    }
+
+    fn fixture() -> Fixture {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let worktree = root.join("wt");
+        let outside = root.join("elsewhere");
+        std::fs::create_dir_all(&worktree).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::os::unix::fs::symlink(&outside, worktree.join("link-out")).unwrap();
+        let grant = ContainerGrant {
+            run_id: "r".into(),
+            name: "n".into(),
+            mount_sources: vec![worktree.clone()],
+            readable: vec![worktree.clone()],
+            writable: vec![worktree.clone()],
+        };
+        Fixture {
+            _dir: dir,
+            worktree,
+            outside,
+            grant,
+        }
+    }
+
+    fn mount(source: &Path, target: &str) -> Mount {
+        Mount {
+            source: source.display().to_string(),
+            target: target.into(),
+            read_only: true,
+            selinux_relabel: true,
+        }
+    }
+
+    #[test]
+    fn create_refuses_every_escape_and_names_it() {
+        let f = fixture();
+        let some = |s: &str| Some(s.to_string());
+        let cases: Vec<(ContainerSpec, &str)> = vec![
+            (
+                ContainerSpec {
+                    privileged: true,
+                    ..Default::default()
+                },
+                "refused: privileged mode",
+            ),
+            (
+                ContainerSpec {
+                    cap_add: vec!["SYS_ADMIN".into()],
+                    ..Default::default()
+                },
+                "refused: added capabilities (SYS_ADMIN)",
+            ),
+            (
+                ContainerSpec {
+                    devices: vec!["/dev/kvm".into()],
+                    ..Default::default()
+                },
+                "refused: host devices (/dev/kvm)",
+            ),
+            (
+                ContainerSpec {
+                    pid_mode: some("host"),
+                    ..Default::default()
+                },
+                "refused: pid-mode=host",
+            ),
+            (
+                ContainerSpec {
+                    ipc_mode: some("container:abc"),
+                    ..Default::default()
+                },
+                "refused: ipc-mode=container:abc",
+            ),
+            (
+                ContainerSpec {
+                    network_mode: some("ns:/proc/1/ns/net"),
+                    ..Default::default()
+                },
+                "refused: network-mode=ns:/proc/1/ns/net",
+            ),
+            (
+                ContainerSpec {
+                    networks: vec!["host".into()],
+                    ..Default::default()
+                },
+                "refused: network=host",
+            ),
+            (
+                ContainerSpec {
+                    userns: some("host"),
+                    ..Default::default()
+                },
+                "refused: userns=host (only keep-id",
+            ),
+            (
+                ContainerSpec {
+                    labels: vec![("sanddune.run".into(), "other".into())],
+                    ..Default::default()
+                },
+                "refused: label `sanddune.run`",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree, "/w:rw")],
+                    ..Default::default()
+                },
+                "paths may not contain `:` or `,`",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree, "relative")],
+                    ..Default::default()
+                },
+                "is not an absolute path",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.outside, "/x")],
+                    ..Default::default()
+                },
+                "refused: bind mount of host path",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree.join("link-out"), "/x")],
+                    ..Default::default()
+                },
+                "refused: bind mount of host path",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree.join("../elsewhere"), "/x")],
+                    ..Default::default()
+                },
+                "refused: bind mount of host path",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(Path::new("wt"), "/x")],
+                    ..Default::default()
+                },
+                "is not an absolute host path",
+            ),
+        ];
+        for (spec, want) in cases {
+            let err = check_spec(&spec, &f.grant).unwrap_err();
+            assert!(err.contains(want), "{spec:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn create_accepts_what_the_grant_allows_as_binds() {
+        let f = fixture();
+        let spec = ContainerSpec {
+            image: "img".into(),
+            userns: Some("keep-id:uid=1000".into()),
+            labels: vec![("app".into(), "x".into())],
+            networks: vec!["bridge".into()],
+            mounts: vec![
+                mount(&f.worktree, "/workspace"),
+                Mount {
+                    read_only: false,
+                    selinux_relabel: false,
+                    ..mount(&f.worktree, "/rw")
+                },
+            ],
+            ..Default::default()
+        };
+        let wt = f.worktree.display();
+        assert_eq!(
+            check_spec(&spec, &f.grant).unwrap(),
+            [format!("{wt}:/workspace:ro,z"), format!("{wt}:/rw:rw")]
+        );
+    }
+
+    #[test]
+    fn create_accepts_a_mount_inside_a_granted_source_and_private_namespaces() {
+        let f = fixture();
+        std::fs::create_dir_all(f.worktree.join("sub/dir")).unwrap();
+        let spec = ContainerSpec {
+            pid_mode: Some("private".into()),
+            ipc_mode: Some("shareable".into()),
+            network_mode: Some("none".into()),
+            userns: Some("keep-id".into()),
+            mounts: vec![Mount {
+                read_only: false,
+                ..mount(&f.worktree.join("sub/dir"), "/data")
+            }],
+            ..Default::default()
+        };
+        assert_eq!(
+            check_spec(&spec, &f.grant).unwrap(),
+            [format!("{}/sub/dir:/data:rw,z", f.worktree.display())]
+        );
+        // The host network by either field is refused, not dropped.
+        let host_net = ContainerSpec {
+            network_mode: Some("host".into()),
+            ..spec.clone()
+        };
+        let err = check_spec(&host_net, &f.grant).unwrap_err();
+        assert!(err.starts_with("refused: network-mode=host"), "{err}");
+    }
+
+    #[test]
+    fn copy_out_writes_only_inside_the_grant() {
+        let f = fixture();
+        let wt = f.worktree.display().to_string();
+        let ok = [
+            (format!("{wt}/file"), f.worktree.join("file")),
+            (
+                format!("{wt}/new/dir/file"),
+                f.worktree.join("new/dir/file"),
+            ),
+        ];
+        for (path, want) in ok {
+            assert_eq!(writable_target(&path, &f.grant).unwrap(), want);
+            assert!(f.grant.may_write(Path::new(&path)), "{path}");
+        }
+        let refused = [
+            (format!("{}/file", f.outside.display()), "only the worktree"),
+            (format!("{wt}/link-out/file"), "only the worktree"),
+            (format!("{wt}/link-out"), "is a symlink"),
+            (
+                format!("{wt}/new/../../elsewhere/file"),
+                "only the worktree",
+            ),
+            ("relative/file".to_string(), "not an absolute host path"),
+        ];
+        for (path, want) in refused {
+            let err = writable_target(&path, &f.grant).unwrap_err();
+            assert!(err.contains(want), "{path}: {err}");
+            assert!(!f.grant.may_write(Path::new(&path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn copy_in_reads_only_inside_the_grant() {
+        let f = fixture();
+        std::fs::write(f.worktree.join("file"), "x").unwrap();
+        std::fs::write(f.outside.join("secret"), "x").unwrap();
+        let wt = f.worktree.display().to_string();
+        assert_eq!(
+            readable_source(&format!("{wt}/file"), &f.grant).unwrap(),
+            f.worktree.join("file")
+        );
+        assert!(f.grant.may_read(&f.worktree.join("file")));
+        let refused = [
+            (
+                format!("{}/secret", f.outside.display()),
+                "refused: reading",
+            ),
+            // A symlink inside the worktree is followed, then judged.
+            (format!("{wt}/link-out/secret"), "refused: reading"),
+            (format!("{wt}/../elsewhere/secret"), "refused: reading"),
+            (format!("{wt}/missing"), "host path"),
+            ("relative/file".to_string(), "not an absolute host path"),
+        ];
+        for (path, want) in refused {
+            let err = readable_source(&path, &f.grant).unwrap_err();
+            assert!(err.contains(want), "{path}: {err}");
+            assert!(!f.grant.may_read(Path::new(&path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn labels_say_whose_a_container_is() {
+        let f = fixture();
+        let labels = container_labels(vec![("app".into(), "x".into())], &f.grant, "docker");
+        assert_eq!(labels["app"], "x");
+        assert_eq!(labels[RUN_LABEL], "r");
+        assert_eq!(labels[PLUGIN_LABEL], "docker");
+        assert_eq!(labels[NAME_LABEL], "n");
+        assert_eq!(labels[OWNER_LABEL], owner_id());
+        assert!(labelled_mine(&labels, &f.grant, "docker"));
+        // Another plugin, another run, or no labels at all: not mine.
+        assert!(!labelled_mine(&labels, &f.grant, "podman"));
+        let other_run = ContainerGrant {
+            run_id: "other".into(),
+            ..f.grant.clone()
+        };
+        assert!(!labelled_mine(&labels, &other_run, "docker"));
+        assert!(!labelled_mine(&HashMap::new(), &f.grant, "docker"));
+    }
+
+    #[test]
+    fn the_owner_is_alive_only_while_its_process_runs() {
+        assert!(owner_alive(&owner_id()));
+        // The same pid with another start time is a reused pid.
+        let start = process_start(std::process::id()).unwrap();
+        assert!(!owner_alive(&format!(
+            "{}:{}",
+            std::process::id(),
+            start + 1
+        )));
+        let no_such_pid = format!("{}:1", u32::MAX);
+        for bad in ["", "123", "x:1", "1:x", no_such_pid.as_str()] {
+            assert!(!owner_alive(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn container_paths_split_into_parent_and_file() {
+        assert_eq!(
+            split_container_path("/home/agent/a.txt").unwrap(),
+            ("/home/agent".to_string(), "a.txt".to_string())
+        );
+        for bad in ["relative/a.txt", "/", ""] {
+            assert!(split_container_path(bad).is_err(), "{bad}");
+        }
+    }
+}
