@@ -73,12 +73,9 @@ fn prose_lines(text: &str) -> Vec<(usize, &str)> {
         }
         let blank = trimmed.is_empty();
         let indented = line.starts_with("    ") || line.starts_with('\t');
-        if blank {
-            // A blank line neither starts nor ends an indented block.
-        } else if indented && (previous_blank || in_indented_code) {
-            in_indented_code = true;
-        } else {
-            in_indented_code = false;
+        // A blank line neither starts nor ends an indented block.
+        if !blank {
+            in_indented_code = indented && (previous_blank || in_indented_code);
         }
         if !in_indented_code && !blank {
             out.push((i + 1, line));

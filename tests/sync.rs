@@ -370,7 +370,7 @@ fn an_isolated_run_writes_no_files_on_the_host_until_someone_needs_them() {
     );
 
     // An interrupted run keeps its worktree, with the files, for a person.
-    let mut child = repo
+    let child = repo
         .command(&[
             "run",
             "--sandbox",
