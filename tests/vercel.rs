@@ -160,6 +160,38 @@ fn a_run_on_vercel_brings_the_agents_commit_to_head() {
     );
 }
 
+/// `history=` is the host's option: the provider never sees it, and the
+/// sandbox gets that much of the branch.
+#[test]
+fn the_history_option_is_the_hosts_and_gives_the_sandbox_that_much_history() {
+    let repo = TestRepo::new();
+    for i in 0..3 {
+        std::fs::write(repo.path().join("n.txt"), format!("{i}\n")).unwrap();
+        repo.git(&["add", "n.txt"]);
+        repo.git(&["commit", "-q", "-m", &format!("n {i}")]);
+    }
+    let mock = mock_for(&repo);
+    let seen = repo.home.path().join("seen");
+    let hook = format!("git rev-list --count HEAD > '{}'", seen.display());
+    let out = run_on_vercel(
+        &repo,
+        &mock,
+        &[
+            "--prompt",
+            "add a note",
+            "--sandbox-opt",
+            "history=2",
+            "--hook-sandbox-ready",
+            &hook,
+        ],
+        CREDENTIALS,
+    );
+    let result = json(&out);
+    assert_eq!(result["commits"].as_array().unwrap().len(), 1, "{result}");
+    // The mock runs commands on this machine, so the hook's file is here.
+    assert_eq!(std::fs::read_to_string(&seen).unwrap().trim(), "2");
+}
+
 #[test]
 fn a_missing_credential_is_named_before_anything_is_created() {
     let repo = TestRepo::new();

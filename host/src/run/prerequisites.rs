@@ -21,7 +21,7 @@ use crate::capability::containers::{self, Engine};
 use crate::error::{Error, Result};
 use crate::plugin::agent::AgentProvider;
 use crate::plugin::approval::Approval;
-use crate::plugin::sandbox::SandboxProvider;
+use crate::plugin::sandbox::{SandboxKind, SandboxProvider};
 
 /// Where a key the user must set can come from.
 const WHERE_ENV: &str = "in your environment (export KEY=VALUE), in .sanddune/.env";
@@ -96,6 +96,10 @@ pub(super) async fn check_sandbox_provider(
     let Some(name) = builtin_name(provider) else {
         return Ok(());
     };
+    // The provider's own options: the host's `history` is not one of them.
+    let isolated = provider.info().kind == SandboxKind::Isolated;
+    let (_, config) = super::sync::take_history(name, isolated, config)?;
+    let config = config.as_slice();
     // The provider sees only its granted keys, from the resolved env.
     let keys = provider.capabilities().env_keys;
     let lookup = |key: &str| {
