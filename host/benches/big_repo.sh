@@ -51,6 +51,8 @@ git -C "$repo" config user.email bench@sanddune.invalid
 mkdir -p "$work/home/bin"
 ln -s "$root/tests/fakes/claude" "$work/home/bin/claude"
 export HOME=$work/home PATH=$work/home/bin:$PATH
+# claude-code requires a key up front; the fake claude reads none.
+export ANTHROPIC_API_KEY=sk-ant-bench-fake
 export SANDDUNE_CACHE_DIR=$root/target/tmp/component-cache
 
 now() { date +%s.%N; }
