@@ -245,6 +245,39 @@ impl SmallDisk {
     }
 }
 
+impl SmallDisk {
+    /// A tmpfs, or None after saying SKIPPED (not root); under CI, which
+    /// runs as root, a failure.
+    fn mount_or_skip(size: &str) -> Option<Self> {
+        let disk = Self::mount(size);
+        if disk.is_none() {
+            assert!(
+                std::env::var_os("CI").is_none(),
+                "CI runs as root: a tmpfs must mount"
+            );
+            eprintln!("SKIPPED: mounting a tmpfs needs root");
+        }
+        disk
+    }
+
+    /// `sanddune run` of test-isolated and claude-code with `prompt`, its
+    /// sandboxes on this disk.
+    fn run(&self, repo: &TestRepo, prompt: &str) -> std::process::Output {
+        repo.sanddune_with_env(
+            &[
+                "run",
+                "--sandbox",
+                "test-isolated",
+                "--agent",
+                "claude-code",
+                "--prompt",
+                prompt,
+            ],
+            &[("TMPDIR", self.0.path().to_str().unwrap())],
+        )
+    }
+}
+
 impl Drop for SmallDisk {
     fn drop(&mut self) {
         let _ = std::process::Command::new("umount")
@@ -255,28 +288,13 @@ impl Drop for SmallDisk {
 
 #[test]
 fn a_sandbox_too_small_for_the_repository_fails_the_run_and_loses_nothing() {
-    let Some(disk) = SmallDisk::mount("3m") else {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI runs as root: a tmpfs must mount");
-        }
-        eprintln!("SKIPPED: mounting a tmpfs needs root");
+    let Some(disk) = SmallDisk::mount_or_skip("3m") else {
         return;
     };
     let repo = TestRepo::new();
     heavy_history(&repo, 1, 2 * 1024 * 1024);
     let before = repo.git(&["rev-parse", "HEAD"]);
-    let out = repo.sanddune_with_env(
-        &[
-            "run",
-            "--sandbox",
-            "test-isolated",
-            "--agent",
-            "claude-code",
-            "--prompt",
-            "add a note",
-        ],
-        &[("TMPDIR", disk.0.path().to_str().unwrap())],
-    );
+    let out = disk.run(&repo, "add a note");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("No space left on device"),
@@ -304,29 +322,14 @@ fn a_sandbox_too_small_for_the_repository_fails_the_run_and_loses_nothing() {
 
 #[test]
 fn a_sandbox_too_small_for_the_agents_commits_fails_the_run_and_loses_nothing() {
-    let Some(disk) = SmallDisk::mount("3m") else {
-        if std::env::var_os("CI").is_some() {
-            panic!("CI runs as root: a tmpfs must mount");
-        }
-        eprintln!("SKIPPED: mounting a tmpfs needs root");
+    let Some(disk) = SmallDisk::mount_or_skip("3m") else {
         return;
     };
     let repo = TestRepo::new();
     let before = repo.git(&["rev-parse", "HEAD"]);
     // The commit fits (file and object: 2.4 MB); its bundle for sync out
     // does not.
-    let out = repo.sanddune_with_env(
-        &[
-            "run",
-            "--sandbox",
-            "test-isolated",
-            "--agent",
-            "claude-code",
-            "--prompt",
-            "add a note\nFAKE:big:1200000",
-        ],
-        &[("TMPDIR", disk.0.path().to_str().unwrap())],
-    );
+    let out = disk.run(&repo, "add a note\nFAKE:big:1200000");
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
