@@ -58,6 +58,18 @@ struct ExecKill {
 }
 
 impl ExecKill {
+    /// The kill of the exec marked `mark` in `container`, not killed yet.
+    fn new(docker: &Docker, container: &str, mark: String) -> Arc<Self> {
+        Arc::new(ExecKill {
+            docker: docker.clone(),
+            container: container.to_string(),
+            mark,
+            killed: AtomicBool::new(false),
+            done: Notify::new(),
+            runtime: tokio::runtime::Handle::current(),
+        })
+    }
+
     fn start(&self) {
         let (docker, container, mark) = (
             self.docker.clone(),
@@ -202,14 +214,7 @@ pub(super) async fn exec(
         )
         .await
         .map_err(|e| format!("cannot exec `{}`: {e}", options.argv.join(" ")))?;
-    let kill = Arc::new(ExecKill {
-        docker: docker.clone(),
-        container: id.clone(),
-        mark,
-        killed: AtomicBool::new(false),
-        done: Notify::new(),
-        runtime: tokio::runtime::Handle::current(),
-    });
+    let kill = ExecKill::new(docker, &id, mark);
     let registration = brokered.register(kill.clone());
     let result = match sink {
         Some(tx) => run_exec(docker, &exec.id, options, tx, &kill).await,
@@ -294,14 +299,7 @@ pub(super) async fn exec_interactive(
         )
         .await
         .map_err(|e| format!("cannot exec `{}`: {e}", options.argv.join(" ")))?;
-    let kill = Arc::new(ExecKill {
-        docker: docker.clone(),
-        container: id.clone(),
-        mark,
-        killed: AtomicBool::new(false),
-        done: Notify::new(),
-        runtime: tokio::runtime::Handle::current(),
-    });
+    let kill = ExecKill::new(docker, &id, mark);
     let registration = brokered.register(kill.clone());
     let started = docker
         .start_exec(
