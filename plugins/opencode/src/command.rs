@@ -15,7 +15,10 @@ pub const NO_RESUME: &str =
     "opencode sessions are not files sanddune can move; resume is not supported";
 
 use sanddune_agent_sdk::validate::{self, push_flag};
-pub use sanddune_agent_sdk::{Command, Request};
+pub use sanddune_agent_sdk::{Command, Config, Request};
+
+/// opencode's whole config as JSON, merged over its config files.
+pub const CONFIG_CONTENT: &str = "OPENCODE_CONFIG_CONTENT";
 
 /// The validated request fields that become flags.
 #[derive(Debug, Default)]
@@ -120,6 +123,39 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
         }
     }
     Ok(Command { argv, stdin: None })
+}
+
+/// opencode appends `/messages` to ANTHROPIC_BASE_URL (its default base is
+/// `https://api.anthropic.com/v1`) where Claude Code appends `/v1/messages`,
+/// so one gateway URL would not serve both. Its own provider config, given
+/// in OPENCODE_CONFIG_CONTENT, wins over the variable: the provider sets
+/// the base Claude Code would use, unless the user gave config content.
+pub fn config(request: &Request) -> Result<Config, String> {
+    if request.env_value(CONFIG_CONTENT).is_some() {
+        return Ok(Config::default());
+    }
+    let mut providers = serde_json::Map::new();
+    if let Some(url) = request.env_value("ANTHROPIC_BASE_URL") {
+        let base = format!("{}/v1", url.trim_end_matches('/'));
+        providers.insert(
+            "anthropic".into(),
+            serde_json::json!({ "options": { "baseURL": base } }),
+        );
+    }
+    if let Some(url) = request.env_value("OPENAI_BASE_URL") {
+        providers.insert(
+            "openai".into(),
+            serde_json::json!({ "options": { "baseURL": url.trim_end_matches('/') } }),
+        );
+    }
+    if providers.is_empty() {
+        return Ok(Config::default());
+    }
+    let content = serde_json::json!({ "provider": providers }).to_string();
+    Ok(Config {
+        env: vec![(CONFIG_CONTENT.into(), content)],
+        files: Vec::new(),
+    })
 }
 
 #[cfg(test)]
@@ -368,5 +404,27 @@ mod tests {
                 .argv,
             ["opencode", "--prompt=-h is not a flag"]
         );
+    }
+
+    #[test]
+    fn anthropic_base_url_becomes_the_base_claude_code_would_use() {
+        let mut req = Request::default();
+        assert_eq!(config(&req).unwrap(), Config::default());
+        req.env = vec![("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9/".into())];
+        let config_of = |req: &Request| config(req).unwrap();
+        let got = config_of(&req);
+        assert_eq!(got.files, vec![]);
+        let [(key, content)] = &got.env[..] else {
+            panic!("{got:?}");
+        };
+        assert_eq!(key, CONFIG_CONTENT);
+        let content: serde_json::Value = serde_json::from_str(content).unwrap();
+        assert_eq!(
+            content,
+            serde_json::json!({"provider": {"anthropic": {"options": {"baseURL": "http://127.0.0.1:9/v1"}}}})
+        );
+        // The user's own config content is left alone.
+        req.env.push((CONFIG_CONTENT.into(), "{}".into()));
+        assert_eq!(config_of(&req), Config::default());
     }
 }

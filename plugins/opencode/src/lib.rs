@@ -7,7 +7,7 @@
 pub mod command;
 pub mod parser;
 
-use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, Request};
+use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, Config, Request};
 
 pub struct OpenCode;
 
@@ -59,6 +59,10 @@ impl Agent for OpenCode {
 
     fn interactive_command(request: &Request) -> Result<Command, String> {
         command::interactive_command(request)
+    }
+
+    fn config(request: &Request) -> Result<Config, String> {
+        command::config(request)
     }
 }
 
