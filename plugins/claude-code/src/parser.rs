@@ -33,6 +33,8 @@ pub struct Parser {
     /// HashSet seeding would import wasi:random into the component.)
     sessions: BTreeSet<String>,
     saw_result: bool,
+    /// The last api_retry error: why a stream cut short has no result.
+    last_retry: Option<String>,
 }
 
 impl Parser {
@@ -71,7 +73,9 @@ impl Parser {
             // (for minutes when the API is unreachable): each retry is an
             // error, so a run that never gets through can be stopped.
             if let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) {
-                events.push(Event::Error(api_retry(&obj)));
+                let message = api_retry(&obj);
+                self.last_retry = Some(message.clone());
+                events.push(Event::Error(message));
             }
             return events;
         }
@@ -103,10 +107,15 @@ impl Parser {
     /// iteration did not complete, even if claude exited 0.
     pub fn finish(&mut self) -> Vec<Event> {
         if self.saw_result {
-            Vec::new()
-        } else {
-            vec![Event::Error(NO_RESULT.to_owned())]
+            return Vec::new();
         }
+        // Stopped while retrying: the retry says why, the host quotes the
+        // last error.
+        let message = match &self.last_retry {
+            Some(retry) => format!("{NO_RESULT}; it was retrying: {retry}"),
+            None => NO_RESULT.to_owned(),
+        };
+        vec![Event::Error(message)]
     }
 }
 
@@ -573,6 +582,17 @@ mod tests {
                 )
             ]
         );
+    }
+
+    #[test]
+    fn a_stream_cut_while_retrying_says_the_retry() {
+        let mut parser = Parser::new();
+        parser.push_line(API_RETRY);
+        let Some(Event::Error(message)) = parser.finish().pop() else {
+            panic!("no error");
+        };
+        assert!(message.starts_with(NO_RESULT), "{message}");
+        assert!(message.ends_with("retry 3 of 10 in 2.5 s"), "{message}");
     }
 
     /// Real lines of claude 2.1.330 given a 401 (authentication_error).
