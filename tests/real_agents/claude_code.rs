@@ -38,7 +38,7 @@ fn claude_code_refused_credentials_fail_the_run_naming_the_key() {
 #[ignore = "claude prints api_retry on a 429, an error event; needs the host to let an iteration that recovers succeed (issue 21)"]
 fn claude_code_rides_out_a_429_and_a_stream_cut_by_an_error() {
     let Some(agent) = agent() else { return };
-    harness::rides_out_a_429_and_a_cut_stream(&agent, &[]);
+    harness::rides_out_a_429_and_a_cut_stream(&agent, &[], true);
 }
 
 #[test]

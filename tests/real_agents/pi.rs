@@ -32,7 +32,7 @@ fn pi_refused_credentials_fail_the_run_naming_the_key() {
 #[ignore = "pi prints auto_retry_start after the cut, an error event; needs the host to let an iteration that recovers succeed (issue 21)"]
 fn pi_rides_out_a_429_and_a_stream_cut_by_an_error() {
     let Some(agent) = agent() else { return };
-    harness::rides_out_a_429_and_a_cut_stream(&agent, &MODEL);
+    harness::rides_out_a_429_and_a_cut_stream(&agent, &MODEL, true);
 }
 
 #[test]
