@@ -17,9 +17,9 @@ fn agent() -> Option<Agent> {
 }
 
 #[test]
-fn opencode_commits_and_reports_the_mocks_usage() {
+fn opencode_commits_reports_the_mocks_usage_and_resumes() {
     let Some(agent) = agent() else { return };
-    harness::commits_and_reports_usage(&agent, &MODEL, false);
+    harness::commits_and_reports_usage(&agent, &MODEL, true);
 }
 
 #[test]
