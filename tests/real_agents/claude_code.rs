@@ -18,7 +18,12 @@ fn claude_code_commits_reports_the_mocks_usage_and_resumes() {
     harness::commits_and_reports_usage(&agent, &[], true);
     // The prompt reaches the model as given, with nothing before it (the
     // provider once sent `-p -`, which claude took as prompt text).
-    let first = &agent.mock.exchanges().into_iter().find(|e| e.usage.is_some()).unwrap();
+    let first = &agent
+        .mock
+        .exchanges()
+        .into_iter()
+        .find(|e| e.usage.is_some())
+        .unwrap();
     let texts: Vec<&str> = first.body["messages"][0]["content"]
         .as_array()
         .unwrap()
@@ -31,7 +36,11 @@ fn claude_code_commits_reports_the_mocks_usage_and_resumes() {
 #[test]
 fn claude_code_refused_credentials_fail_the_run_naming_the_key() {
     let Some(agent) = agent() else { return };
-    harness::refused_credentials_fail_the_run(&agent, &[], &["Invalid API key", "ANTHROPIC_API_KEY"]);
+    harness::refused_credentials_fail_the_run(
+        &agent,
+        &[],
+        &["Invalid API key", "ANTHROPIC_API_KEY"],
+    );
 }
 
 #[test]

@@ -260,7 +260,10 @@ pub fn commits_and_reports_usage(agent: &Agent, args: &[&str], resume: bool) {
     assert_eq!(result["completionSignal"], COMPLETION_SIGNAL, "{result}");
     let commits = result["commits"].as_array().unwrap();
     assert_eq!(commits.len(), 1, "{result}");
-    assert_eq!(agent.git(&["rev-parse", "HEAD"]), commits[0]["sha"].as_str().unwrap());
+    assert_eq!(
+        agent.git(&["rev-parse", "HEAD"]),
+        commits[0]["sha"].as_str().unwrap()
+    );
     assert_eq!(agent.git(&["log", "-1", "--format=%s"]), COMMIT_MESSAGE);
     let it = &result["iterations"][0];
     let first = turn_usages(&agent.mock);
@@ -321,7 +324,11 @@ pub fn rides_out_a_429_and_a_cut_stream(agent: &Agent, args: &[&str], counts_the
         .into_iter()
         .filter(|u| counts_the_cut || u.output != 1)
         .collect();
-    assert_eq!(usage_of(&result["iterations"][0]), Usage::total(&reported), "{result}");
+    assert_eq!(
+        usage_of(&result["iterations"][0]),
+        Usage::total(&reported),
+        "{result}"
+    );
 }
 
 /// A model that never says the completion signal: every iteration runs
@@ -331,7 +338,11 @@ pub fn runs_to_max_iterations_without_the_signal(agent: &Agent, args: &[&str]) {
     let mut all = vec!["--prompt", "add a line", "--max-iterations", "2"];
     all.extend_from_slice(args);
     let result = agent.ok(&agent.run(&all));
-    assert_eq!(result["iterations"].as_array().unwrap().len(), 2, "{result}");
+    assert_eq!(
+        result["iterations"].as_array().unwrap().len(),
+        2,
+        "{result}"
+    );
     assert!(result["completionSignal"].is_null(), "{result}");
     assert_eq!(result["commits"].as_array().unwrap().len(), 2, "{result}");
 }
@@ -347,7 +358,10 @@ pub fn an_unreachable_api_fails_the_run(
     cli_names_the_url: bool,
 ) {
     // A port just bound and released: nothing listens there.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let url = format!("http://{closed}");
     for (k, v) in agent.env.iter_mut() {
         if *k == key {

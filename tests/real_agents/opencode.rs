@@ -26,7 +26,11 @@ fn opencode_commits_reports_the_mocks_usage_and_resumes() {
 fn opencode_refused_credentials_fail_the_run_naming_the_url() {
     let Some(agent) = agent() else { return };
     let url = format!("{}/v1/messages", agent.mock.url());
-    harness::refused_credentials_fail_the_run(&agent, &MODEL, &["invalid x-api-key", &url, "ANTHROPIC_API_KEY"]);
+    harness::refused_credentials_fail_the_run(
+        &agent,
+        &MODEL,
+        &["invalid x-api-key", &url, "ANTHROPIC_API_KEY"],
+    );
 }
 
 #[test]

@@ -25,7 +25,11 @@ fn pi_commits_reports_the_mocks_usage_and_resumes() {
 fn pi_refused_credentials_fail_the_run_naming_the_key() {
     let Some(agent) = agent() else { return };
     // pi exits 0 here: the failure is sanddune's reading of its stream.
-    harness::refused_credentials_fail_the_run(&agent, &MODEL, &["invalid x-api-key", "ANTHROPIC_API_KEY"]);
+    harness::refused_credentials_fail_the_run(
+        &agent,
+        &MODEL,
+        &["invalid x-api-key", "ANTHROPIC_API_KEY"],
+    );
 }
 
 #[test]

@@ -139,7 +139,10 @@ fn api_retry(obj: &Object) -> String {
         Some(status) => format!("HTTP {status}"),
         None => "no answer (is ANTHROPIC_BASE_URL reachable?)".to_owned(),
     };
-    let error = obj.get("error").and_then(Value::as_str).unwrap_or("unknown");
+    let error = obj
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
     let mut message = format!("claude could not reach the model API: {status}, error {error}");
     if let (Some(attempt), Some(max)) = (num("attempt"), num("max_retries")) {
         message.push_str(&format!("; retry {attempt} of {max}"));
@@ -285,7 +288,10 @@ fn result(obj: &Object, events: &mut Vec<Event>) {
             message.push_str(&detail);
         }
         // claude says "Invalid API key" but not which variable it read.
-        if matches!(obj.get("api_error_status").and_then(Value::as_u64), Some(401 | 403)) {
+        if matches!(
+            obj.get("api_error_status").and_then(Value::as_u64),
+            Some(401 | 403)
+        ) {
             message.push_str(AUTH_HINT);
         }
         events.push(Event::Error(message));
@@ -604,7 +610,9 @@ mod tests {
         let mut parser = Parser::new();
         let mut events = parser.push_line(AUTH_ASSISTANT);
         events.extend(parser.push_line(AUTH_RESULT));
-        assert!(events.contains(&Event::Text("Invalid API key · Fix external API key".into())));
+        assert!(events.contains(&Event::Text(
+            "Invalid API key · Fix external API key".into()
+        )));
         let Some(Event::Error(message)) = events.last() else {
             panic!("{events:?}");
         };

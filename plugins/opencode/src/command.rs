@@ -32,7 +32,9 @@ fn flags(request: &Request) -> Result<Flags<'_>, String> {
     if let Some(id) = &request.resume_session
         && !session::valid_id(id)
     {
-        return Err(format!("invalid opencode session id {id:?}: expected ses_..."));
+        return Err(format!(
+            "invalid opencode session id {id:?}: expected ses_..."
+        ));
     }
     let model = request.model.as_deref().map(check_model).transpose()?;
     let [variant] = validate::options(PROGRAM, &request.options, OPTIONS)?;
@@ -416,14 +418,21 @@ mod tests {
         let cmd = print_command(&req).unwrap();
         assert_eq!(cmd.argv[..2], ["sh", "-c"]);
         assert_eq!(cmd.argv[3..5], ["sh", id]);
-        assert_eq!(run_argv(&cmd), ["opencode", "run", "--format", "json", "--session", id, "p"]);
+        assert_eq!(
+            run_argv(&cmd),
+            ["opencode", "run", "--format", "json", "--session", id, "p"]
+        );
         assert_eq!(interactive_command(&req).unwrap_err(), NO_RESUME);
         for bad in ["", "../x"] {
             let req = Request {
                 resume_session: Some(bad.into()),
                 ..request("p")
             };
-            assert!(print_command(&req).unwrap_err().contains("invalid opencode session id"));
+            assert!(
+                print_command(&req)
+                    .unwrap_err()
+                    .contains("invalid opencode session id")
+            );
         }
         // A fresh run passes an empty session to the wrapper.
         assert_eq!(print_command(&request("p")).unwrap().argv[4], "");

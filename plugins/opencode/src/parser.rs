@@ -148,7 +148,9 @@ fn error_message(error: Option<&Value>) -> String {
     };
     // An APIError says which URL answered and how; say what sets them.
     let data = error.and_then(|e| e.get("data"));
-    let status = data.and_then(|d| d.get("statusCode")).and_then(Value::as_u64);
+    let status = data
+        .and_then(|d| d.get("statusCode"))
+        .and_then(Value::as_u64);
     let url = data
         .and_then(|d| d.pointer("/metadata/url"))
         .and_then(Value::as_str);

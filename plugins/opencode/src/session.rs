@@ -65,10 +65,17 @@ mod tests {
     #[test]
     fn directories_move_and_other_text_stays() {
         let export = r#"{"info":{"id":"ses_1","directory":"/sbx/w","path":""},"messages":[{"parts":[{"state":{"input":{"workdir":"/sbx/w/src","command":"cd /sbx/w"}}}]}],"other":"/sbx/wx"}"#;
-        let out: Value = serde_json::from_str(&rewrite_session_cwd(export, "/sbx/w", "/repo")).unwrap();
+        let out: Value =
+            serde_json::from_str(&rewrite_session_cwd(export, "/sbx/w", "/repo")).unwrap();
         assert_eq!(out["info"]["directory"], "/repo");
-        assert_eq!(out["messages"][0]["parts"][0]["state"]["input"]["workdir"], "/repo/src");
-        assert_eq!(out["messages"][0]["parts"][0]["state"]["input"]["command"], "cd /sbx/w");
+        assert_eq!(
+            out["messages"][0]["parts"][0]["state"]["input"]["workdir"],
+            "/repo/src"
+        );
+        assert_eq!(
+            out["messages"][0]["parts"][0]["state"]["input"]["command"],
+            "cd /sbx/w"
+        );
         assert_eq!(out["other"], "/sbx/wx");
         assert_eq!(rewrite_session_cwd("not json", "/a", "/b"), "not json");
     }

@@ -465,8 +465,9 @@ mod tests {
             .collect();
         assert_eq!(errors.len(), 3, "{errors:?}");
         assert!(
-            errors[0].starts_with("pi could not reach the model API: Connection error. (check ANTHROPIC_BASE_URL")
-                && errors[0].ends_with("; pi retries (1 of 3) in 2.0 s"),
+            errors[0].starts_with(
+                "pi could not reach the model API: Connection error. (check ANTHROPIC_BASE_URL"
+            ) && errors[0].ends_with("; pi retries (1 of 3) in 2.0 s"),
             "{}",
             errors[0]
         );
