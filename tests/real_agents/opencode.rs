@@ -56,6 +56,5 @@ fn opencode_an_unreachable_api_fails_the_run_naming_the_url() {
         "ANTHROPIC_BASE_URL",
         &MODEL,
         std::time::Duration::from_secs(180),
-        true,
     );
 }

@@ -110,6 +110,10 @@ impl Agent for ClaudeCode {
 }
 
 impl sanddune_agent_sdk::Parser for parser::Parser {
+    fn for_request(request: &Request) -> Self {
+        parser::Parser::for_request(request)
+    }
+
     fn push_line(&mut self, line: &str) -> Vec<Event> {
         parser::Parser::push_line(self, line)
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use sanddune_agent_sdk::{Event, Usage};
+pub use sanddune_agent_sdk::{Event, Request, Usage};
 
 /// Reads a Claude usage object (`message.usage`, `result.usage`); missing or
 /// non-integer fields count as 0. None when `value` is not an object at all.
@@ -27,7 +27,7 @@ pub const AUTH_HINT: &str = " (the model API refused the credentials: check ANTH
 pub const NO_RESULT: &str =
     "claude ended without a result line (stream cut short or the CLI failed before starting)";
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Parser {
     /// Session ids already reported, so each is reported once. (A BTreeSet:
     /// HashSet seeding would import wasi:random into the component.)
@@ -35,11 +35,37 @@ pub struct Parser {
     saw_result: bool,
     /// The last api_retry error: why a stream cut short has no result.
     last_retry: Option<String>,
+    /// Where claude sends model requests, as the errors say it.
+    endpoint: String,
+}
+
+/// claude's model API when ANTHROPIC_BASE_URL is not set.
+pub const DEFAULT_BASE_URL: &str = "https://api.anthropic.com";
+
+impl Default for Parser {
+    fn default() -> Parser {
+        Parser::new()
+    }
 }
 
 impl Parser {
     pub fn new() -> Parser {
-        Parser::default()
+        Parser::for_request(&Request::default())
+    }
+
+    /// A parser for the command built for `request`: its errors name the
+    /// URL the run pointed claude at, and the variable that set it.
+    pub fn for_request(request: &Request) -> Parser {
+        let endpoint = match request.env_value("ANTHROPIC_BASE_URL") {
+            Some(url) => format!("{url} (ANTHROPIC_BASE_URL)"),
+            None => format!("{DEFAULT_BASE_URL} (ANTHROPIC_BASE_URL is not set)"),
+        };
+        Parser {
+            sessions: BTreeSet::new(),
+            saw_result: false,
+            last_retry: None,
+            endpoint,
+        }
     }
 
     /// Events for one stdout line. Anything that is not a JSON object, or is
@@ -73,7 +99,7 @@ impl Parser {
             // (for minutes when the API is unreachable): each retry is an
             // error, so a run that never gets through can be stopped.
             if let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) {
-                let message = api_retry(&obj);
+                let message = api_retry(&obj, &self.endpoint);
                 self.last_retry = Some(message.clone());
                 events.push(Event::Error(message));
             }
@@ -132,12 +158,13 @@ struct Envelope<'a> {
 
 /// A `system` `api_retry` line as an error message: claude names neither
 /// the URL nor the key, only the attempt, the status (null when the API
-/// could not be reached) and its own error kind.
-fn api_retry(obj: &Object) -> String {
+/// could not be reached) and its own error kind; `endpoint` says where it
+/// was pointed.
+fn api_retry(obj: &Object, endpoint: &str) -> String {
     let num = |k: &str| obj.get(k).and_then(Value::as_u64);
     let status = match num("error_status") {
-        Some(status) => format!("HTTP {status}"),
-        None => "no answer (is ANTHROPIC_BASE_URL reachable?)".to_owned(),
+        Some(status) => format!("HTTP {status} from {endpoint}"),
+        None => format!("no answer from {endpoint}"),
     };
     let error = obj
         .get("error")
@@ -582,11 +609,28 @@ mod tests {
             vec![
                 Event::SessionId("710ff6b4-7151-4ae5-ab8b-53c3e2cd313f".into()),
                 Event::Error(
-                    "claude could not reach the model API: no answer (is ANTHROPIC_BASE_URL \
-                     reachable?), error unknown; retry 3 of 10 in 2.5 s"
+                    "claude could not reach the model API: no answer from \
+                     https://api.anthropic.com (ANTHROPIC_BASE_URL is not set), error unknown; \
+                     retry 3 of 10 in 2.5 s"
                         .into()
                 )
             ]
+        );
+    }
+
+    #[test]
+    fn a_retry_names_the_url_the_run_set() {
+        let request = Request {
+            env: vec![("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9".into())],
+            ..Request::default()
+        };
+        let mut parser = Parser::for_request(&request);
+        let Some(Event::Error(message)) = parser.push_line(API_RETRY).pop() else {
+            panic!("no error");
+        };
+        assert!(
+            message.contains("no answer from http://127.0.0.1:9 (ANTHROPIC_BASE_URL)"),
+            "{message}"
         );
     }
 

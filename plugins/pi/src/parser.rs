@@ -12,7 +12,7 @@
 
 use serde_json::Value;
 
-pub use sanddune_agent_sdk::{Event, Usage};
+pub use sanddune_agent_sdk::{Event, Request, Usage};
 
 /// Reads pi's `usage` object of an assistant message: `input` (without
 /// cached tokens), `output`, `cacheRead`, `cacheWrite`. Missing or
@@ -44,6 +44,9 @@ pub struct Parser {
     errored: bool,
     /// The provider of the last assistant message (`anthropic`, ...).
     provider: String,
+    /// (provider, base URL) the run set, which the provider wrote into
+    /// models.json: pi's errors never say where it connected.
+    base_urls: Vec<(&'static str, String)>,
 }
 
 impl Parser {
@@ -105,8 +108,13 @@ impl Parser {
         if error.starts_with("401") || error.starts_with("403") {
             format!("pi: the model API refused the credentials: {error} (check {key})")
         } else if error.starts_with("Connection error") {
+            let at = self
+                .base_urls
+                .iter()
+                .find(|(p, _)| *p == provider)
+                .map_or(String::new(), |(_, u)| format!(" at {u}"));
             format!(
-                "pi could not reach the model API: {error} (check {url}, which sanddune \
+                "pi could not reach the model API{at}: {error} (check {url}, which sanddune \
                  writes to providers.{provider}.baseUrl in ~/.pi/agent/models.json)"
             )
         } else {
@@ -116,6 +124,20 @@ impl Parser {
 }
 
 impl sanddune_agent_sdk::Parser for Parser {
+    fn for_request(request: &Request) -> Self {
+        let base_urls = [
+            ("anthropic", "ANTHROPIC_BASE_URL"),
+            ("openai", "OPENAI_BASE_URL"),
+        ]
+        .into_iter()
+        .filter_map(|(p, key)| request.env_value(key).map(|u| (p, u.to_owned())))
+        .collect();
+        Parser {
+            base_urls,
+            ..Parser::default()
+        }
+    }
+
     /// Events for one stdout line. Anything that is not a JSON object, or is
     /// a type we do not use, yields nothing: stdout can carry stray output.
     fn push_line(&mut self, line: &str) -> Vec<Event> {
@@ -474,6 +496,25 @@ mod tests {
         assert!(
             matches!(&end[..], [Event::Error(m), Event::Result { is_error: true, .. }]
                 if m.starts_with("pi could not reach the model API")),
+            "{end:?}"
+        );
+    }
+
+    #[test]
+    fn an_unreachable_api_is_named_by_the_url_the_run_set() {
+        use sanddune_agent_sdk::Parser as _;
+        let request = Request {
+            env: vec![("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9".into())],
+            ..Request::default()
+        };
+        let mut parser = Parser::for_request(&request);
+        for line in REAL_UNREACHABLE.lines() {
+            parser.push_line(line);
+        }
+        let end = parser.finish();
+        assert!(
+            matches!(&end[..], [Event::Error(m), ..]
+                if m.starts_with("pi could not reach the model API at http://127.0.0.1:9: Connection error.")),
             "{end:?}"
         );
     }
