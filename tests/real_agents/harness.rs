@@ -40,9 +40,59 @@ fn clis() -> Option<PathBuf> {
         skip("node and npm are needed to install the pinned agent CLIs")?;
     }
     static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let installed = INSTALLED
-        .get_or_init(|| install(&PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("agent-clis")));
+    let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
+    let installed =
+        INSTALLED.get_or_init(
+            || match std::env::var("SANDDUNE_AGENT_VERSIONS").as_deref() {
+                Err(_) => install(&tmp.join("agent-clis")),
+                Ok("latest") => install_latest(&tmp.join("agent-clis-latest")),
+                Ok(other) => Err(format!(
+                    "SANDDUNE_AGENT_VERSIONS={other}: the only value is `latest` (the newest \
+                 published CLIs); unset, the tests use tests/agent-clis/package-lock.json"
+                )),
+            },
+        );
     Some(installed.clone().unwrap_or_else(|e| panic!("{e}")))
+}
+
+/// The newest published version of each CLI in the lockfile's
+/// package.json (tests/agent-clis/latest.sh), installed once a day.
+fn install_latest(dir: &Path) -> Result<PathBuf, String> {
+    let today = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_err(|e| e.to_string())?
+        .as_secs()
+        / 86_400;
+    let marker = dir.join("node_modules/.sanddune-installed-day");
+    if std::fs::read_to_string(&marker).is_ok_and(|d| d == today.to_string()) {
+        return Ok(dir.join("node_modules/.bin"));
+    }
+    let text = std::fs::read_to_string(sources().join("package.json"))
+        .map_err(|e| format!("reading package.json: {e}"))?;
+    let mut package: Value =
+        serde_json::from_str(&text).map_err(|e| format!("package.json: {e}"))?;
+    for version in package["dependencies"]
+        .as_object_mut()
+        .ok_or("package.json has no dependencies")?
+        .values_mut()
+    {
+        *version = Value::from("latest");
+    }
+    std::fs::create_dir_all(dir).map_err(|e| format!("creating {}: {e}", dir.display()))?;
+    let _ = std::fs::remove_file(dir.join("package-lock.json"));
+    std::fs::write(dir.join("package.json"), package.to_string())
+        .map_err(|e| format!("writing package.json: {e}"))?;
+    let status = Command::new("npm")
+        .args(["install", "--no-audit", "--no-fund", "--quiet"])
+        .current_dir(dir)
+        .status()
+        .map_err(|e| format!("npm install in {}: {e}", dir.display()))?;
+    if !status.success() {
+        return Err(format!("npm install in {} failed: {status}", dir.display()));
+    }
+    std::fs::write(&marker, today.to_string())
+        .map_err(|e| format!("writing {}: {e}", marker.display()))?;
+    Ok(dir.join("node_modules/.bin"))
 }
 
 fn install(dir: &Path) -> Result<PathBuf, String> {
