@@ -7,8 +7,8 @@
 use serde_json::{Value, json};
 
 use crate::{
-    COMPLETION_SIGNAL, Call, FINAL_TEXT, Fault, Reply, SHELL_COMMAND, UNFINISHED_TEXT, Usage,
-    full, streamed,
+    COMPLETION_SIGNAL, Call, FINAL_TEXT, Fault, Reply, SHELL_COMMAND, UNFINISHED_TEXT, Usage, full,
+    streamed,
 };
 
 const JSON: (&str, &str) = ("content-type", "application/json");
@@ -16,10 +16,11 @@ const JSON: (&str, &str) = ("content-type", "application/json");
 /// The shell tool among the request's `tools` (`Bash` for Claude Code,
 /// `bash` for opencode and pi).
 fn shell_tool(body: &Value) -> Option<&Value> {
-    body["tools"]
-        .as_array()?
-        .iter()
-        .find(|t| t["name"].as_str().is_some_and(|n| n.eq_ignore_ascii_case("bash")))
+    body["tools"].as_array()?.iter().find(|t| {
+        t["name"]
+            .as_str()
+            .is_some_and(|n| n.eq_ignore_ascii_case("bash"))
+    })
 }
 
 /// Whether the conversation's last message carries a tool result: the
@@ -77,7 +78,11 @@ pub fn messages(call: &Call) -> Reply {
         Some(Fault::Unauthorized) => {
             return Reply::plain(full(
                 401,
-                &[JSON, ("request-id", &request_id), ("x-should-retry", "false")],
+                &[
+                    JSON,
+                    ("request-id", &request_id),
+                    ("x-should-retry", "false"),
+                ],
                 error_body("authentication_error", "invalid x-api-key", &request_id),
             ));
         }
@@ -99,7 +104,10 @@ pub fn messages(call: &Call) -> Reply {
         }
         _ => {}
     }
-    let model = body["model"].as_str().unwrap_or("claude-sonnet-4-5").to_string();
+    let model = body["model"]
+        .as_str()
+        .unwrap_or("claude-sonnet-4-5")
+        .to_string();
     let tool = shell_tool(body).filter(|_| !last_message_has_tool_result(body));
     let usage = call.next_usage();
     let message_id = call.next_id("msg_mock");
@@ -136,7 +144,11 @@ pub fn messages(call: &Call) -> Reply {
             "usage": usage_json(usage),
         });
         return Reply {
-            response: full(200, &[JSON, ("request-id", &request_id)], message.to_string()),
+            response: full(
+                200,
+                &[JSON, ("request-id", &request_id)],
+                message.to_string(),
+            ),
             usage: Some(usage),
             tool_call,
         };
@@ -166,10 +178,21 @@ pub fn messages(call: &Call) -> Reply {
     ];
     // The content in two deltas, as the API splits it.
     let (delta_type, key, content) = match block["type"].as_str() {
-        Some("tool_use") => ("input_json_delta", "partial_json", block["input"].to_string()),
-        _ => ("text_delta", "text", block["text"].as_str().unwrap().to_string()),
+        Some("tool_use") => (
+            "input_json_delta",
+            "partial_json",
+            block["input"].to_string(),
+        ),
+        _ => (
+            "text_delta",
+            "text",
+            block["text"].as_str().unwrap().to_string(),
+        ),
     };
-    let mid = content.char_indices().nth(content.chars().count() / 2).map_or(0, |(i, _)| i);
+    let mid = content
+        .char_indices()
+        .nth(content.chars().count() / 2)
+        .map_or(0, |(i, _)| i);
     for part in [&content[..mid], &content[mid..]] {
         events.push(sse(
             "content_block_delta",
