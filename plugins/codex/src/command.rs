@@ -9,8 +9,41 @@ pub const EFFORTS: [&str; 4] = ["low", "medium", "high", "xhigh"];
 /// bytes including the terminating NUL).
 const MAX_ARG_LEN: usize = 131_071;
 
+use std::cell::RefCell;
+
 use sanddune_agent_sdk::validate::{self, non_empty};
 pub use sanddune_agent_sdk::{Command, Request};
+
+/// Where codex sends its requests unless told otherwise.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// What the parser of an iteration needs from its command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Context {
+    /// The model API codex talks to, for messages when it cannot.
+    pub base_url: String,
+    /// `exec resume`: `turn.completed` usage includes the earlier runs'.
+    pub resuming: bool,
+}
+
+impl Default for Context {
+    fn default() -> Context {
+        Context {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            resuming: false,
+        }
+    }
+}
+
+thread_local! {
+    /// The context of the last print command built (the WIT parser
+    /// constructor takes no arguments).
+    static LAST: RefCell<Context> = RefCell::default();
+}
+
+pub fn last_context() -> Context {
+    LAST.with(|c| c.borrow().clone())
+}
 
 /// The validated request fields that become arguments.
 #[derive(Debug, Default)]
@@ -75,6 +108,12 @@ pub fn print_command(request: &Request) -> Result<Command, String> {
     // here too rather than let codex fail on it (or "succeed" at nothing).
     validate::prompt_not_empty(&request.prompt, PROGRAM)?;
     let flags = flags(request)?;
+    LAST.with(|c| {
+        *c.borrow_mut() = Context {
+            resuming: flags.resume.is_some(),
+            ..Context::default()
+        }
+    });
     let mut argv = vec![PROGRAM.to_owned(), "exec".to_owned()];
     if let Some(id) = flags.resume {
         argv.extend(["resume".into(), id.to_owned()]);
