@@ -758,4 +758,55 @@ mod tests {
             }
         )));
     }
+
+    /// Real copilot 1.0.102 output against tests/model-mock (BYOK, chat
+    /// completions): no token counts on stdout (they are in the session).
+    #[test]
+    fn real_1_0_102_commit() {
+        let sample = include_str!("../testdata/copilot-1.0.102-commit.jsonl");
+        let mut parser = Parser::new();
+        let mut events: Vec<Event> = sample.lines().flat_map(|l| parser.push_line(l)).collect();
+        events.extend(parser.finish());
+        assert!(
+            matches!(&events[0], Event::ToolCall { name, input } if name == "bash" && input.contains("git commit -q"))
+        );
+        assert_eq!(
+            events[1..],
+            [
+                Event::Text("Added the line and committed it. <promise>COMPLETE</promise>".into()),
+                Event::SessionId("73de4807-4711-4dfe-a073-e82ae4b4f471".into()),
+                Event::Result {
+                    is_error: false,
+                    text: "Added the line and committed it. <promise>COMPLETE</promise>".into(),
+                },
+            ]
+        );
+    }
+
+    /// The real 401: the error keeps copilot's own words, which name the URL
+    /// and the variables to check.
+    #[test]
+    fn real_1_0_102_unauthorized() {
+        let sample = include_str!("../testdata/copilot-1.0.102-401.jsonl");
+        let mut parser = Parser::new();
+        let mut events: Vec<Event> = sample.lines().flat_map(|l| parser.push_line(l)).collect();
+        events.extend(parser.finish());
+        let error = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Error(m) => Some(m.as_str()),
+                _ => None,
+            })
+            .unwrap();
+        assert!(
+            error.contains("http://127.0.0.1:18081/v1 (HTTP 401)"),
+            "{error}"
+        );
+        assert!(error.contains("COPILOT_PROVIDER_API_KEY"), "{error}");
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Result { is_error: true, .. }))
+        );
+    }
 }
