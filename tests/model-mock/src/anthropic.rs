@@ -200,14 +200,14 @@ pub fn messages(call: &Call) -> Reply {
         ));
         if fault == Some(Fault::ServerErrorMidStream) {
             // The API's own mid-stream failure: an error event, then the
-            // stream ends. No usage was delivered.
+            // stream ends. Only message_start's usage was delivered.
             events.push(sse(
                 "error",
                 json!({"type": "error", "error": {"type": "api_error", "message": "Internal server error"}, "request_id": request_id}),
             ));
             return Reply {
                 response: streamed(&sse_headers(&request_id), events),
-                usage: None,
+                usage: Some(Usage { output: 1, ..usage }),
                 tool_call: false,
             };
         }

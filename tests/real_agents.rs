@@ -1,0 +1,16 @@
+//! Every agent provider against its real CLI, pinned in tests/agent-clis:
+//! `sanddune run --sandbox test-isolated --agent NAME` with the CLI pointed
+//! at the scripted model mock (tests/model-mock) only by the env a user of
+//! the provider sets. The model has the CLI's shell tool make a plain git
+//! commit, then answers with the completion signal; the tests check the
+//! commit on the branch, the session id, the usage the mock reported, and
+//! how each CLI's failures (401, 429, a stream cut by an error, an
+//! unreachable API, no completion signal) come out of sanddune.
+
+mod common;
+
+#[path = "real_agents/harness.rs"]
+mod harness;
+
+#[path = "real_agents/claude_code.rs"]
+mod claude_code;
