@@ -14,3 +14,9 @@ mod harness;
 
 #[path = "real_agents/claude_code.rs"]
 mod claude_code;
+
+#[path = "real_agents/codex.rs"]
+mod codex;
+
+#[path = "real_agents/copilot.rs"]
+mod copilot;

@@ -134,7 +134,18 @@ impl Agent {
     /// nothing of this process's environment but PATH (the CLIs, node, git)
     /// and HOME, plus `env`: only what a user of the agent would set.
     pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new(common::BIN);
+        self.run_command(Command::new(common::BIN), args, env)
+    }
+
+    /// As [`Agent::run`], killed (exit 124) if it runs over `secs`: for runs
+    /// that must end by themselves.
+    pub fn run_within(&self, secs: u64, args: &[&str], env: &[(&str, &str)]) -> Output {
+        let mut cmd = Command::new("timeout");
+        cmd.args(["--kill-after=10", &secs.to_string(), common::BIN]);
+        self.run_command(cmd, args, env)
+    }
+
+    fn run_command(&self, mut cmd: Command, args: &[&str], env: &[(&str, &str)]) -> Output {
         cmd.args([
             "run",
             "--sandbox",

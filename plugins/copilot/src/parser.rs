@@ -203,6 +203,10 @@ impl sanddune_agent_sdk::Parser for Parser {
                     report.push_str(": ");
                     report.push_str(&message);
                 }
+                // Copilot names the URL but not where it comes from.
+                if message.starts_with("Could not connect to local model provider") {
+                    report.push_str(" (the URL is COPILOT_PROVIDER_BASE_URL)");
+                }
                 self.failed = true;
                 self.saw_result = true;
                 events.push(Event::Error(report));
@@ -808,5 +812,15 @@ mod tests {
                 .iter()
                 .any(|e| matches!(e, Event::Result { is_error: true, .. }))
         );
+    }
+
+    /// The real message when the endpoint is unreachable names the URL; the
+    /// error adds the variable that sets it.
+    #[test]
+    fn real_1_0_102_unreachable_names_the_variable() {
+        let line = r#"{"type":"session.error","data":{"errorType":"query","message":"Could not connect to local model provider at http://127.0.0.1:18099/v1.\n  Check that the service is running and the port is correct.","originatingMessageId":"c4060dec-483c-4cd0-b2d8-c5e4c0d5b4ac"},"id":"2f1c","timestamp":"2026-11-25T13:00:55.050Z","parentId":null}"#;
+        let events = Parser::new().push_line(line);
+        assert!(matches!(&events[0], Event::Error(m)
+            if m.contains("http://127.0.0.1:18099/v1") && m.ends_with("(the URL is COPILOT_PROVIDER_BASE_URL)")));
     }
 }
