@@ -39,12 +39,14 @@ const TEST_ONLY: &[(&str, &str)] = &[
         "sanddune-test-plugin-undeclared-import",
     ),
     ("liar", "sanddune-test-plugin-liar"),
-    // Built against the frozen wit/v0.1 and wit/v0.2: older components
+    // Built against the frozen wit/v0.1, v0.2 and v0.3: older components
     // keep loading.
     ("v0-1-sandbox", "sanddune-test-plugin-v0-1-sandbox"),
     ("v0-1-agent", "sanddune-test-plugin-v0-1-agent"),
     ("v0-2-sandbox", "sanddune-test-plugin-v0-2-sandbox"),
     ("v0-2-agent", "sanddune-test-plugin-v0-2-agent"),
+    ("v0-3-sandbox", "sanddune-test-plugin-v0-3-sandbox"),
+    ("v0-3-agent", "sanddune-test-plugin-v0-3-agent"),
 ];
 
 fn main() {

@@ -365,7 +365,7 @@ fn plugin_inspect_shows_requests_and_imports() {
         "{text}"
     );
     assert!(text.contains("programs:   sh"), "{text}");
-    assert!(text.contains("sanddune:plugin/process@0.3.0"), "{text}");
+    assert!(text.contains("sanddune:plugin/process@0.4.0"), "{text}");
 
     let out = repo.sanddune(&["plugin", "inspect", "claude-code"]);
     let text = stdout(&out);
@@ -575,7 +575,7 @@ fn a_silent_agent_is_stopped_by_the_idle_timeout() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
-        err.contains("produced no output for 1 s") && err.contains("idle timeout"),
+        err.contains("made no progress for 1 s") && err.contains("idle timeout"),
         "{err}"
     );
     assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);

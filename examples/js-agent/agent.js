@@ -54,6 +54,7 @@ function buildPrintCommand(request) {
     argv: ["sh", "-c", SCRIPT],
     stdin: new TextEncoder().encode(request.prompt),
     env: [],
+    files: [],
   };
 }
 
@@ -62,6 +63,7 @@ function buildInteractiveCommand(_request) {
     argv: ["sh", "-c", "echo 'js-agent has no interactive mode' >&2; exit 1"],
     stdin: undefined,
     env: [],
+    files: [],
   };
 }
 

@@ -38,7 +38,8 @@ pub struct RunArgs {
     /// Upper bound on iterations.
     #[arg(long, default_value_t = 1)]
     max_iterations: u32,
-    /// Stop an iteration after this many seconds without agent output.
+    /// Stop an iteration after this many seconds without agent progress (a
+    /// parsed event that is not an error).
     #[arg(long, default_value_t = 600)]
     idle_timeout: u64,
     /// Text that ends the run when the agent outputs it (repeatable).

@@ -52,6 +52,7 @@ fn request(prompt: &str) -> CommandRequest {
         options: vec![],
         resume_session: None,
         skip_permissions: true,
+        env: Vec::new(),
     }
 }
 

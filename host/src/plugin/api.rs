@@ -124,6 +124,8 @@ pub struct CommandRequest {
     pub options: Vec<(String, String)>,
     pub resume_session: Option<String>,
     pub skip_permissions: bool,
+    /// The run's values of the agent's declared keys that are set (0.4 on).
+    pub env: Vec<EnvVar>,
 }
 
 #[derive(Clone, Debug)]
@@ -131,6 +133,15 @@ pub struct AgentCommand {
     pub argv: Vec<String>,
     pub stdin: Option<Vec<u8>>,
     pub env: Vec<EnvVar>,
+    /// Config files for the sandbox's HOME (0.4 on).
+    pub files: Vec<AgentFile>,
+}
+
+/// A config file an agent's CLI reads, relative to the sandbox's HOME.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AgentFile {
+    pub path: String,
+    pub contents: Vec<u8>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -211,6 +211,7 @@ impl SandboxHandle {
                 capture: if o.capture_sessions { sessions } else { None },
                 sandbox_home,
                 log: log.clone(),
+                written_files: Vec::new(),
             };
             let outcome = iteration::run_iterations(
                 &mut invoker,

@@ -15,9 +15,10 @@ use super::identity::CommitOptions;
 use super::log::{LogMode, RunLog};
 use super::setup::{self, Place};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
-use super::{AbortHandle, Commit, Prompt, SandboxOptions, Timeouts, sync};
+use super::{AbortHandle, Commit, Prompt, SandboxOptions, Timeouts, agent_files, sync};
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentProvider, CommandRequest};
+use crate::plugin::api::EnvVar;
 use crate::plugin::sandbox::{Command, ExecRequest, SandboxKind, env_vars};
 use crate::plugin::{PluginRef, PluginRuntime};
 use crate::prompt;
@@ -253,7 +254,8 @@ async fn session_on(
             }
         }
     };
-    let mut declared = setup::agent_keys(&agent);
+    let agent_keys = setup::agent_keys(&agent);
+    let mut declared = agent_keys.clone();
     let exit_code = match &o.sandbox {
         InteractiveSandbox::NoSandbox => {
             // The agent works as the user, whose own git config applies.
@@ -269,9 +271,19 @@ async fn session_on(
                 Some(t) => expand_on_host(t, place).await?,
                 None => String::new(),
             };
+            let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
+            let values = agent_files::declared_values(&agent_keys, &pairs);
             let command = agent
-                .build_interactive_command(&request(o, prompt, false))
+                .build_interactive_command(&request(o, prompt, false, values))
                 .await?;
+            // The host's HOME is the user's own: their config stays theirs.
+            for file in &command.files {
+                log.line(&format!(
+                    "warning: agent `{}` asks for ~/{}, which sanddune writes only into a sandbox's HOME; with no sandbox the CLI reads your own config",
+                    agent.name(),
+                    file.path
+                ));
+            }
             log.line(&format!(
                 "starting `{}` on the host (no sandbox) in {}",
                 agent.name(),
@@ -313,8 +325,11 @@ async fn session_on(
                     Some(t) => prompt::assemble(t, &[]),
                     None => String::new(),
                 };
+                let values = agent_files::declared_values(&agent_keys, &pairs);
                 let command = agent
-                    .build_interactive_command(&request(o, prompt, true))
+                    .build_interactive_command(&request(o, prompt, true, values))
+                    .await?;
+                agent_files::write(&mut sandbox, agent.name(), &command.files, &pairs, &o.abort)
                     .await?;
                 log.line(&format!(
                     "starting `{}` in sandbox `{}`",
@@ -360,13 +375,19 @@ async fn session_on(
     Ok((exit_code, commits))
 }
 
-fn request(o: &InteractiveOptions, prompt: String, skip_permissions: bool) -> CommandRequest {
+fn request(
+    o: &InteractiveOptions,
+    prompt: String,
+    skip_permissions: bool,
+    env: Vec<EnvVar>,
+) -> CommandRequest {
     CommandRequest {
         prompt,
         model: o.model.clone(),
         options: o.agent_options.clone(),
         resume_session: None,
         skip_permissions,
+        env,
     }
 }
 

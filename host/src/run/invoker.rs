@@ -9,14 +9,16 @@ use tokio::sync::mpsc;
 use std::sync::Arc;
 
 use super::abort::AbortHandle;
+use super::agent_files;
 use super::capture::{self, HostSessions};
 use super::iteration::{AgentInvoker, Invocation, StreamEvent, StreamEventCallback, now_ms};
 use super::lanes::{self, Outcome};
 use super::log::RunLog;
-use super::sync;
+use super::{setup, sync};
 use crate::capability::output::OutputStream;
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentEvent, AgentProvider, CommandRequest};
+use crate::plugin::api::AgentFile;
 use crate::plugin::sandbox::{Command, ExecRequest, Sandbox, env_vars};
 use crate::prompt::{self, Segment, Template};
 use crate::worktree::Worktree;
@@ -47,6 +49,8 @@ pub struct SandboxInvoker<'a> {
     /// The sandbox user's home, once known.
     pub sandbox_home: Option<String>,
     pub log: RunLog,
+    /// The agent's config files as last written into the sandbox.
+    pub written_files: Vec<AgentFile>,
 }
 
 impl SandboxInvoker<'_> {
@@ -229,9 +233,15 @@ impl AgentInvoker for SandboxInvoker<'_> {
                 None
             },
             skip_permissions: true,
+            env: agent_files::declared_values(&setup::agent_keys(self.agent), &self.env),
         };
         self.log.headline(&format!("iteration {iteration}"));
         let command = self.agent.build_print_command(&request).await?;
+        if command.files != self.written_files {
+            let name = self.agent.name().to_string();
+            agent_files::write(self.sandbox, &name, &command.files, &self.env, &self.abort).await?;
+            self.written_files = command.files.clone();
+        }
         let program = command.argv.first().cloned().unwrap_or_default();
         self.log
             .status(&format!("iteration {iteration}: `{program}` is working"));
@@ -258,31 +268,32 @@ impl AgentInvoker for SandboxInvoker<'_> {
         let canceller = self.sandbox.canceller();
         let exec_start = std::time::Instant::now();
         let mut parsed = Parsed::default();
-        let mut idled = false;
+        let mut stalled = None;
         // The exec and the parser run side by side; the block ends their borrows.
         let (exec_result, parser_failure) = {
-            // Stdout lines go to the parser; stderr lines (None) only count
-            // as signs of life for the idle timeout.
+            // Stdout lines go to the parser; stderr lines (None) are only
+            // drained: what counts as progress is a parsed event.
             let (tx, mut rx) = mpsc::unbounded_channel::<Option<String>>();
             let run = self.sandbox.exec(exec, move |line| {
                 let stdout = line.stream == OutputStream::Stdout;
                 let _ = tx.send(stdout.then(|| line.text.clone()));
             });
             let (agent, on_event, parsed) = (&mut *self.agent, &self.on_event, &mut parsed);
-            let (parser, idle, idled) = (&parser, self.idle_timeout, &mut idled);
-            let idle_canceller = canceller.clone();
+            let (parser, stalled) = (&parser, &mut stalled);
+            let mut watch = Watch::new(self.idle_timeout);
+            let stall_canceller = canceller.clone();
             let consume = async move {
                 let mut failure = None;
                 loop {
-                    let next = if *idled {
+                    let next = if stalled.is_some() {
                         rx.recv().await
                     } else {
-                        match tokio::time::timeout(idle, rx.recv()).await {
+                        match tokio::time::timeout_at(watch.deadline(), rx.recv()).await {
                             Ok(next) => next,
                             Err(_) => {
-                                // Silent too long: stop the agent, keep draining.
-                                *idled = true;
-                                idle_canceller.kill_all();
+                                // No progress too long: stop the agent, keep draining.
+                                *stalled = Some(watch.stall());
+                                stall_canceller.kill_all();
                                 continue;
                             }
                         }
@@ -302,9 +313,10 @@ impl AgentInvoker for SandboxInvoker<'_> {
                         }
                     }
                     match agent.push_lines(parser, &batch).await {
-                        Ok(events) => events
-                            .into_iter()
-                            .for_each(|e| handle(on_event, iteration, e, parsed)),
+                        Ok(events) => events.into_iter().for_each(|e| {
+                            watch.saw(&e);
+                            handle(on_event, iteration, e, parsed)
+                        }),
                         Err(e) => failure = Some(e),
                     }
                 }
@@ -351,11 +363,9 @@ impl AgentInvoker for SandboxInvoker<'_> {
             );
         }
         let name = self.agent.name().to_string();
-        if idled {
-            return Err(Error::Agent(format!(
-                "agent `{name}` produced no output for {} s in iteration {iteration} and was stopped (idle timeout; raise it with --idle-timeout)",
-                self.idle_timeout.as_secs()
-            )));
+        if let Some(stall) = stalled {
+            let last_error = parsed.errors.last().map(String::as_str);
+            return Err(Error::Agent(stall.message(&name, iteration, last_error)));
         }
         if output.timed_out {
             return Err(Error::Agent(format!(
@@ -365,7 +375,7 @@ impl AgentInvoker for SandboxInvoker<'_> {
         if output.exit_code != 0 || parsed.failed_result || !parsed.errors.is_empty() {
             let mut why = parsed.errors;
             if output.exit_code != 0 || why.is_empty() {
-                why.push(last_lines(&output.stderr, 5));
+                why.push(stderr_summary(&output.stderr));
             }
             let why = why.join("; ");
             return Err(Error::Agent(format!(
@@ -381,6 +391,112 @@ impl AgentInvoker for SandboxInvoker<'_> {
             capturing.elapsed(),
         );
         Ok(inv)
+    }
+}
+
+/// How long an agent may keep reporting errors (a model API it cannot
+/// reach, a retry loop) with no progress between them before it is stopped.
+const FAILING_FOR: Duration = Duration::from_secs(30);
+
+/// When an agent stops making progress: a parsed event that is not an error
+/// is progress; a line with no event, stderr, or an error is not.
+struct Watch {
+    idle: Duration,
+    last_progress: tokio::time::Instant,
+    /// The first error since the last progress.
+    failing_since: Option<tokio::time::Instant>,
+}
+
+/// Why an agent was stopped before it exited.
+#[derive(Debug, PartialEq, Eq)]
+enum Stall {
+    /// No progress for the idle timeout.
+    Idle(Duration),
+    /// Errors and no progress for this long.
+    Failing(Duration),
+}
+
+impl Watch {
+    fn new(idle: Duration) -> Self {
+        Self {
+            idle,
+            last_progress: tokio::time::Instant::now(),
+            failing_since: None,
+        }
+    }
+
+    fn saw(&mut self, event: &AgentEvent) {
+        let now = tokio::time::Instant::now();
+        if matches!(event, AgentEvent::Error(_)) {
+            self.failing_since.get_or_insert(now);
+        } else {
+            self.last_progress = now;
+            self.failing_since = None;
+        }
+    }
+
+    fn deadline(&self) -> tokio::time::Instant {
+        let idle = self.last_progress + self.idle;
+        match self.failing_since {
+            Some(since) => idle.min(since + FAILING_FOR),
+            None => idle,
+        }
+    }
+
+    fn stall(&self) -> Stall {
+        match self.failing_since {
+            Some(since) if since + FAILING_FOR < self.last_progress + self.idle => {
+                Stall::Failing(FAILING_FOR)
+            }
+            _ => Stall::Idle(self.idle),
+        }
+    }
+}
+
+impl Stall {
+    fn message(&self, agent: &str, iteration: u32, last_error: Option<&str>) -> String {
+        let last = last_error.map_or(String::new(), |e| format!(": {e}"));
+        match self {
+            Stall::Idle(idle) => format!(
+                "agent `{agent}` made no progress for {} s in iteration {iteration} and was stopped (idle timeout; raise it with --idle-timeout){last}",
+                idle.as_secs()
+            ),
+            Stall::Failing(for_) => format!(
+                "agent `{agent}` kept reporting errors for {} s with no progress in iteration {iteration} and was stopped{last}",
+                for_.as_secs()
+            ),
+        }
+    }
+}
+
+/// The stderr of a failed agent for its error: every line that names an
+/// error (a CLI often prints the cause first and a stack or usage after),
+/// then the last lines, each once.
+fn stderr_summary(stderr: &str) -> String {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail_from = lines.len().saturating_sub(5);
+    let causes = lines[..tail_from].iter().filter(|l| {
+        let l = l.to_ascii_lowercase();
+        [
+            "error",
+            "fail",
+            "unauthorized",
+            "invalid",
+            "denied",
+            "refused",
+        ]
+        .iter()
+        .any(|w| l.contains(w))
+    });
+    let summary: Vec<&str> = causes
+        .take(5)
+        .chain(&lines[tail_from..])
+        .map(|l| l.trim())
+        .collect();
+    if summary.is_empty() {
+        "no error output".into()
+    } else {
+        summary.join(" | ")
     }
 }
 
@@ -423,5 +539,82 @@ fn last_lines(text: &str, n: usize) -> String {
         "no error output".into()
     } else {
         tail
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn text() -> AgentEvent {
+        AgentEvent::Text("working".into())
+    }
+
+    fn error() -> AgentEvent {
+        AgentEvent::Error("Reconnecting... 1/5 (http://127.0.0.1:9/v1/responses)".into())
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn errors_without_progress_stop_the_agent_long_before_the_idle_timeout() {
+        let idle = Duration::from_secs(600);
+        let mut watch = Watch::new(idle);
+        let start = tokio::time::Instant::now();
+        assert_eq!(watch.deadline(), start + idle);
+        tokio::time::advance(Duration::from_secs(5)).await;
+        watch.saw(&error());
+        tokio::time::advance(Duration::from_secs(5)).await;
+        // A second error does not move the clock: the streak began at the first.
+        watch.saw(&error());
+        assert_eq!(
+            watch.deadline(),
+            start + Duration::from_secs(5) + FAILING_FOR
+        );
+        assert_eq!(watch.stall(), Stall::Failing(FAILING_FOR));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_after_an_error_ends_the_streak_and_restarts_the_idle_clock() {
+        let idle = Duration::from_secs(600);
+        let mut watch = Watch::new(idle);
+        watch.saw(&error());
+        tokio::time::advance(Duration::from_secs(10)).await;
+        watch.saw(&text());
+        assert_eq!(watch.deadline(), tokio::time::Instant::now() + idle);
+        assert_eq!(watch.stall(), Stall::Idle(idle));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_timeout_shorter_than_the_streak_limit_wins() {
+        let idle = Duration::from_secs(5);
+        let mut watch = Watch::new(idle);
+        watch.saw(&error());
+        assert_eq!(watch.stall(), Stall::Idle(idle));
+    }
+
+    #[test]
+    fn the_stall_message_names_the_last_error() {
+        let m = Stall::Failing(FAILING_FOR).message("codex", 2, Some("could not reach http://x"));
+        assert!(
+            m.contains("agent `codex` kept reporting errors for 30 s"),
+            "{m}"
+        );
+        assert!(m.contains("iteration 2"), "{m}");
+        assert!(m.ends_with(": could not reach http://x"), "{m}");
+        let m = Stall::Idle(Duration::from_secs(7)).message("pi", 1, None);
+        assert!(m.contains("no progress for 7 s"), "{m}");
+        assert!(m.contains("--idle-timeout"), "{m}");
+    }
+
+    #[test]
+    fn stderr_keeps_the_cause_printed_before_a_long_tail() {
+        let stderr = "Error: the token could not be validated at http://127.0.0.1:9\n\
+                      at a\nat b\nat c\nat d\nat e\nat f\n";
+        let s = stderr_summary(stderr);
+        assert!(
+            s.starts_with("Error: the token could not be validated at http://127.0.0.1:9 | "),
+            "{s}"
+        );
+        assert!(s.ends_with("at b | at c | at d | at e | at f"), "{s}");
+        assert_eq!(stderr_summary("\n\n"), "no error output");
     }
 }

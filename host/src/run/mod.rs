@@ -14,6 +14,7 @@
 //! side effect.
 
 pub mod abort;
+mod agent_files;
 pub mod capture;
 pub mod env;
 mod handle;
@@ -102,8 +103,9 @@ pub struct RunOptions {
     pub prompt_args: Vec<(String, String)>,
     pub max_iterations: u32,
     pub completion_signals: Vec<String>,
-    /// Stop an iteration whose agent is silent this long (default 600 s);
-    /// every output line resets it.
+    /// Stop an iteration whose agent makes no progress this long (default
+    /// 600 s): a parsed event that is not an error resets it. An agent that
+    /// keeps reporting errors with no progress is stopped after 30 s.
     pub idle_timeout: Duration,
     /// Env for the agent provider and the sandbox provider (their keys
     /// must not overlap), and the call site's env, which wins over all.

@@ -233,6 +233,9 @@ pub(super) async fn prepare_agent(
             options: o.agent_options.clone(),
             resume_session: None,
             skip_permissions: true,
+            // The env is resolved with the sandbox; options and prompt are
+            // what this early check is for.
+            env: Vec::new(),
         })
         .await?;
     Ok(PreparedAgent {

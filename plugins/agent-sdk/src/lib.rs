@@ -86,13 +86,44 @@ pub struct Request {
     pub options: Vec<(String, String)>,
     pub resume_session: Option<String>,
     pub skip_permissions: bool,
+    /// The run's values of the keys the agent declared that are set.
+    pub env: Vec<(String, String)>,
 }
 
-/// Mirrors the WIT `agent-command` (no agent needs extra environment).
+impl Request {
+    /// The run's value of a declared key; None when unset or empty.
+    pub fn env_value(&self, key: &str) -> Option<&str> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// The WIT `agent-command`'s command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Command {
     pub argv: Vec<String>,
     pub stdin: Option<Vec<u8>>,
+}
+
+/// How the CLI is pointed and keyed for a run, beside its command line: the
+/// WIT `agent-command`'s `env` and `files`, the same for the print and the
+/// interactive command.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Config {
+    /// Set for the command, over the run's env.
+    pub env: Vec<(String, String)>,
+    /// Written into the sandbox's HOME before the command runs.
+    pub files: Vec<File>,
+}
+
+/// A config file, relative to the sandbox's HOME.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct File {
+    pub path: String,
+    pub contents: Vec<u8>,
 }
 
 /// Turns an agent's stdout, line by line, into events.
@@ -108,6 +139,10 @@ pub trait Agent {
     fn describe() -> AgentInfo;
     fn print_command(request: &Request) -> Result<Command, String>;
     fn interactive_command(request: &Request) -> Result<Command, String>;
+    /// The env and config files the CLI needs for `request`; none by default.
+    fn config(_request: &Request) -> Result<Config, String> {
+        Ok(Config::default())
+    }
 
     fn session_file_path(_home: &str, _cwd: &str, _session_id: &str) -> Option<String> {
         None
@@ -128,13 +163,15 @@ impl<T: Agent> wit::Guest for T {
     }
 
     fn build_print_command(request: wit::CommandRequest) -> Result<wit::AgentCommand, String> {
-        T::print_command(&from_wit_request(request)).map(to_wit_command)
+        let request = from_wit_request(request);
+        to_wit_command(T::print_command(&request)?, T::config(&request)?)
     }
 
     fn build_interactive_command(
         request: wit::CommandRequest,
     ) -> Result<wit::AgentCommand, String> {
-        T::interactive_command(&from_wit_request(request)).map(to_wit_command)
+        let request = from_wit_request(request);
+        to_wit_command(T::interactive_command(&request)?, T::config(&request)?)
     }
 
     fn session_file_path(home: String, cwd: String, session_id: String) -> Option<String> {
@@ -185,15 +222,28 @@ fn from_wit_request(r: wit::CommandRequest) -> Request {
         options: r.options,
         resume_session: r.resume_session,
         skip_permissions: r.skip_permissions,
+        env: r.env.into_iter().map(|v| (v.key, v.value)).collect(),
     }
 }
 
-fn to_wit_command(c: Command) -> wit::AgentCommand {
-    wit::AgentCommand {
+fn to_wit_command(c: Command, config: Config) -> Result<wit::AgentCommand, String> {
+    Ok(wit::AgentCommand {
         argv: c.argv,
         stdin: c.stdin,
-        env: Vec::new(),
-    }
+        env: config
+            .env
+            .into_iter()
+            .map(|(key, value)| sanddune::plugin::types::EnvVar { key, value })
+            .collect(),
+        files: config
+            .files
+            .into_iter()
+            .map(|f| wit::AgentFile {
+                path: f.path,
+                contents: f.contents,
+            })
+            .collect(),
+    })
 }
 
 fn to_wit_usage(u: Usage) -> sanddune::plugin::types::Usage {

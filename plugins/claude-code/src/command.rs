@@ -139,6 +139,7 @@ mod tests {
             options: options(&[("effort", "xhigh"), ("permission-mode", "acceptEdits")]),
             resume_session: Some("5805de68".into()),
             skip_permissions: true,
+            env: vec![],
         };
         let cmd = print_command(&req).unwrap();
         assert_eq!(
@@ -252,6 +253,7 @@ mod tests {
             options: options(&[("effort", "low"), ("permission-mode", "plan")]),
             resume_session: Some("abc".into()),
             skip_permissions: true,
+            env: vec![],
         };
         let cmd = interactive_command(&req).unwrap();
         assert_eq!(

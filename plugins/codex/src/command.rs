@@ -184,6 +184,7 @@ mod tests {
             options: options(&[("effort", "xhigh")]),
             resume_session: None,
             skip_permissions: true,
+            env: vec![],
         };
         let cmd = print_command(&req).unwrap();
         assert_eq!(
@@ -226,6 +227,7 @@ mod tests {
             options: options(&[("effort", "low")]),
             resume_session: Some("019fd9f6-3e33-72e0-89e8-49e33838d1cf".into()),
             skip_permissions: true,
+            env: vec![],
         };
         let cmd = print_command(&req).unwrap();
         assert_eq!(
@@ -340,6 +342,7 @@ mod tests {
             options: options(&[("effort", "medium")]),
             resume_session: None,
             skip_permissions: true,
+            env: vec![],
         };
         let cmd = interactive_command(&req).unwrap();
         assert_eq!(

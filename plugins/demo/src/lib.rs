@@ -68,6 +68,7 @@ impl Guest for Demo {
             argv: vec!["sh".into(), "-c".into(), SCRIPT.into()],
             stdin: Some(request.prompt.into_bytes()),
             env: vec![],
+            files: vec![],
         })
     }
 
@@ -80,6 +81,7 @@ impl Guest for Demo {
             ],
             stdin: None,
             env: vec![],
+            files: vec![],
         })
     }
 
@@ -184,6 +186,7 @@ mod tests {
             options: vec![],
             resume_session: None,
             skip_permissions: true,
+            env: vec![],
         }
     }
 

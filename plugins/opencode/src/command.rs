@@ -158,6 +158,7 @@ mod tests {
             options: options(&[("variant", "high")]),
             resume_session: None,
             skip_permissions: true,
+            env: vec![],
         };
         let cmd = print_command(&req).unwrap();
         assert_eq!(
@@ -349,6 +350,7 @@ mod tests {
             options: options(&[("variant", "high")]),
             resume_session: None,
             skip_permissions: true,
+            env: vec![],
         };
         let cmd = interactive_command(&req).unwrap();
         assert_eq!(

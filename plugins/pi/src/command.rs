@@ -137,6 +137,7 @@ mod tests {
             options: options(&[("thinking", "xhigh"), ("provider", "anthropic")]),
             resume_session: Some("0199a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b".into()),
             skip_permissions: true,
+            env: vec![],
         };
         let cmd = print_command(&req).unwrap();
         assert_eq!(
@@ -275,6 +276,7 @@ mod tests {
             options: options(&[("provider", "openai"), ("thinking", "low")]),
             resume_session: Some("abc".into()),
             skip_permissions: true,
+            env: vec![],
         };
         let cmd = interactive_command(&req).unwrap();
         assert_eq!(

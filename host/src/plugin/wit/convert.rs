@@ -113,28 +113,6 @@ macro_rules! shared_conversions {
             }
         }
 
-        impl From<api::CommandRequest> for agent::CommandRequest {
-            fn from(r: api::CommandRequest) -> Self {
-                Self {
-                    prompt: r.prompt,
-                    model: r.model,
-                    options: r.options,
-                    resume_session: r.resume_session,
-                    skip_permissions: r.skip_permissions,
-                }
-            }
-        }
-
-        impl From<agent::AgentCommand> for api::AgentCommand {
-            fn from(c: agent::AgentCommand) -> Self {
-                Self {
-                    argv: c.argv,
-                    stdin: c.stdin,
-                    env: api_env_vars(c.env),
-                }
-            }
-        }
-
         impl From<types::Usage> for api::Usage {
             fn from(u: types::Usage) -> Self {
                 Self {
@@ -224,6 +202,35 @@ macro_rules! since_0_2 {
                     env: i.env.into_iter().map(Into::into).collect(),
                     optional_env: i.optional_env,
                     session_files: i.session_files,
+                }
+            }
+        }
+    };
+}
+
+/// The agent's command request and command before 0.4: no env values in,
+/// no config files out.
+macro_rules! before_0_4 {
+    () => {
+        impl From<api::CommandRequest> for agent::CommandRequest {
+            fn from(r: api::CommandRequest) -> Self {
+                Self {
+                    prompt: r.prompt,
+                    model: r.model,
+                    options: r.options,
+                    resume_session: r.resume_session,
+                    skip_permissions: r.skip_permissions,
+                }
+            }
+        }
+
+        impl From<agent::AgentCommand> for api::AgentCommand {
+            fn from(c: agent::AgentCommand) -> Self {
+                Self {
+                    argv: c.argv,
+                    stdin: c.stdin,
+                    env: api_env_vars(c.env),
+                    files: Vec::new(),
                 }
             }
         }

@@ -4,7 +4,7 @@
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, Resource, ResourceAny};
 
-use super::{ApiVersion, v0_1, v0_2, v0_3};
+use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4};
 use crate::capability::PluginState;
 use crate::capability::output::OutputSink;
 use crate::plugin::api;
@@ -19,6 +19,7 @@ macro_rules! each {
             $enum::V0_1($b) => $body,
             $enum::V0_2($b) => $body,
             $enum::V0_3($b) => $body,
+            $enum::V0_4($b) => $body,
         }
     };
 }
@@ -27,6 +28,7 @@ pub enum SandboxBindings {
     V0_1(v0_1::SandboxPlugin),
     V0_2(v0_2::SandboxPlugin),
     V0_3(v0_3::SandboxPlugin),
+    V0_4(v0_4::SandboxPlugin),
 }
 
 impl SandboxBindings {
@@ -48,6 +50,11 @@ impl SandboxBindings {
             ),
             ApiVersion::V0_3 => Self::V0_3(
                 v0_3::SandboxPluginPre::new(pre.clone())?
+                    .instantiate_async(store)
+                    .await?,
+            ),
+            ApiVersion::V0_4 => Self::V0_4(
+                v0_4::SandboxPluginPre::new(pre.clone())?
                     .instantiate_async(store)
                     .await?,
             ),
@@ -85,6 +92,11 @@ impl SandboxBindings {
         match self {
             Self::V0_1(_) | Self::V0_2(_) => Ok(None),
             Self::V0_3(b) => b
+                .sanddune_plugin_sandbox_provider()
+                .call_find(s, &o.clone().into())
+                .await
+                .map(Some),
+            Self::V0_4(b) => b
                 .sanddune_plugin_sandbox_provider()
                 .call_find(s, &o.clone().into())
                 .await
@@ -225,6 +237,7 @@ pub enum AgentBindings {
     V0_1(v0_1::AgentPlugin),
     V0_2(v0_2::AgentPlugin),
     V0_3(v0_3::AgentPlugin),
+    V0_4(v0_4::AgentPlugin),
 }
 
 impl AgentBindings {
@@ -246,6 +259,11 @@ impl AgentBindings {
             ),
             ApiVersion::V0_3 => Self::V0_3(
                 v0_3::AgentPluginPre::new(pre.clone())?
+                    .instantiate_async(store)
+                    .await?,
+            ),
+            ApiVersion::V0_4 => Self::V0_4(
+                v0_4::AgentPluginPre::new(pre.clone())?
                     .instantiate_async(store)
                     .await?,
             ),

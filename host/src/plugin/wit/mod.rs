@@ -14,6 +14,7 @@ mod dispatch;
 pub mod v0_1;
 pub mod v0_2;
 pub mod v0_3;
+pub mod v0_4;
 
 use wasmtime::component::Linker;
 
@@ -30,12 +31,18 @@ pub enum ApiVersion {
     V0_1,
     V0_2,
     V0_3,
+    V0_4,
 }
 
 impl ApiVersion {
-    pub const ALL: [ApiVersion; 3] = [ApiVersion::V0_1, ApiVersion::V0_2, ApiVersion::V0_3];
+    pub const ALL: [ApiVersion; 4] = [
+        ApiVersion::V0_1,
+        ApiVersion::V0_2,
+        ApiVersion::V0_3,
+        ApiVersion::V0_4,
+    ];
     /// What `sanddune plugin new` scaffolds and the built-ins use.
-    pub const CURRENT: ApiVersion = ApiVersion::V0_3;
+    pub const CURRENT: ApiVersion = ApiVersion::V0_4;
 
     /// (major, minor); any patch of it loads.
     pub fn number(self) -> (u64, u64) {
@@ -43,6 +50,7 @@ impl ApiVersion {
             ApiVersion::V0_1 => (0, 1),
             ApiVersion::V0_2 => (0, 2),
             ApiVersion::V0_3 => (0, 3),
+            ApiVersion::V0_4 => (0, 4),
         }
     }
 
@@ -53,7 +61,7 @@ impl ApiVersion {
         Self::ALL.into_iter().find(|v| v.number() == (major, minor))
     }
 
-    /// `0.1, 0.2, 0.3` for messages.
+    /// `0.1, 0.2, 0.3, 0.4` for messages.
     pub fn supported() -> String {
         Self::ALL
             .iter()
@@ -86,6 +94,7 @@ impl Linkers {
             ApiVersion::V0_1 => v0_1::add_to_linkers(&mut sandbox, &mut agent)?,
             ApiVersion::V0_2 => v0_2::add_to_linkers(&mut sandbox, &mut agent)?,
             ApiVersion::V0_3 => v0_3::add_to_linkers(&mut sandbox, &mut agent)?,
+            ApiVersion::V0_4 => v0_4::add_to_linkers(&mut sandbox, &mut agent)?,
         }
         Ok(Self { sandbox, agent })
     }

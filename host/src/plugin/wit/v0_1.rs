@@ -51,6 +51,7 @@ pub fn add_to_linkers(
     AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(agent, |s| s)
 }
 shared_conversions!();
+before_0_4!();
 
 impl sandbox::ProviderInfo {
     /// The host's view. 0.1's `hosts` are dropped: that version granted

@@ -46,3 +46,4 @@ host_imports!({
 });
 shared_conversions!();
 since_0_2!();
+before_0_4!();

@@ -1,9 +1,11 @@
-//! `sanddune:plugin@0.3.x` (`wit/`): the current version.
+//! `sanddune:plugin@0.3.x` (`wit/v0.3/`, frozen). It differs from 0.4 in
+//! one place: the agent's `command-request` has no `env` and its
+//! `agent-command` no `files`.
 
 mod generated {
     wasmtime::component::bindgen!({
         world: "sandbox-plugin",
-        path: "../wit",
+        path: "../wit/v0.3",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
@@ -19,7 +21,7 @@ mod generated {
 mod agent_generated {
     wasmtime::component::bindgen!({
         world: "agent-plugin",
-        path: "../wit",
+        path: "../wit/v0.3",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
@@ -52,3 +54,4 @@ host_imports!({
 });
 shared_conversions!();
 since_0_2!();
+before_0_4!();
