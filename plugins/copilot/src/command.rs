@@ -39,6 +39,19 @@ fn model_and_resume(request: &Request) -> Result<(Option<&str>, Option<String>),
         ..request.clone()
     };
     let model = validate::model_only(NAME, &without_resume)?.and(request.model.as_deref());
+    // Copilot refuses this itself, but only after starting.
+    if request.env_value("COPILOT_PROVIDER_BASE_URL").is_some()
+        && model.is_none()
+        && ["COPILOT_MODEL", "COPILOT_PROVIDER_MODEL_ID"]
+            .iter()
+            .all(|k| request.env_value(k).is_none())
+    {
+        return Err(
+            "copilot with its own model provider (COPILOT_PROVIDER_BASE_URL) needs a \
+                    model: set COPILOT_MODEL or pass --model"
+                .into(),
+        );
+    }
     let resume = match request.resume_session.as_deref() {
         None => None,
         Some(id)
@@ -209,6 +222,35 @@ mod tests {
                 format!("invalid resume session id {bad:?} for copilot")
             );
         }
+    }
+
+    /// BYOK: 1.0.102 says "BYOK providers require an explicit model." and
+    /// exits 1 after starting; refused here first.
+    #[test]
+    fn own_model_provider_needs_a_model() {
+        let env = |pairs: &[(&str, &str)]| Request {
+            env: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..request("p")
+        };
+        let url = ("COPILOT_PROVIDER_BASE_URL", "http://127.0.0.1:1/v1");
+        let err = print_command(&env(&[url])).unwrap_err();
+        assert!(
+            err.contains("COPILOT_MODEL") && err.contains("--model"),
+            "{err}"
+        );
+        assert!(interactive_command(&env(&[url])).is_err());
+        assert!(print_command(&env(&[url, ("COPILOT_MODEL", "gpt-5")])).is_ok());
+        assert!(print_command(&env(&[url, ("COPILOT_PROVIDER_MODEL_ID", "gpt-5")])).is_ok());
+        let req = Request {
+            model: Some("gpt-5".into()),
+            ..env(&[url])
+        };
+        assert!(print_command(&req).is_ok());
+        // With a GitHub token copilot picks its own default.
+        assert!(print_command(&env(&[("GH_TOKEN", "t")])).is_ok());
     }
 
     #[test]
