@@ -71,7 +71,7 @@ function buildInteractiveCommand(_request) {
 const ZERO = { inputTokens: 0n, cacheCreationInputTokens: 0n, cacheReadInputTokens: 0n, outputTokens: 0n };
 
 class StreamParser {
-  constructor() {
+  constructor(_request) {
     this.finished = false;
     // The script reports usage per step; events carry the running total.
     this.usage = { ...ZERO };

@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use sanddune::plugin::agent::AgentProvider;
+use sanddune::plugin::agent::{AgentProvider, CommandRequest};
 use sanddune::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
 
 const LINES: usize = 1_000_000;
@@ -46,14 +46,22 @@ fn main() {
         let mut agent = AgentProvider::load(&runtime, &PluginRef::Builtin("claude-code".into()))
             .await
             .unwrap();
-        let parser = agent.new_parser().await.unwrap();
+        let request = CommandRequest {
+            prompt: "parse".into(),
+            model: None,
+            options: vec![],
+            resume_session: None,
+            skip_permissions: true,
+            env: vec![],
+        };
+        let parser = agent.new_parser(&request).await.unwrap();
         let t = Instant::now();
         let mut events = 0;
         for line in &lines {
             events += agent.push_line(&parser, line).await.unwrap().len();
         }
         let per_line = t.elapsed();
-        let parser = agent.new_parser().await.unwrap();
+        let parser = agent.new_parser(&request).await.unwrap();
         let t = Instant::now();
         let mut batched_events = 0;
         for batch in lines.chunks(256) {

@@ -145,7 +145,7 @@ fn hostile_lines() -> Vec<String> {
 
 async fn parser_robust(agent: &mut AgentProvider) -> Checked {
     let parser = agent
-        .new_parser()
+        .new_parser(&request("parse"))
         .await
         .map_err(|e| format!("stream-parser constructor: {e}"))?;
     for line in hostile_lines() {
@@ -165,7 +165,10 @@ async fn parser_robust(agent: &mut AgentProvider) -> Checked {
 /// The WIT promises push-lines gives the same events as push-line on each.
 async fn push_lines(agent: &mut AgentProvider) -> Checked {
     let lines = hostile_lines();
-    let one = agent.new_parser().await.map_err(|e| e.to_string())?;
+    let one = agent
+        .new_parser(&request("parse"))
+        .await
+        .map_err(|e| e.to_string())?;
     let mut single = vec![];
     for line in &lines {
         single.extend(
@@ -176,7 +179,10 @@ async fn push_lines(agent: &mut AgentProvider) -> Checked {
         );
     }
     agent.finish(one).await.map_err(|e| e.to_string())?;
-    let many = agent.new_parser().await.map_err(|e| e.to_string())?;
+    let many = agent
+        .new_parser(&request("parse"))
+        .await
+        .map_err(|e| e.to_string())?;
     let batched = agent
         .push_lines(&many, &lines)
         .await
@@ -196,7 +202,10 @@ async fn finish_without_result(agent: &mut AgentProvider) -> Checked {
         vec![],
         vec!["{\"type\":\"sanddune-conformance-unknown-event\"}".to_string()],
     ] {
-        let parser = agent.new_parser().await.map_err(|e| e.to_string())?;
+        let parser = agent
+            .new_parser(&request("parse"))
+            .await
+            .map_err(|e| e.to_string())?;
         agent
             .push_lines(&parser, &lines)
             .await
@@ -246,7 +255,10 @@ async fn usage_shape(agent: &mut AgentProvider, transcript: &[u8]) -> Checked {
         .lines()
         .map(String::from)
         .collect();
-    let parser = agent.new_parser().await.map_err(|e| e.to_string())?;
+    let parser = agent
+        .new_parser(&request("parse"))
+        .await
+        .map_err(|e| e.to_string())?;
     let mut events = agent
         .push_lines(&parser, &lines)
         .await

@@ -137,9 +137,10 @@ impl AgentProvider {
         r.map_err(|e| self.trap("usage-from-session", e))
     }
 
-    pub async fn new_parser(&mut self) -> Result<StreamParser> {
+    /// A parser for the output of the command built for `request`.
+    pub async fn new_parser(&mut self, request: &CommandRequest) -> Result<StreamParser> {
         let (b, s) = self.begin();
-        let r = b.new_parser(s).await;
+        let r = b.new_parser(s, request).await;
         r.map(StreamParser)
             .map_err(|e| self.trap("stream-parser", e))
     }

@@ -163,7 +163,22 @@ const EXPANSION_TIMEOUT_MS: u64 = 60_000;
 struct Parsed {
     inv: Invocation,
     failed_result: bool,
+    /// The errors since the agent last made progress: a retry notice the
+    /// agent recovered from does not fail the iteration.
     errors: Vec<String>,
+}
+
+/// What an event says of the agent's progress: `Some(true)` it is working
+/// (text, a tool call, a result that is not an error), `Some(false)` it
+/// reported an error, `None` neither (a session id, usage, a failed result,
+/// which fails the iteration on its own).
+fn progress(event: &AgentEvent) -> Option<bool> {
+    match event {
+        AgentEvent::Text(_) | AgentEvent::ToolCall(_) => Some(true),
+        AgentEvent::Result(r) if !r.is_error => Some(true),
+        AgentEvent::Error(_) => Some(false),
+        _ => None,
+    }
 }
 
 fn emit(on_event: &Option<StreamEventCallback>, event: StreamEvent) {
@@ -179,6 +194,9 @@ fn handle(
     event: AgentEvent,
     p: &mut Parsed,
 ) {
+    if progress(&event) == Some(true) {
+        p.errors.clear();
+    }
     match event {
         AgentEvent::Text(text) => {
             emit(
@@ -264,7 +282,7 @@ impl AgentInvoker for SandboxInvoker<'_> {
             sudo: false,
             timeout_ms: None,
         };
-        let parser = self.agent.new_parser().await?;
+        let parser = self.agent.new_parser(&request).await?;
         let canceller = self.sandbox.canceller();
         let exec_start = std::time::Instant::now();
         let mut parsed = Parsed::default();
@@ -398,8 +416,8 @@ impl AgentInvoker for SandboxInvoker<'_> {
 /// reach, a retry loop) with no progress between them before it is stopped.
 const FAILING_FOR: Duration = Duration::from_secs(30);
 
-/// When an agent stops making progress: a parsed event that is not an error
-/// is progress; a line with no event, stderr, or an error is not.
+/// When an agent stops making progress ([`progress`]); a line with no
+/// event and stderr are not progress either.
 struct Watch {
     idle: Duration,
     last_progress: tokio::time::Instant,
@@ -427,11 +445,15 @@ impl Watch {
 
     fn saw(&mut self, event: &AgentEvent) {
         let now = tokio::time::Instant::now();
-        if matches!(event, AgentEvent::Error(_)) {
-            self.failing_since.get_or_insert(now);
-        } else {
-            self.last_progress = now;
-            self.failing_since = None;
+        match progress(event) {
+            Some(true) => {
+                self.last_progress = now;
+                self.failing_since = None;
+            }
+            Some(false) => {
+                self.failing_since.get_or_insert(now);
+            }
+            None => {}
         }
     }
 
@@ -589,6 +611,19 @@ mod tests {
         let mut watch = Watch::new(idle);
         watch.saw(&error());
         assert_eq!(watch.stall(), Stall::Idle(idle));
+    }
+
+    #[test]
+    fn a_retry_notice_the_agent_recovered_from_does_not_fail_the_iteration() {
+        let mut p = Parsed::default();
+        for e in [error(), AgentEvent::SessionId("s".into()), text()] {
+            handle(&None, 1, e, &mut p);
+        }
+        assert!(p.errors.is_empty());
+        // An error after the last progress stands.
+        handle(&None, 1, error(), &mut p);
+        handle(&None, 1, AgentEvent::Usage(Default::default()), &mut p);
+        assert_eq!(p.errors.len(), 1);
     }
 
     #[test]

@@ -128,6 +128,15 @@ pub struct File {
 
 /// Turns an agent's stdout, line by line, into events.
 pub trait Parser {
+    /// The parser for the output of the command built for `request`: a
+    /// failure message can name the endpoint the CLI was pointed at (from
+    /// `request.env`), usage can tell a resumed session.
+    fn for_request(_request: &Request) -> Self
+    where
+        Self: Default,
+    {
+        Self::default()
+    }
     fn push_line(&mut self, line: &str) -> Vec<Event>;
     fn finish(&mut self) -> Vec<Event>;
 }
@@ -192,8 +201,8 @@ impl<T: Agent> wit::Guest for T {
 pub struct ParserResource<P>(RefCell<P>);
 
 impl<P: Parser + Default + 'static> wit::GuestStreamParser for ParserResource<P> {
-    fn new() -> Self {
-        ParserResource(RefCell::new(P::default()))
+    fn new(request: wit::CommandRequest) -> Self {
+        ParserResource(RefCell::new(P::for_request(&from_wit_request(request))))
     }
 
     fn push_line(&self, line: String) -> Vec<wit::AgentEvent> {

@@ -8,10 +8,12 @@ use std::cell::Cell;
 wit_bindgen::generate!({ world: "agent-plugin", path: "../../wit" });
 
 use exports::sanddune::plugin::agent_provider::{
-    AgentCommand, AgentInfo, AgentResult, CommandRequest, Guest, ToolCall,
+    AgentCommand, AgentInfo, AgentResult, Guest, ToolCall,
 };
 // Public for the fuzz targets, which drive the parser natively.
-pub use exports::sanddune::plugin::agent_provider::{AgentEvent, GuestStreamParser};
+pub use exports::sanddune::plugin::agent_provider::{
+    AgentEvent, CommandRequest, GuestStreamParser,
+};
 
 /// The demo agent. Reads the prompt from stdin, so a sandbox that drops stdin
 /// shows up as an error. Prints only fixed JSON texts: escaping prompt text
@@ -105,7 +107,7 @@ pub struct Parser {
 }
 
 impl GuestStreamParser for Parser {
-    fn new() -> Self {
+    fn new(_request: CommandRequest) -> Self {
         Parser {
             finished: Cell::new(false),
         }
@@ -191,7 +193,7 @@ mod tests {
     }
 
     fn parse(lines: &[&str]) -> Vec<AgentEvent> {
-        let parser = Parser::new();
+        let parser = Parser::new(request("parse"));
         let mut events: Vec<_> = lines
             .iter()
             .flat_map(|l| parser.push_line(l.to_string()))

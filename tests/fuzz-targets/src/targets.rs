@@ -284,7 +284,7 @@ struct Demo(Option<sanddune_plugin_demo::Parser>);
 impl Parser for Demo {
     fn push_line(&mut self, line: &str) -> Vec<Event> {
         use sanddune_plugin_demo::GuestStreamParser;
-        let parser = self.0.get_or_insert_with(sanddune_plugin_demo::Parser::new);
+        let parser = self.0.get_or_insert_with(demo_parser);
         parser
             .push_line(line.to_owned())
             .into_iter()
@@ -294,9 +294,21 @@ impl Parser for Demo {
 
     fn finish(&mut self) -> Vec<Event> {
         use sanddune_plugin_demo::GuestStreamParser;
-        let parser = self.0.get_or_insert_with(sanddune_plugin_demo::Parser::new);
+        let parser = self.0.get_or_insert_with(demo_parser);
         parser.finish().into_iter().map(demo_event).collect()
     }
+}
+
+fn demo_parser() -> sanddune_plugin_demo::Parser {
+    use sanddune_plugin_demo::GuestStreamParser;
+    sanddune_plugin_demo::Parser::new(sanddune_plugin_demo::CommandRequest {
+        prompt: "fuzz".into(),
+        model: None,
+        options: vec![],
+        resume_session: None,
+        skip_permissions: true,
+        env: vec![],
+    })
 }
 
 fn demo_event(event: sanddune_plugin_demo::AgentEvent) -> Event {

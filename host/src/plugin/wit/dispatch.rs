@@ -318,8 +318,31 @@ impl AgentBindings {
         each!(self, Self, b => b.sanddune_plugin_agent_provider().call_usage_from_session(s, content).await.map(|u| u.map(Into::into)))
     }
 
-    pub async fn new_parser(&self, s: &mut Store<PluginState>) -> wasmtime::Result<ResourceAny> {
-        each!(self, Self, b => b.sanddune_plugin_agent_provider().stream_parser().call_constructor(s).await)
+    pub async fn new_parser(
+        &self,
+        s: &mut Store<PluginState>,
+        r: &api::CommandRequest,
+    ) -> wasmtime::Result<ResourceAny> {
+        // Before 0.4 a parser is made from nothing.
+        macro_rules! unaware {
+            ($b:ident) => {
+                $b.sanddune_plugin_agent_provider()
+                    .stream_parser()
+                    .call_constructor(s)
+                    .await
+            };
+        }
+        match self {
+            Self::V0_1(b) => unaware!(b),
+            Self::V0_2(b) => unaware!(b),
+            Self::V0_3(b) => unaware!(b),
+            Self::V0_4(b) => {
+                b.sanddune_plugin_agent_provider()
+                    .stream_parser()
+                    .call_constructor(s, &r.clone().into())
+                    .await
+            }
+        }
     }
 
     pub async fn push_line(

@@ -66,7 +66,7 @@ impl Guest for Agent {
 struct Parser;
 
 impl GuestStreamParser for Parser {
-    fn new() -> Self {
+    fn new(_request: CommandRequest) -> Self {
         Parser
     }
 
