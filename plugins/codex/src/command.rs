@@ -9,8 +9,6 @@ pub const EFFORTS: [&str; 4] = ["low", "medium", "high", "xhigh"];
 /// bytes including the terminating NUL).
 const MAX_ARG_LEN: usize = 131_071;
 
-use std::cell::RefCell;
-
 use sanddune_agent_sdk::validate::{self, non_empty};
 pub use sanddune_agent_sdk::{Command, Config, Request};
 
@@ -28,21 +26,21 @@ pub struct Context {
 
 impl Default for Context {
     fn default() -> Context {
-        Context {
-            base_url: DEFAULT_BASE_URL.to_owned(),
-            resuming: false,
-        }
+        Context::of(&Request::default())
     }
 }
 
-thread_local! {
-    /// The context of the last print command built (the WIT parser
-    /// constructor takes no arguments).
-    static LAST: RefCell<Context> = RefCell::default();
-}
-
-pub fn last_context() -> Context {
-    LAST.with(|c| c.borrow().clone())
+impl Context {
+    /// The context of the command built for `request`.
+    pub fn of(request: &Request) -> Context {
+        Context {
+            base_url: request
+                .env_value(BASE_URL)
+                .unwrap_or(DEFAULT_BASE_URL)
+                .to_owned(),
+            resuming: request.resume_session.is_some(),
+        }
+    }
 }
 
 /// The gateway a user sets; codex 0.169 reads only its config key
@@ -131,15 +129,6 @@ pub fn print_command(request: &Request) -> Result<Command, String> {
     // here too rather than let codex fail on it (or "succeed" at nothing).
     validate::prompt_not_empty(&request.prompt, PROGRAM)?;
     let flags = flags(request)?;
-    LAST.with(|c| {
-        *c.borrow_mut() = Context {
-            resuming: flags.resume.is_some(),
-            base_url: request
-                .env_value(BASE_URL)
-                .unwrap_or(DEFAULT_BASE_URL)
-                .to_owned(),
-        }
-    });
     let mut argv = vec![PROGRAM.to_owned(), "exec".to_owned()];
     if let Some(id) = flags.resume {
         argv.extend(["resume".into(), id.to_owned()]);
@@ -309,7 +298,7 @@ mod tests {
             ]
         );
         assert_eq!(
-            last_context(),
+            Context::of(&req),
             Context {
                 base_url: "http://127.0.0.1:8080/v1".into(),
                 resuming: false
@@ -323,7 +312,7 @@ mod tests {
         let req = with_env(&[("OPENAI_API_KEY", "sk-a"), ("CODEX_API_KEY", "sk-b")]);
         assert!(config(&req).unwrap().env.is_empty());
         assert!(!print_command(&req).unwrap().argv.contains(&"-c".into()));
-        assert_eq!(last_context().base_url, DEFAULT_BASE_URL);
+        assert_eq!(Context::of(&req).base_url, DEFAULT_BASE_URL);
         // A URL with a quote stays one TOML string.
         let cmd = print_command(&with_env(&[("OPENAI_BASE_URL", r#"http://h/"x"#)])).unwrap();
         assert!(
@@ -333,15 +322,13 @@ mod tests {
     }
 
     #[test]
-    fn resume_is_remembered_for_the_parser() {
+    fn a_resume_is_known_to_the_parser() {
         let req = Request {
             resume_session: Some("019fd9f6-3e33-72e0-89e8-49e33838d1cf".into()),
             ..request("p")
         };
-        print_command(&req).unwrap();
-        assert!(last_context().resuming);
-        print_command(&request("p")).unwrap();
-        assert!(!last_context().resuming);
+        assert!(Context::of(&req).resuming);
+        assert!(!Context::of(&request("p")).resuming);
     }
 
     #[test]

@@ -73,11 +73,9 @@ pub struct Parser {
     last_message: Option<String>,
 }
 
-/// A parser for the iteration whose command was built last: the host builds
-/// the command, then makes the parser (one agent instance per run).
 impl Default for Parser {
     fn default() -> Parser {
-        Parser::for_command(crate::command::last_context())
+        Parser::for_command(crate::command::Context::default())
     }
 }
 
@@ -168,6 +166,10 @@ impl Parser {
 }
 
 impl sanddune_agent_sdk::Parser for Parser {
+    fn for_request(request: &sanddune_agent_sdk::Request) -> Parser {
+        Parser::for_command(crate::command::Context::of(request))
+    }
+
     /// Events for one stdout line. Anything that is not a JSON object, or is
     /// a type we do not use, yields nothing: stdout can carry stray output.
     fn push_line(&mut self, line: &str) -> Vec<Event> {
