@@ -97,6 +97,19 @@ impl Parser {
         }
     }
 
+    /// A retry notice with the endpoint codex retries.
+    fn retrying(&self, message: &str) -> String {
+        let explained = self.explained(message);
+        if explained.contains(&self.context.base_url) {
+            explained
+        } else {
+            format!(
+                "codex is retrying its model API at {}: {explained}",
+                self.context.base_url
+            )
+        }
+    }
+
     /// `message` with what the user can act on: the endpoint codex cannot
     /// reach and where it is set, or the key it was refused.
     fn explained(&self, message: &str) -> String {
@@ -227,11 +240,13 @@ impl sanddune_agent_sdk::Parser for Parser {
                     .and_then(Value::as_str)
                     .filter(|m| !m.trim().is_empty())
                     .unwrap_or("no message");
-                // Five retries, then `turn.failed`: bounded. Waiting for the
-                // network is not: codex prints it every few seconds forever,
-                // so each one is an error now, for the host to stop it.
-                if message.starts_with("Reconnecting... waiting for network") {
-                    events.push(Event::Error(self.explained(message)));
+                // A retry notice is an error as it comes, naming the URL:
+                // waiting for the network goes on forever, and the host stops
+                // an agent whose errors continue without progress (a retry
+                // that recovers is followed by progress). The last error
+                // before `turn.failed` repeats it, so it waits.
+                if message.starts_with("Reconnecting...") {
+                    events.push(Event::Error(self.retrying(message)));
                 } else {
                     self.pending_errors.push(message.to_owned());
                 }
@@ -461,9 +476,9 @@ mod tests {
     }
 
     #[test]
-    fn retry_notices_before_a_completed_turn_are_not_errors() {
+    fn retry_notices_are_errors_naming_the_url() {
         let retry1 = r#"{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion: stream closed before response.completed)"}"#;
-        let retry2 = r#"{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion: stream closed before response.completed)"}"#;
+        let retry2 = r#"{"type":"error","message":"Reconnecting... 2/5 (exceeded retry limit, last status: 429 Too Many Requests)"}"#;
         let (events, end) = feed(&[
             THREAD,
             TURN_STARTED,
@@ -472,7 +487,24 @@ mod tests {
             MESSAGE,
             TURN_COMPLETED,
         ]);
-        assert!(!events.iter().any(|e| matches!(e, Event::Error(_))));
+        assert_eq!(
+            events[1..3],
+            [
+                Event::Error(
+                    "codex is retrying its model API at https://api.openai.com/v1: \
+                     Reconnecting... 1/5 (stream disconnected before completion: \
+                     stream closed before response.completed)"
+                        .into()
+                ),
+                Event::Error(
+                    "codex is retrying its model API at https://api.openai.com/v1: \
+                     Reconnecting... 2/5 (exceeded retry limit, last status: 429 Too Many Requests)"
+                        .into()
+                ),
+            ]
+        );
+        // Progress after them, and a good result: the host forgives them.
+        assert!(matches!(&events[3], Event::Text(_)));
         assert_eq!(
             end,
             vec![Event::Result {
@@ -480,12 +512,9 @@ mod tests {
                 text: "DONE <promise>COMPLETE</promise>".into(),
             }]
         );
-        // Retries that never recover: every distinct notice is reported.
+        // Retries that never recover end in a failed result.
         let (_, end) = feed(&[THREAD, TURN_STARTED, retry1, retry2]);
-        assert_eq!(end.len(), 3);
-        assert!(matches!(&end[0], Event::Error(m) if m.contains("1/5")));
-        assert!(matches!(&end[1], Event::Error(m) if m.contains("2/5")));
-        assert!(matches!(&end[2], Event::Result { is_error: true, text } if text.contains("2/5")));
+        assert!(matches!(&end[..], [Event::Error(m)] if m == NO_TURN));
     }
 
     #[test]
@@ -801,16 +830,31 @@ mod tests {
     #[test]
     fn real_0_169_unauthorized() {
         let sample = include_str!("../testdata/codex-0.169.0-401.jsonl");
-        let (events, end) = feed(&sample.lines().collect::<Vec<_>>());
+        let mut parser = Parser::for_command(crate::command::Context {
+            base_url: "http://127.0.0.1:18080/v1".into(),
+            resuming: false,
+        });
+        let events: Vec<Event> = sample.lines().flat_map(|l| parser.push_line(l)).collect();
         let cause = "unexpected status 401 Unauthorized: Incorrect API key provided: sk-bad., \
                      url: http://127.0.0.1:18080/v1/responses \
                      (check the API key in CODEX_API_KEY or OPENAI_API_KEY)";
+        // Each retry as it comes (codex's words name the URL), then the failure.
+        let retries: Vec<Event> = (1..=5)
+            .map(|n| {
+                Event::Error(format!(
+                    "Reconnecting... {n}/5 (unexpected status 401 Unauthorized: Incorrect API key \
+                     provided: sk-bad., url: http://127.0.0.1:18080/v1/responses) \
+                     (check the API key in CODEX_API_KEY or OPENAI_API_KEY)"
+                ))
+            })
+            .collect();
+        assert_eq!(events[1..6], retries);
         assert_eq!(
-            events[1..],
+            events[6..],
             [Event::Error(format!("codex turn failed: {cause}"))]
         );
         assert_eq!(
-            end,
+            parser.finish(),
             [Event::Result {
                 is_error: true,
                 text: cause.into()
@@ -818,9 +862,9 @@ mod tests {
         );
     }
 
-    /// An unreachable API: codex retries forever ("waiting for network"),
-    /// naming no URL. Each such line is an error naming the URL and where it
-    /// is set, as it comes.
+    /// An unreachable API: five WebSocket retries, then codex retries forever
+    /// ("waiting for network"), naming no URL. Each line is an error naming
+    /// the URL and where it is set, as it comes.
     #[test]
     fn real_0_169_unreachable_errors_name_the_url() {
         let sample = include_str!("../testdata/codex-0.169.0-unreachable.jsonl");
@@ -839,6 +883,18 @@ mod tests {
             errors[0],
             Event::SessionId("01a212cb-a3de-7df1-82b7-4454023af7e9".into())
         );
-        assert_eq!(errors[1..], vec![expected; 5]);
+        assert_eq!(errors.len(), 10);
+        for (n, error) in errors[1..5].iter().enumerate() {
+            let Event::Error(m) = error else {
+                panic!("{error:?}")
+            };
+            assert!(
+                m.starts_with("codex cannot reach its model API at http://127.0.0.1:18099/v1: ")
+                    && m.contains(&format!("{}/5 (", n + 2))
+                    && m.contains("Connection refused"),
+                "{m}"
+            );
+        }
+        assert_eq!(errors[5..], vec![expected; 5]);
     }
 }
