@@ -70,6 +70,8 @@ pub struct Parser {
     /// prints retry notices this way ("Reconnecting... 1/5 (...)") and then
     /// completes the turn, so they only count if no turn completes after them.
     pending_errors: Vec<String>,
+    /// The last retry notice reported, since the last completed turn.
+    last_retry: Option<String>,
     last_message: Option<String>,
 }
 
@@ -93,6 +95,7 @@ impl Parser {
             turns_completed: 0,
             failure: None,
             pending_errors: Vec::new(),
+            last_retry: None,
             last_message: None,
         }
     }
@@ -213,6 +216,7 @@ impl sanddune_agent_sdk::Parser for Parser {
                 self.turns_completed += 1;
                 // Whatever was reported before is what codex recovered from.
                 self.pending_errors.clear();
+                self.last_retry = None;
                 if let Some(usage) = obj.get("usage").and_then(usage_from_codex)
                     && !self.context.resuming
                 {
@@ -246,7 +250,9 @@ impl sanddune_agent_sdk::Parser for Parser {
                 // that recovers is followed by progress). The last error
                 // before `turn.failed` repeats it, so it waits.
                 if message.starts_with("Reconnecting...") {
-                    events.push(Event::Error(self.retrying(message)));
+                    let retry = self.retrying(message);
+                    self.last_retry = Some(retry.clone());
+                    events.push(Event::Error(retry));
                 } else {
                     self.pending_errors.push(message.to_owned());
                 }
@@ -284,6 +290,13 @@ impl sanddune_agent_sdk::Parser for Parser {
             events.push(Event::Result {
                 is_error: false,
                 text: self.last_message.take().unwrap_or_default(),
+            });
+        } else if let Some(retry) = self.last_retry.take() {
+            // Stopped while retrying: the retry says why, and stays the last
+            // error the host quotes.
+            events.push(Event::Result {
+                is_error: true,
+                text: retry,
             });
         } else {
             events.push(Event::Error(NO_TURN.to_owned()));
@@ -512,9 +525,10 @@ mod tests {
                 text: "DONE <promise>COMPLETE</promise>".into(),
             }]
         );
-        // Retries that never recover end in a failed result.
-        let (_, end) = feed(&[THREAD, TURN_STARTED, retry1, retry2]);
-        assert!(matches!(&end[..], [Event::Error(m)] if m == NO_TURN));
+        // Retries cut short (codex stopped): the last one is the result.
+        let (events, end) = feed(&[THREAD, TURN_STARTED, retry1, retry2]);
+        assert!(matches!(&end[..], [Event::Result { is_error: true, text }]
+            if Some(&Event::Error(text.clone())) == events.last()));
     }
 
     #[test]
