@@ -181,6 +181,7 @@ const RESUMABLE: &[(&str, &str, &str)] = &[
     ("codex", "codex", "resume"),
     ("pi", "pi", "--session"),
     ("copilot", "copilot", "--resume"),
+    ("opencode", "opencode", "--session"),
 ];
 
 #[test]
@@ -194,7 +195,9 @@ fn each_resumable_agent_round_trips_its_session_through_the_host() {
             .as_str()
             .unwrap_or_else(|| panic!("{agent}: no sessionFilePath in {first}"));
         assert!(
-            path.starts_with(repo.home.path().to_str().unwrap()) && path.ends_with(".jsonl"),
+            // opencode's is its export: one JSON document.
+            path.starts_with(repo.home.path().to_str().unwrap())
+                && (path.ends_with(".jsonl") || path.ends_with(".json")),
             "{agent}: captured under the user's HOME: {path}"
         );
         // Every working directory in it is the host repository now.

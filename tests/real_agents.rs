@@ -15,6 +15,12 @@ mod harness;
 #[path = "real_agents/claude_code.rs"]
 mod claude_code;
 
+#[path = "real_agents/opencode.rs"]
+mod opencode;
+
+#[path = "real_agents/pi.rs"]
+mod pi;
+
 #[path = "real_agents/codex.rs"]
 mod codex;
 

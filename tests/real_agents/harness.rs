@@ -2,7 +2,7 @@
 //! tests/agent-clis, a real repository, the model mock, and `sanddune run`
 //! with the test-isolated sandbox provider and only the env given.
 //!
-//! The CLIs install with `npm ci` under `CARGO_TARGET_TMPDIR` once per
+//! The CLIs install from the lockfile under `CARGO_TARGET_TMPDIR` once per
 //! lockfile (a cached target dir skips it). Without node and npm each test
 //! says SKIPPED; under `CI` that is a failure. Claude Code refuses to skip
 //! permissions as root, so as root the runs are the non-root test user's
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-pub use sanddune_model_mock::{Fault, ModelMock, Usage};
+pub use sanddune_model_mock::{COMMIT_MESSAGE, COMPLETION_SIGNAL, Fault, ModelMock, Usage};
 use serde_json::Value;
 
 use crate::common::{self, TestRepo, stderr, stdout};
@@ -58,13 +58,16 @@ fn install(dir: &Path) -> Result<PathBuf, String> {
                 .map_err(|e| format!("copying {file}: {e}"))?;
         }
         let started = std::time::Instant::now();
+        // `npm install` of the lockfile, not `npm ci`: ci refuses a
+        // lockfile lacking the other platforms' optional binaries (opencode's
+        // darwin packages), which a registry mirror may not carry.
         let status = Command::new("npm")
-            .args(["ci", "--no-audit", "--no-fund", "--quiet"])
+            .args(["install", "--no-save", "--no-audit", "--no-fund", "--quiet"])
             .current_dir(dir)
             .status()
-            .map_err(|e| format!("npm ci in {}: {e}", dir.display()))?;
+            .map_err(|e| format!("npm install in {}: {e}", dir.display()))?;
         if !status.success() {
-            return Err(format!("npm ci in {} failed: {status}", dir.display()));
+            return Err(format!("npm install in {} failed: {status}", dir.display()));
         }
         std::fs::write(&installed_lock, &lock)
             .map_err(|e| format!("writing {}: {e}", installed_lock.display()))?;
@@ -101,13 +104,16 @@ pub struct Agent {
     pub name: &'static str,
     pub repo: TestRepo,
     pub mock: ModelMock,
+    /// What a user of the agent sets to reach the mock (`env`).
+    pub env: Vec<(&'static str, String)>,
     bin: PathBuf,
     user: Option<String>,
 }
 
 impl Agent {
-    /// None (said SKIPPED) when the CLIs cannot be installed here.
-    pub fn new(name: &'static str) -> Option<Agent> {
+    /// None (said SKIPPED) when the CLIs cannot be installed here. `env`
+    /// gives the variables that point the agent at the mock's URL.
+    pub fn new(name: &'static str, env: fn(&str) -> Vec<(&'static str, String)>) -> Option<Agent> {
         let bin = clis()?;
         let user = runner()?;
         let repo = TestRepo::new();
@@ -121,10 +127,12 @@ impl Agent {
                 assert!(out.status.success(), "{}", stderr(&out));
             }
         }
+        let mock = ModelMock::start();
         Some(Agent {
             name,
             repo,
-            mock: ModelMock::start(),
+            env: env(mock.url()),
+            mock,
             bin,
             user,
         })
@@ -132,20 +140,9 @@ impl Agent {
 
     /// `sanddune run --sandbox test-isolated --agent NAME --json ARGS` with
     /// nothing of this process's environment but PATH (the CLIs, node, git)
-    /// and HOME, plus `env`: only what a user of the agent would set.
-    pub fn run(&self, args: &[&str], env: &[(&str, &str)]) -> Output {
-        self.run_command(Command::new(common::BIN), args, env)
-    }
-
-    /// As [`Agent::run`], killed (exit 124) if it runs over `secs`: for runs
-    /// that must end by themselves.
-    pub fn run_within(&self, secs: u64, args: &[&str], env: &[(&str, &str)]) -> Output {
-        let mut cmd = Command::new("timeout");
-        cmd.args(["--kill-after=10", &secs.to_string(), common::BIN]);
-        self.run_command(cmd, args, env)
-    }
-
-    fn run_command(&self, mut cmd: Command, args: &[&str], env: &[(&str, &str)]) -> Output {
+    /// and HOME, plus the agent's `env`: only what its user would set.
+    pub fn run(&self, args: &[&str]) -> Output {
+        let mut cmd = Command::new(common::BIN);
         cmd.args([
             "run",
             "--sandbox",
@@ -168,7 +165,7 @@ impl Agent {
         .env("HOME", self.repo.home.path())
         .env("GIT_CONFIG_NOSYSTEM", "1")
         .env("SANDDUNE_CACHE_DIR", self.cache_dir())
-        .envs(env.iter().copied());
+        .envs(self.env.iter().map(|(k, v)| (k, v)));
         match &self.user {
             None => cmd.output().unwrap(),
             Some(user) => {
@@ -235,4 +232,157 @@ pub fn usage_of(iteration: &Value) -> Usage {
         cache_read: n("cacheReadInputTokens"),
         cache_write: n("cacheCreationInputTokens"),
     }
+}
+
+/// The usage the mock reported for the agent's own turns: answers to
+/// requests offering tools (not side requests such as opencode's title).
+/// Codex 0.169 offers its tools in an `additional_tools` input item.
+pub fn turn_usages(mock: &ModelMock) -> Vec<Usage> {
+    let offers_tools = |body: &Value| {
+        body["tools"].as_array().is_some_and(|t| !t.is_empty())
+            || body["input"]
+                .as_array()
+                .is_some_and(|i| i.iter().any(|i| i["type"] == "additional_tools"))
+    };
+    mock.exchanges()
+        .iter()
+        .filter(|e| offers_tools(&e.body))
+        .filter_map(|e| e.usage)
+        .collect()
+}
+
+/// The checks every agent passes: one run commits with a plain git commit
+/// and ends on the completion signal, reporting a session id and exactly
+/// the usage the mock reported for its turns; `resume` runs again with
+/// `--resume ID`, which must keep the session, commit again and report
+/// that run's usage alone. `args` are the agent's own (a model).
+pub fn commits_and_reports_usage(agent: &Agent, args: &[&str], resume: bool) {
+    let run = |prompt: &str, more: &[&str]| {
+        let mut all = vec!["--prompt", prompt];
+        all.extend_from_slice(args);
+        all.extend_from_slice(more);
+        agent.ok(&agent.run(&all))
+    };
+    let result = run("add a line", &[]);
+    assert_eq!(result["completionSignal"], COMPLETION_SIGNAL, "{result}");
+    let commits = result["commits"].as_array().unwrap();
+    assert_eq!(commits.len(), 1, "{result}");
+    assert_eq!(
+        agent.git(&["rev-parse", "HEAD"]),
+        commits[0]["sha"].as_str().unwrap()
+    );
+    assert_eq!(agent.git(&["log", "-1", "--format=%s"]), COMMIT_MESSAGE);
+    let it = &result["iterations"][0];
+    let first = turn_usages(&agent.mock);
+    assert_eq!(first.len(), 2, "{}: a tool call and the answer", agent.name);
+    assert_eq!(usage_of(it), Usage::total(&first), "{it}");
+    let id = it["sessionId"].as_str().unwrap().to_string();
+    assert!(!id.is_empty(), "{it}");
+    if !resume {
+        return;
+    }
+    let result = run("add another line", &["--resume", &id]);
+    let it = &result["iterations"][0];
+    assert_eq!(it["sessionId"], id.as_str(), "resumed, not a new session");
+    assert_eq!(result["commits"].as_array().unwrap().len(), 1, "{result}");
+    assert_eq!(agent.git(&["rev-list", "--count", "HEAD"]), "3");
+    let all = turn_usages(&agent.mock);
+    assert_eq!(usage_of(it), Usage::total(&all[first.len()..]), "{it}");
+    // The model saw the first run's conversation.
+    let last = agent.mock.exchanges().pop().unwrap();
+    assert!(
+        last.body.to_string().contains("add a line"),
+        "the resumed conversation: {}",
+        last.body
+    );
+}
+
+/// A 401 from the model API fails the run (exit 1) with an error holding
+/// each of `says` (what the CLI said, the variable to check), and nothing
+/// lands on the user's branch.
+pub fn refused_credentials_fail_the_run(agent: &Agent, args: &[&str], says: &[&str]) {
+    agent.mock.inject(Fault::Unauthorized);
+    let mut all = vec!["--prompt", "add a line"];
+    all.extend_from_slice(args);
+    let out = agent.run(&all);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{}: {err}", agent.name);
+    for want in says {
+        assert!(err.contains(want), "{}: no {want:?} in {err}", agent.name);
+    }
+    assert_eq!(agent.git(&["log", "-1", "--format=%s", "main"]), "initial");
+}
+
+/// A 429 with retry-after and then a stream cut by an error event: the
+/// CLI retries, and the run succeeds with the usage of every answer the
+/// mock sent for its turns; `counts_the_cut` says whether the CLI adds the
+/// cut answer's message_start usage (the only answer reporting output 1).
+pub fn rides_out_a_429_and_a_cut_stream(agent: &Agent, args: &[&str], counts_the_cut: bool) {
+    agent.mock.inject(Fault::RateLimited { retry_after: 1 });
+    agent.mock.inject(Fault::ServerErrorMidStream);
+    let mut all = vec!["--prompt", "add a line"];
+    all.extend_from_slice(args);
+    let result = agent.ok(&agent.run(&all));
+    assert_eq!(result["completionSignal"], COMPLETION_SIGNAL, "{result}");
+    assert_eq!(agent.git(&["log", "-1", "--format=%s"]), COMMIT_MESSAGE);
+    let statuses: Vec<u16> = agent.mock.exchanges().iter().map(|e| e.status).collect();
+    assert!(statuses.contains(&429), "{statuses:?}");
+    let reported: Vec<Usage> = turn_usages(&agent.mock)
+        .into_iter()
+        .filter(|u| counts_the_cut || u.output != 1)
+        .collect();
+    assert_eq!(
+        usage_of(&result["iterations"][0]),
+        Usage::total(&reported),
+        "{result}"
+    );
+}
+
+/// A model that never says the completion signal: every iteration runs
+/// and commits, and the run ends at --max-iterations without the signal.
+pub fn runs_to_max_iterations_without_the_signal(agent: &Agent, args: &[&str]) {
+    agent.mock.inject(Fault::NeverComplete);
+    let mut all = vec!["--prompt", "add a line", "--max-iterations", "2"];
+    all.extend_from_slice(args);
+    let result = agent.ok(&agent.run(&all));
+    assert_eq!(
+        result["iterations"].as_array().unwrap().len(),
+        2,
+        "{result}"
+    );
+    assert!(result["completionSignal"].is_null(), "{result}");
+    assert_eq!(result["commits"].as_array().unwrap().len(), 2, "{result}");
+}
+
+/// The model API's URL (the variable `key`) points at a closed port: the
+/// run fails within `within`, and its error names the URL where the CLI
+/// prints it, else at least the variable to check.
+pub fn an_unreachable_api_fails_the_run(
+    agent: &mut Agent,
+    key: &'static str,
+    args: &[&str],
+    within: std::time::Duration,
+    cli_names_the_url: bool,
+) {
+    // A port just bound and released: nothing listens there.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let url = format!("http://{closed}");
+    for (k, v) in agent.env.iter_mut() {
+        if *k == key {
+            *v = url.clone();
+        }
+    }
+    let mut all = vec!["--prompt", "add a line"];
+    all.extend_from_slice(args);
+    let started = std::time::Instant::now();
+    let out = agent.run(&all);
+    let took = started.elapsed();
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{}: {err}", agent.name);
+    assert!(took < within, "{}: took {took:?}: {err}", agent.name);
+    let names = if cli_names_the_url { url.as_str() } else { key };
+    assert!(err.contains(names), "{}: {names} not in {err}", agent.name);
 }

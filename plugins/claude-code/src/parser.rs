@@ -21,6 +21,9 @@ pub fn usage_from_json(value: &Value) -> Option<Usage> {
     Usage::from_keys(value, keys).map(|(usage, _)| usage)
 }
 
+pub const AUTH_HINT: &str = " (the model API refused the credentials: check ANTHROPIC_API_KEY, \
+     or ANTHROPIC_AUTH_TOKEN / CLAUDE_CODE_OAUTH_TOKEN, and ANTHROPIC_BASE_URL)";
+
 pub const NO_RESULT: &str =
     "claude ended without a result line (stream cut short or the CLI failed before starting)";
 
@@ -30,6 +33,8 @@ pub struct Parser {
     /// HashSet seeding would import wasi:random into the component.)
     sessions: BTreeSet<String>,
     saw_result: bool,
+    /// The last api_retry error: why a stream cut short has no result.
+    last_retry: Option<String>,
 }
 
 impl Parser {
@@ -63,6 +68,17 @@ impl Parser {
         }
 
         let kind = envelope.kind.as_deref();
+        if kind == Some("system") && envelope.subtype.as_deref() == Some("api_retry") {
+            // claude retries a failed model request with no other output
+            // (for minutes when the API is unreachable): each retry is an
+            // error, so a run that never gets through can be stopped.
+            if let Ok(Value::Object(obj)) = serde_json::from_str::<Value>(line) {
+                let message = api_retry(&obj);
+                self.last_retry = Some(message.clone());
+                events.push(Event::Error(message));
+            }
+            return events;
+        }
         if !matches!(kind, Some("assistant" | "result")) {
             // `system` (init and the rest), `user` (tool results),
             // `rate_limit_event`, `stream_event`, unknown types: nothing more.
@@ -91,10 +107,15 @@ impl Parser {
     /// iteration did not complete, even if claude exited 0.
     pub fn finish(&mut self) -> Vec<Event> {
         if self.saw_result {
-            Vec::new()
-        } else {
-            vec![Event::Error(NO_RESULT.to_owned())]
+            return Vec::new();
         }
+        // Stopped while retrying: the retry says why, the host quotes the
+        // last error.
+        let message = match &self.last_retry {
+            Some(retry) => format!("{NO_RESULT}; it was retrying: {retry}"),
+            None => NO_RESULT.to_owned(),
+        };
+        vec![Event::Error(message)]
     }
 }
 
@@ -105,6 +126,31 @@ struct Envelope<'a> {
     kind: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     session_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    subtype: Option<Cow<'a, str>>,
+}
+
+/// A `system` `api_retry` line as an error message: claude names neither
+/// the URL nor the key, only the attempt, the status (null when the API
+/// could not be reached) and its own error kind.
+fn api_retry(obj: &Object) -> String {
+    let num = |k: &str| obj.get(k).and_then(Value::as_u64);
+    let status = match num("error_status") {
+        Some(status) => format!("HTTP {status}"),
+        None => "no answer (is ANTHROPIC_BASE_URL reachable?)".to_owned(),
+    };
+    let error = obj
+        .get("error")
+        .and_then(Value::as_str)
+        .unwrap_or("unknown");
+    let mut message = format!("claude could not reach the model API: {status}, error {error}");
+    if let (Some(attempt), Some(max)) = (num("attempt"), num("max_retries")) {
+        message.push_str(&format!("; retry {attempt} of {max}"));
+    }
+    if let Some(ms) = num("retry_delay_ms") {
+        message.push_str(&format!(" in {:.1} s", ms as f64 / 1000.0));
+    }
+    message
 }
 
 /// An assistant line in its usual shape: only the fields events come from
@@ -240,6 +286,13 @@ fn result(obj: &Object, events: &mut Vec<Event>) {
         if !detail.trim().is_empty() {
             message.push_str(": ");
             message.push_str(&detail);
+        }
+        // claude says "Invalid API key" but not which variable it read.
+        if matches!(
+            obj.get("api_error_status").and_then(Value::as_u64),
+            Some(401 | 403)
+        ) {
+            message.push_str(AUTH_HINT);
         }
         events.push(Event::Error(message));
     }
@@ -514,5 +567,58 @@ mod tests {
         let mut general = vec![Event::SessionId(SESSION.into())];
         assistant(&obj, &mut general);
         assert_eq!(fast, general);
+    }
+
+    /// Real lines of claude 2.1.330 whose model API cannot be reached
+    /// (connection refused): one per retry, nothing else for minutes.
+    const API_RETRY: &str = r#"{"type":"system","subtype":"api_retry","attempt":3,"max_retries":10,"retry_delay_ms":2480,"error_status":null,"error":"unknown","session_id":"710ff6b4-7151-4ae5-ab8b-53c3e2cd313f","uuid":"8a5aaace-e36e-4fc1-acc7-3e492a5705a0"}"#;
+
+    #[test]
+    fn each_api_retry_is_an_error() {
+        let mut parser = Parser::new();
+        let events = parser.push_line(API_RETRY);
+        assert_eq!(
+            events,
+            vec![
+                Event::SessionId("710ff6b4-7151-4ae5-ab8b-53c3e2cd313f".into()),
+                Event::Error(
+                    "claude could not reach the model API: no answer (is ANTHROPIC_BASE_URL \
+                     reachable?), error unknown; retry 3 of 10 in 2.5 s"
+                        .into()
+                )
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stream_cut_while_retrying_says_the_retry() {
+        let mut parser = Parser::new();
+        parser.push_line(API_RETRY);
+        let Some(Event::Error(message)) = parser.finish().pop() else {
+            panic!("no error");
+        };
+        assert!(message.starts_with(NO_RESULT), "{message}");
+        assert!(message.ends_with("retry 3 of 10 in 2.5 s"), "{message}");
+    }
+
+    /// Real lines of claude 2.1.330 given a 401 (authentication_error).
+    const AUTH_ASSISTANT: &str = r#"{"type":"assistant","message":{"diagnostics":null,"id":"7653100c-62ab-49a8-8a7f-71f0d29bbd69","container":null,"model":"<synthetic>","role":"assistant","stop_details":null,"stop_reason":"stop_sequence","stop_sequence":"","type":"message","usage":{"output_tokens_details":null,"input_tokens":0,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},"service_tier":null,"cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0},"inference_geo":null,"iterations":null,"speed":null,"fallback_credit":null},"content":[{"type":"text","text":"Invalid API key · Fix external API key"}],"context_management":null},"parent_tool_use_id":null,"session_id":"dfa69df3-2f23-4127-bac4-8f6b9bbda560","uuid":"e47c5668-7692-400d-9a29-59795ddf3b0e","timestamp":"2026-11-25T13:02:06.511Z","error":"authentication_failed","request_id":"req_mock_1","is_api_error_message":true,"api_error_status":401,"api_error_type":"authentication_error"}"#;
+    const AUTH_RESULT: &str = r#"{"duration_api_ms":0,"stop_reason":"stop_sequence","session_id":"dfa69df3-2f23-4127-bac4-8f6b9bbda560","total_cost_usd":0,"usage":{"output_tokens_details":{"thinking_tokens":0},"input_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":0,"server_tool_use":{"web_search_requests":0,"web_fetch_requests":0},"service_tier":"standard","cache_creation":{"ephemeral_1h_input_tokens":0,"ephemeral_5m_input_tokens":0},"inference_geo":"","iterations":[],"speed":"standard","fallback_credit":null},"modelUsage":{},"permission_denials":[],"terminal_reason":"api_error","fast_mode_state":"off","fast_mode_disabled_reason":"sdk_opt_in_required","subagent_stats":{"spawned":0,"requested":{"background":0,"foreground":0,"unset":0},"started_in_background":0,"max_depth":0,"spawned_by_subagents":0,"completed":0,"failed":0,"killed":{"parent":0,"user":0,"system":0},"refused":{"depth_limit":0,"concurrency_limit":0,"budget":0},"by_type":{}},"safety_stops":0,"is_error":true,"num_turns":1,"subtype":"success","api_error_status":401,"api_error_type":"authentication_error","result":"Invalid API key · Fix external API key","type":"result","duration_ms":652,"uuid":"ef3758b0-69fa-4d74-9a8d-5f33fd8462e7","queued_turn_count":0,"result_index":0,"model_usage_since_last_result":{}}"#;
+
+    #[test]
+    fn a_401_names_the_variables_to_check() {
+        let mut parser = Parser::new();
+        let mut events = parser.push_line(AUTH_ASSISTANT);
+        events.extend(parser.push_line(AUTH_RESULT));
+        assert!(events.contains(&Event::Text(
+            "Invalid API key · Fix external API key".into()
+        )));
+        let Some(Event::Error(message)) = events.last() else {
+            panic!("{events:?}");
+        };
+        assert_eq!(
+            message,
+            &format!("claude reported an error: Invalid API key · Fix external API key{AUTH_HINT}")
+        );
     }
 }

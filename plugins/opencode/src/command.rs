@@ -9,13 +9,17 @@ pub const OPTIONS: [&str; 1] = [VARIANT];
 /// command line and the environment.
 pub const MAX_PROMPT_LEN: usize = validate::MAX_ARGV_PROMPT;
 
-/// opencode keeps its sessions in its own database under ~/.local/share, not
-/// in per-session files, so a session cannot be carried between sandboxes.
+/// A session is carried between sandboxes by the print command's export
+/// and import (see `session`), which the TUI does not run.
 pub const NO_RESUME: &str =
-    "opencode sessions are not files sanddune can move; resume is not supported";
+    "an opencode session resumes in a run (sanddune run --resume), not in an interactive session";
 
+use crate::session;
 use sanddune_agent_sdk::validate::{self, push_flag};
-pub use sanddune_agent_sdk::{Command, Request};
+pub use sanddune_agent_sdk::{Command, Config, Request};
+
+/// opencode's whole config as JSON, merged over its config files.
+pub const CONFIG_CONTENT: &str = "OPENCODE_CONFIG_CONTENT";
 
 /// The validated request fields that become flags.
 #[derive(Debug, Default)]
@@ -25,8 +29,12 @@ struct Flags<'a> {
 }
 
 fn flags(request: &Request) -> Result<Flags<'_>, String> {
-    if request.resume_session.is_some() {
-        return Err(NO_RESUME.into());
+    if let Some(id) = &request.resume_session
+        && !session::valid_id(id)
+    {
+        return Err(format!(
+            "invalid opencode session id {id:?}: expected ses_..."
+        ));
     }
     let model = request.model.as_deref().map(check_model).transpose()?;
     let [variant] = validate::options(PROGRAM, &request.options, OPTIONS)?;
@@ -97,15 +105,46 @@ pub fn print_command(request: &Request) -> Result<Command, String> {
     if request.skip_permissions {
         argv.push("--auto".into());
     }
+    push_flag(&mut argv, "--session", request.resume_session.as_deref());
     // opencode parses with yargs' populate-- and appends what follows `--`.
     validate::push_prompt_arg(&mut argv, &request.prompt);
-    Ok(Command { argv, stdin: None })
+    let resume = request.resume_session.clone().unwrap_or_default();
+    let wrapper = ["sh", "-c", &wrapper(), "sh", &resume].map(String::from);
+    Ok(Command {
+        argv: wrapper.into_iter().chain(argv).collect(),
+        stdin: None,
+    })
+}
+
+/// POSIX sh around `opencode run` (`$1` the session to resume or empty,
+/// the rest opencode's command line): import the resumed session's export
+/// first; stream opencode's output; then export the session it names on
+/// its first line where session capture finds it; exit with opencode's
+/// status.
+fn wrapper() -> String {
+    let dir = session::DIR;
+    format!(
+        r#"resume=$1; shift; dir="$HOME/{dir}"
+if [ -n "$resume" ] && ! opencode import "$dir/$resume.json" >/dev/null 2>&1; then
+  echo "opencode could not import session $resume from $dir/$resume.json" >&2; exit 1
+fi
+out=$(mktemp) && rc=$(mktemp) || exit 1
+{{ "$@"; echo $? >"$rc"; }} | tee "$out"
+id=$(sed -n 's/.*"sessionID":"\([A-Za-z0-9_]*\)".*/\1/p' "$out" | head -n 1)
+if [ -n "$id" ] && mkdir -p "$dir" && opencode export "$id" >"$dir/$id.json.part" 2>/dev/null; then
+  mv "$dir/$id.json.part" "$dir/$id.json"
+fi
+code=$(cat "$rc"); rm -f "$out" "$rc" "$dir/$id.json.part"; exit "${{code:-1}}""#
+    )
 }
 
 /// The TUI: `opencode [-m provider/model] [--prompt <prompt>]`. The TUI takes
 /// no variant flag (pick one in the TUI); an invalid variant is still refused
 /// so a bad config fails the same way in both modes.
 pub fn interactive_command(request: &Request) -> Result<Command, String> {
+    if request.resume_session.is_some() {
+        return Err(NO_RESUME.into());
+    }
     let flags = flags(request)?;
     let mut argv = vec![PROGRAM.to_owned()];
     push_flag(&mut argv, "-m", flags.model);
@@ -122,6 +161,39 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
     Ok(Command { argv, stdin: None })
 }
 
+/// opencode appends `/messages` to ANTHROPIC_BASE_URL (its default base is
+/// `https://api.anthropic.com/v1`) where Claude Code appends `/v1/messages`,
+/// so one gateway URL would not serve both. Its own provider config, given
+/// in OPENCODE_CONFIG_CONTENT, wins over the variable: the provider sets
+/// the base Claude Code would use, unless the user gave config content.
+pub fn config(request: &Request) -> Result<Config, String> {
+    if request.env_value(CONFIG_CONTENT).is_some() {
+        return Ok(Config::default());
+    }
+    let mut providers = serde_json::Map::new();
+    if let Some(url) = request.env_value("ANTHROPIC_BASE_URL") {
+        let base = format!("{}/v1", url.trim_end_matches('/'));
+        providers.insert(
+            "anthropic".into(),
+            serde_json::json!({ "options": { "baseURL": base } }),
+        );
+    }
+    if let Some(url) = request.env_value("OPENAI_BASE_URL") {
+        providers.insert(
+            "openai".into(),
+            serde_json::json!({ "options": { "baseURL": url.trim_end_matches('/') } }),
+        );
+    }
+    if providers.is_empty() {
+        return Ok(Config::default());
+    }
+    let content = serde_json::json!({ "provider": providers }).to_string();
+    Ok(Config {
+        env: vec![(CONFIG_CONTENT.into(), content)],
+        files: Vec::new(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -131,6 +203,12 @@ mod tests {
             prompt: prompt.into(),
             ..Request::default()
         }
+    }
+
+    /// The opencode command line inside the print command's sh wrapper.
+    fn run_argv(cmd: &Command) -> Vec<String> {
+        assert_eq!(cmd.argv[..3], ["sh".to_string(), "-c".into(), wrapper()]);
+        cmd.argv[5..].to_vec()
     }
 
     fn options(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -144,7 +222,7 @@ mod tests {
     fn print_minimal() {
         let cmd = print_command(&request("fix the bug")).unwrap();
         assert_eq!(
-            cmd.argv,
+            run_argv(&cmd),
             ["opencode", "run", "--format", "json", "fix the bug"]
         );
         assert_eq!(cmd.stdin, None);
@@ -162,7 +240,7 @@ mod tests {
         };
         let cmd = print_command(&req).unwrap();
         assert_eq!(
-            cmd.argv,
+            run_argv(&cmd),
             [
                 "opencode",
                 "run",
@@ -182,8 +260,8 @@ mod tests {
             ..req
         })
         .unwrap();
-        assert!(!cmd.argv.contains(&"--auto".to_string()));
-        assert_eq!(cmd.argv.last().map(String::as_str), Some("do it"));
+        assert!(!run_argv(&cmd).contains(&"--auto".to_string()));
+        assert_eq!(run_argv(&cmd).last().map(String::as_str), Some("do it"));
     }
 
     #[test]
@@ -194,12 +272,12 @@ mod tests {
         };
         let cmd = print_command(&req).unwrap();
         assert_eq!(
-            cmd.argv[cmd.argv.len() - 3..],
+            run_argv(&cmd)[run_argv(&cmd).len() - 3..],
             ["--auto", "--", "-h is not a flag"]
         );
         let multi = "line one\n\"quoted\" line two\n";
         let cmd = print_command(&request(multi)).unwrap();
-        assert_eq!(cmd.argv.last().map(String::as_str), Some(multi));
+        assert_eq!(run_argv(&cmd).last().map(String::as_str), Some(multi));
     }
 
     #[test]
@@ -240,7 +318,7 @@ mod tests {
                 ..request("p")
             };
             let cmd = print_command(&req).unwrap();
-            assert_eq!(cmd.argv[4..6], ["-m", good]);
+            assert_eq!(run_argv(&cmd)[4..6], ["-m", good]);
         }
         for bad in [
             "sonnet",
@@ -331,15 +409,33 @@ mod tests {
     }
 
     #[test]
-    fn resume_rejected() {
-        for id in ["ses_4f3c2a1b7ffe", ""] {
+    fn resume_imports_the_export_and_passes_the_session() {
+        let id = "ses_4f3c2a1b7ffe";
+        let req = Request {
+            resume_session: Some(id.into()),
+            ..request("p")
+        };
+        let cmd = print_command(&req).unwrap();
+        assert_eq!(cmd.argv[..2], ["sh", "-c"]);
+        assert_eq!(cmd.argv[3..5], ["sh", id]);
+        assert_eq!(
+            run_argv(&cmd),
+            ["opencode", "run", "--format", "json", "--session", id, "p"]
+        );
+        assert_eq!(interactive_command(&req).unwrap_err(), NO_RESUME);
+        for bad in ["", "../x"] {
             let req = Request {
-                resume_session: Some(id.into()),
+                resume_session: Some(bad.into()),
                 ..request("p")
             };
-            assert_eq!(print_command(&req).unwrap_err(), NO_RESUME);
-            assert_eq!(interactive_command(&req).unwrap_err(), NO_RESUME);
+            assert!(
+                print_command(&req)
+                    .unwrap_err()
+                    .contains("invalid opencode session id")
+            );
         }
+        // A fresh run passes an empty session to the wrapper.
+        assert_eq!(print_command(&request("p")).unwrap().argv[4], "");
     }
 
     #[test]
@@ -368,5 +464,27 @@ mod tests {
                 .argv,
             ["opencode", "--prompt=-h is not a flag"]
         );
+    }
+
+    #[test]
+    fn anthropic_base_url_becomes_the_base_claude_code_would_use() {
+        let mut req = Request::default();
+        assert_eq!(config(&req).unwrap(), Config::default());
+        req.env = vec![("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9/".into())];
+        let config_of = |req: &Request| config(req).unwrap();
+        let got = config_of(&req);
+        assert_eq!(got.files, vec![]);
+        let [(key, content)] = &got.env[..] else {
+            panic!("{got:?}");
+        };
+        assert_eq!(key, CONFIG_CONTENT);
+        let content: serde_json::Value = serde_json::from_str(content).unwrap();
+        assert_eq!(
+            content,
+            serde_json::json!({"provider": {"anthropic": {"options": {"baseURL": "http://127.0.0.1:9/v1"}}}})
+        );
+        // The user's own config content is left alone.
+        req.env.push((CONFIG_CONTENT.into(), "{}".into()));
+        assert_eq!(config_of(&req), Config::default());
     }
 }

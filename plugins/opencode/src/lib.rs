@@ -6,8 +6,9 @@
 
 pub mod command;
 pub mod parser;
+pub mod session;
 
-use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, Request};
+use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, Config, Request};
 
 pub struct OpenCode;
 
@@ -49,7 +50,7 @@ impl Agent for OpenCode {
             ]
             .map(String::from)
             .to_vec(),
-            session_files: false,
+            session_files: true,
         }
     }
 
@@ -59,6 +60,18 @@ impl Agent for OpenCode {
 
     fn interactive_command(request: &Request) -> Result<Command, String> {
         command::interactive_command(request)
+    }
+
+    fn config(request: &Request) -> Result<Config, String> {
+        command::config(request)
+    }
+
+    fn session_file_path(home: &str, cwd: &str, session_id: &str) -> Option<String> {
+        session::session_file_path(home, cwd, session_id)
+    }
+
+    fn rewrite_session_cwd(content: &str, from: &str, to: &str) -> String {
+        session::rewrite_session_cwd(content, from, to)
     }
 }
 
@@ -71,19 +84,15 @@ sanddune_agent_sdk::export_agent!(OpenCode);
 mod tests {
     use super::*;
 
-    /// opencode keeps sessions in its own store (a database under
-    /// `~/.local/share/opencode`), not in one file per session that sanddune
-    /// could copy: no session file, content passed through untouched, no usage
-    /// to read from one (`session-files: false`; resume is refused).
+    /// The session file is opencode's export of the session (see
+    /// `session`); there is no usage to read from it.
     #[test]
-    fn no_session_files() {
-        assert!(!OpenCode::describe().session_files);
+    fn session_files_are_exports() {
+        assert!(OpenCode::describe().session_files);
         assert_eq!(
-            OpenCode::session_file_path("/home/u", "/w", "ses_abc"),
-            None
+            OpenCode::session_file_path("/home/u", "/w", "ses_abc").as_deref(),
+            Some("/home/u/.local/share/opencode/sanddune/ses_abc.json")
         );
-        let content = "{\"cwd\":\"/w\"}\nnot json\n";
-        assert_eq!(OpenCode::rewrite_session_cwd(content, "/w", "/x"), content);
-        assert_eq!(OpenCode::usage_from_session(content), None);
+        assert_eq!(OpenCode::usage_from_session("{}"), None);
     }
 }

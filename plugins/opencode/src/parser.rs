@@ -141,11 +141,31 @@ fn error_message(error: Option<&Value>) -> String {
         .or_else(|| error.and_then(|e| e.get("message")).and_then(Value::as_str))
         .or_else(|| error.and_then(Value::as_str))
         .filter(|s| !s.is_empty());
-    match (name, message) {
+    let mut text = match (name, message) {
         (Some(name), Some(message)) => format!("{name}: {message}"),
         (Some(only), None) | (None, Some(only)) => only.to_owned(),
         (None, None) => "opencode reported an error".to_owned(),
+    };
+    // An APIError says which URL answered and how; say what sets them.
+    let data = error.and_then(|e| e.get("data"));
+    let status = data
+        .and_then(|d| d.get("statusCode"))
+        .and_then(Value::as_u64);
+    let url = data
+        .and_then(|d| d.pointer("/metadata/url"))
+        .and_then(Value::as_str);
+    match (status, url) {
+        (Some(status), Some(url)) => text.push_str(&format!(" (HTTP {status} from {url})")),
+        (Some(status), None) => text.push_str(&format!(" (HTTP {status})")),
+        (None, Some(url)) => text.push_str(&format!(" ({url})")),
+        (None, None) => {}
     }
+    if matches!(status, Some(401 | 403)) {
+        text.push_str(
+            ": check the model provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...)",
+        );
+    }
+    text
 }
 
 #[cfg(test)]
@@ -251,14 +271,14 @@ mod tests {
             events,
             vec![
                 Event::SessionId(SID.into()),
-                Event::Error("APIError: Rate limit exceeded".into()),
+                Event::Error("APIError: Rate limit exceeded (HTTP 429)".into()),
             ]
         );
         assert_eq!(
             end,
             vec![Event::Result {
                 is_error: true,
-                text: "APIError: Rate limit exceeded".into(),
+                text: "APIError: Rate limit exceeded (HTTP 429)".into(),
             }]
         );
         // An error after finished steps still fails the iteration.
@@ -267,8 +287,41 @@ mod tests {
             end,
             vec![Event::Result {
                 is_error: true,
-                text: "APIError: Rate limit exceeded".into(),
+                text: "APIError: Rate limit exceeded (HTTP 429)".into(),
             }]
+        );
+    }
+
+    /// Real line of opencode 1.18.33 given a 401 (it exits 1).
+    const REAL_401: &str = r#"{"type":"error","timestamp":1795612081575,"sessionID":"ses_ded2e21a5ffeV9MHFNQr4ywJ4c","error":{"name":"APIError","data":{"message":"invalid x-api-key","statusCode":401,"isRetryable":false,"responseHeaders":{"content-length":"112","content-type":"application/json","date":"Wed, 25 Nov 2026 13:08:01 GMT","request-id":"req_mock_2","x-should-retry":"false"},"responseBody":"{\"error\":{\"message\":\"invalid x-api-key\",\"type\":\"authentication_error\"},\"request_id\":\"req_mock_2\",\"type\":\"error\"}","metadata":{"url":"http://127.0.0.1:45859/v1/messages"}}}}"#;
+
+    #[test]
+    fn a_real_401_names_the_url_and_what_to_check() {
+        let (events, _) = feed(&[REAL_401]);
+        assert_eq!(
+            events.last(),
+            Some(&Event::Error(
+                "APIError: invalid x-api-key (HTTP 401 from http://127.0.0.1:45859/v1/messages): \
+                 check the model provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...)"
+                    .into()
+            ))
+        );
+    }
+
+    /// Real line of opencode 1.18.33 whose API is unreachable: printed
+    /// after 85 s of silent retries (it exits 1).
+    const REAL_UNREACHABLE: &str = r#"{"type":"error","timestamp":1795612206306,"sessionID":"ses_ded2d42acffeJQCXr7ZHpK4s1H","error":{"name":"APIError","data":{"message":"Cannot connect to API: Unable to connect. Is the computer able to access the url?","isRetryable":true,"metadata":{"url":"http://127.0.0.1:9/v1/messages"}}}}"#;
+
+    #[test]
+    fn a_real_unreachable_api_names_the_url() {
+        let (events, _) = feed(&[REAL_UNREACHABLE]);
+        assert_eq!(
+            events.last(),
+            Some(&Event::Error(
+                "APIError: Cannot connect to API: Unable to connect. Is the computer able to \
+                 access the url? (http://127.0.0.1:9/v1/messages)"
+                    .into()
+            ))
         );
     }
 
@@ -520,7 +573,7 @@ mod tests {
     #[test]
     fn captured_fake_is_error() {
         let (events, end) = feed_text(FAKE_IS_ERROR);
-        let message = "APIError: Rate limit exceeded: 429 Too Many Requests";
+        let message = "APIError: Rate limit exceeded: 429 Too Many Requests (HTTP 429)";
         assert_eq!(events.last(), Some(&Event::Error(message.into())));
         assert_eq!(
             end,

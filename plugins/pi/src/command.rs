@@ -13,7 +13,7 @@ pub const THINKING_LEVELS: [&str; 6] = ["off", "minimal", "low", "medium", "high
 const MAX_ARG_LEN: usize = 131_071;
 
 use sanddune_agent_sdk::validate::{self, non_empty, push_flag};
-pub use sanddune_agent_sdk::{Command, Request};
+pub use sanddune_agent_sdk::{Command, Config, File, Request};
 
 /// The validated request fields that become flags.
 #[derive(Debug, Default)]
@@ -102,6 +102,40 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
         }
     }
     Ok(Command { argv, stdin: None })
+}
+
+/// Where pi reads model endpoints, relative to HOME. pi ignores
+/// ANTHROPIC_BASE_URL and OPENAI_BASE_URL (its model table pins the public
+/// URLs); only `providers.<name>.baseUrl` here moves a provider.
+pub const MODELS_JSON: &str = ".pi/agent/models.json";
+
+/// The run's base URLs as pi's models.json: the anthropic base without
+/// `/v1` (pi appends /v1/messages, as Claude Code does to
+/// ANTHROPIC_BASE_URL), the openai one as OPENAI_BASE_URL holds it.
+pub fn config(request: &Request) -> Result<Config, String> {
+    let mut providers = serde_json::Map::new();
+    for (key, provider) in [
+        ("ANTHROPIC_BASE_URL", "anthropic"),
+        ("OPENAI_BASE_URL", "openai"),
+    ] {
+        if let Some(url) = request.env_value(key) {
+            providers.insert(
+                provider.into(),
+                serde_json::json!({ "baseUrl": url.trim_end_matches('/') }),
+            );
+        }
+    }
+    if providers.is_empty() {
+        return Ok(Config::default());
+    }
+    let models = serde_json::json!({ "providers": providers });
+    Ok(Config {
+        env: Vec::new(),
+        files: vec![File {
+            path: MODELS_JSON.into(),
+            contents: format!("{models:#}\n").into_bytes(),
+        }],
+    })
 }
 
 #[cfg(test)]
@@ -322,6 +356,25 @@ mod tests {
             interactive_command(&request("a\0b"))
                 .unwrap_err()
                 .contains("NUL")
+        );
+    }
+
+    #[test]
+    fn the_base_urls_go_to_models_json() {
+        let mut req = Request::default();
+        assert_eq!(config(&req).unwrap(), Config::default());
+        req.env = vec![
+            ("ANTHROPIC_BASE_URL".into(), "http://127.0.0.1:9/".into()),
+            ("ANTHROPIC_API_KEY".into(), "sk".into()),
+        ];
+        let config = config(&req).unwrap();
+        assert_eq!(config.env, vec![]);
+        assert_eq!(config.files.len(), 1);
+        assert_eq!(config.files[0].path, ".pi/agent/models.json");
+        let models: serde_json::Value = serde_json::from_slice(&config.files[0].contents).unwrap();
+        assert_eq!(
+            models,
+            serde_json::json!({"providers": {"anthropic": {"baseUrl": "http://127.0.0.1:9"}}})
         );
     }
 }

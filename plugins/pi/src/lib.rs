@@ -7,7 +7,7 @@ pub mod command;
 pub mod parser;
 pub mod session;
 
-use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, Request};
+use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, Config, Request};
 
 pub struct Pi;
 
@@ -44,6 +44,8 @@ impl Agent for Pi {
                 "ANTHROPIC_API_KEY",
                 "OPENAI_API_KEY",
                 "GEMINI_API_KEY",
+                // pi itself ignores these two: the provider writes them
+                // into ~/.pi/agent/models.json (command::config).
                 "ANTHROPIC_BASE_URL",
                 "OPENAI_BASE_URL",
                 "HTTPS_PROXY",
@@ -62,6 +64,10 @@ impl Agent for Pi {
 
     fn interactive_command(request: &Request) -> Result<Command, String> {
         command::interactive_command(request)
+    }
+
+    fn config(request: &Request) -> Result<Config, String> {
+        command::config(request)
     }
 
     fn session_file_path(home: &str, cwd: &str, session_id: &str) -> Option<String> {

@@ -42,6 +42,8 @@ pub struct Parser {
     succeeded: bool,
     /// An `agent_error` / `error` line ended the run.
     errored: bool,
+    /// The provider of the last assistant message (`anthropic`, ...).
+    provider: String,
 }
 
 impl Parser {
@@ -76,16 +78,40 @@ impl Parser {
             self.usage.add(usage);
             events.push(Event::Usage(self.usage));
         }
+        if let Some(provider) = message.get("provider").and_then(Value::as_str) {
+            self.provider = provider.to_owned();
+        }
         self.failure = match message.get("stopReason").and_then(Value::as_str) {
             Some(reason @ ("error" | "aborted")) => Some(
                 message
                     .get("errorMessage")
                     .and_then(Value::as_str)
                     .filter(|m| !m.is_empty())
-                    .map_or_else(|| format!("pi stopped: {reason}"), str::to_owned),
+                    .map_or_else(|| format!("pi stopped: {reason}"), |m| self.explain(m)),
             ),
             _ => None,
         };
+    }
+
+    /// pi's error text with what to check: pi names neither the variable
+    /// holding the key nor the URL it tried.
+    fn explain(&self, error: &str) -> String {
+        let provider = self.provider.as_str();
+        let (key, url) = match provider {
+            "anthropic" => ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"),
+            "openai" => ("OPENAI_API_KEY", "OPENAI_BASE_URL"),
+            _ => ("the provider's API key variable", "its base URL"),
+        };
+        if error.starts_with("401") || error.starts_with("403") {
+            format!("pi: the model API refused the credentials: {error} (check {key})")
+        } else if error.starts_with("Connection error") {
+            format!(
+                "pi could not reach the model API: {error} (check {url}, which sanddune \
+                 writes to providers.{provider}.baseUrl in ~/.pi/agent/models.json)"
+            )
+        } else {
+            error.to_owned()
+        }
     }
 }
 
@@ -141,6 +167,23 @@ impl sanddune_agent_sdk::Parser for Parser {
                     });
                 }
             },
+            // Each retry is an error (the host stops an agent whose
+            // errors go on without progress), though a retry may succeed.
+            Some("auto_retry_start") => {
+                let num = |k: &str| obj.get(k).and_then(Value::as_u64);
+                let error = obj
+                    .get("errorMessage")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown error");
+                let mut message = format!("{}; pi retries", self.explain(error));
+                if let (Some(attempt), Some(max)) = (num("attempt"), num("maxAttempts")) {
+                    message.push_str(&format!(" ({attempt} of {max})"));
+                }
+                if let Some(ms) = num("delayMs") {
+                    message.push_str(&format!(" in {:.1} s", ms as f64 / 1000.0));
+                }
+                events.push(Event::Error(message));
+            }
             // Retries exhausted: the last failure stands.
             Some("auto_retry_end") => {
                 if obj.get("success").and_then(Value::as_bool) == Some(false)
@@ -149,7 +192,7 @@ impl sanddune_agent_sdk::Parser for Parser {
                         .and_then(Value::as_str)
                         .filter(|m| !m.is_empty())
                 {
-                    self.pending_failure = Some(message.to_owned());
+                    self.pending_failure = Some(self.explain(message));
                 }
             }
             Some("agent_error" | "error") => {
@@ -163,7 +206,7 @@ impl sanddune_agent_sdk::Parser for Parser {
                 });
             }
             // turn_*, tool_execution_update/end, auto_compaction_*,
-            // auto_retry_start, unknown types: nothing.
+            // unknown types: nothing.
             _ => {}
         }
         events
@@ -380,8 +423,86 @@ mod tests {
                 text: "All 12 tests pass. <promise>COMPLETE</promise>".into()
             })
         );
-        assert!(!events.iter().any(|e| matches!(e, Event::Error(_))));
+        // The retry is an error of its own; the result is still a success.
+        let errors: Vec<&Event> = events
+            .iter()
+            .filter(|e| matches!(e, Event::Error(_)))
+            .collect();
+        assert_eq!(
+            errors,
+            [&Event::Error(
+                "429 rate_limit_error; pi retries (1 of 3) in 2.0 s".into()
+            )]
+        );
         assert_eq!(end, vec![]);
+    }
+
+    /// Real streams of pi 0.73.1 against the model mock.
+    const REAL_401: &str = include_str!("testdata/real-0.73.1-401.jsonl");
+    const REAL_UNREACHABLE: &str = include_str!("testdata/real-0.73.1-unreachable.jsonl");
+    const REAL_CUT_MID_STREAM: &str = include_str!("testdata/real-0.73.1-500-mid-stream.jsonl");
+
+    #[test]
+    fn real_401_exits_0_and_fails_naming_the_key() {
+        let (events, end) = feed_text(REAL_401);
+        assert!(!events.iter().any(|e| matches!(e, Event::Error(_))));
+        let Some(Event::Error(message)) = end.first() else {
+            panic!("{end:?}");
+        };
+        assert!(message.starts_with("pi: the model API refused the credentials: 401 "));
+        assert!(message.ends_with("(check ANTHROPIC_API_KEY)"), "{message}");
+    }
+
+    #[test]
+    fn real_unreachable_api_is_an_error_per_retry_and_fails() {
+        let (events, end) = feed_text(REAL_UNREACHABLE);
+        let errors: Vec<String> = events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Error(m) => Some(m.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(
+            errors[0].starts_with(
+                "pi could not reach the model API: Connection error. (check ANTHROPIC_BASE_URL"
+            ) && errors[0].ends_with("; pi retries (1 of 3) in 2.0 s"),
+            "{}",
+            errors[0]
+        );
+        assert!(
+            matches!(&end[..], [Event::Error(m), Event::Result { is_error: true, .. }]
+                if m.starts_with("pi could not reach the model API")),
+            "{end:?}"
+        );
+    }
+
+    #[test]
+    fn real_stream_cut_by_an_error_is_retried_to_a_success() {
+        let (events, end) = feed_text(REAL_CUT_MID_STREAM);
+        assert_eq!(
+            events.last(),
+            Some(&Event::Result {
+                is_error: false,
+                text: "Added the line and committed it. <promise>COMPLETE</promise>".into()
+            })
+        );
+        assert_eq!(end, vec![]);
+        // The cut answer's usage (what its message_start said) counts too.
+        let usage = events.iter().rev().find_map(|e| match e {
+            Event::Usage(u) => Some(*u),
+            _ => None,
+        });
+        assert_eq!(
+            usage,
+            Some(Usage {
+                input_tokens: 111 + 211 + 311,
+                cache_creation_input_tokens: 23 + 43 + 63,
+                cache_read_input_tokens: 1005 + 2005 + 3005,
+                output_tokens: 1 + 27 + 37,
+            })
+        );
     }
 
     #[test]

@@ -73,7 +73,9 @@ pub fn messages(call: &Call) -> Reply {
     let body = &call.body;
     let stream = body["stream"].as_bool().unwrap_or(false);
     let request_id = call.next_id("req_mock");
-    let fault = call.fault(stream);
+    // A cut stream hits a turn of the agent's loop, not a side request
+    // (opencode's title) whose failure the CLI ignores.
+    let fault = call.fault(stream && shell_tool(body).is_some());
     match fault {
         Some(Fault::Unauthorized) => {
             return Reply::plain(full(
