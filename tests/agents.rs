@@ -180,6 +180,7 @@ const RESUMABLE: &[(&str, &str, &str)] = &[
     ("claude-code", "claude", "--resume"),
     ("codex", "codex", "resume"),
     ("pi", "pi", "--session"),
+    ("copilot", "copilot", "--resume"),
     ("opencode", "opencode", "--session"),
 ];
 
@@ -218,12 +219,18 @@ fn each_resumable_agent_round_trips_its_session_through_the_host() {
             .iter()
             .map(|a| a.as_str().unwrap())
             .collect();
-        let at = argv
+        // `--resume ID` or `--resume=ID`.
+        let given = argv
             .iter()
             .position(|a| a == flag)
+            .map(|at| argv[at + 1].to_string())
+            .or_else(|| {
+                argv.iter()
+                    .find_map(|a| a.strip_prefix(&format!("{flag}=")).map(String::from))
+            })
             .unwrap_or_else(|| panic!("{agent}: no {flag} in {argv:?}"));
         assert!(
-            argv[at + 1].starts_with(&id[..8]) || argv[at + 1] == id,
+            given.starts_with(&id[..8]) || given == id,
             "{agent}: {argv:?}"
         );
     }

@@ -20,3 +20,9 @@ mod opencode;
 
 #[path = "real_agents/pi.rs"]
 mod pi;
+
+#[path = "real_agents/codex.rs"]
+mod codex;
+
+#[path = "real_agents/copilot.rs"]
+mod copilot;

@@ -286,10 +286,17 @@ pub fn usage_of(iteration: &Value) -> Usage {
 
 /// The usage the mock reported for the agent's own turns: answers to
 /// requests offering tools (not side requests such as opencode's title).
+/// Codex 0.169 offers its tools in an `additional_tools` input item.
 pub fn turn_usages(mock: &ModelMock) -> Vec<Usage> {
+    let offers_tools = |body: &Value| {
+        body["tools"].as_array().is_some_and(|t| !t.is_empty())
+            || body["input"]
+                .as_array()
+                .is_some_and(|i| i.iter().any(|i| i["type"] == "additional_tools"))
+    };
     mock.exchanges()
         .iter()
-        .filter(|e| e.body["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .filter(|e| offers_tools(&e.body))
         .filter_map(|e| e.usage)
         .collect()
 }

@@ -10,7 +10,42 @@ pub const EFFORTS: [&str; 4] = ["low", "medium", "high", "xhigh"];
 const MAX_ARG_LEN: usize = 131_071;
 
 use sanddune_agent_sdk::validate::{self, non_empty};
-pub use sanddune_agent_sdk::{Command, Request};
+pub use sanddune_agent_sdk::{Command, Config, Request};
+
+/// Where codex sends its requests unless told otherwise.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// What the parser of an iteration needs from its command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Context {
+    /// The model API codex talks to, for messages when it cannot.
+    pub base_url: String,
+    /// `exec resume`: `turn.completed` usage includes the earlier runs'.
+    pub resuming: bool,
+}
+
+impl Default for Context {
+    fn default() -> Context {
+        Context::of(&Request::default())
+    }
+}
+
+impl Context {
+    /// The context of the command built for `request`.
+    pub fn of(request: &Request) -> Context {
+        Context {
+            base_url: request
+                .env_value(BASE_URL)
+                .unwrap_or(DEFAULT_BASE_URL)
+                .to_owned(),
+            resuming: request.resume_session.is_some(),
+        }
+    }
+}
+
+/// The gateway a user sets; codex 0.169 reads only its config key
+/// `openai_base_url`, so the provider passes it as `-c`.
+pub const BASE_URL: &str = "OPENAI_BASE_URL";
 
 /// The validated request fields that become arguments.
 #[derive(Debug, Default)]
@@ -18,6 +53,7 @@ struct Flags<'a> {
     model: Option<&'a str>,
     effort: Option<&'a str>,
     resume: Option<&'a str>,
+    base_url: Option<&'a str>,
 }
 
 fn flags(request: &Request) -> Result<Flags<'_>, String> {
@@ -33,6 +69,7 @@ fn flags(request: &Request) -> Result<Flags<'_>, String> {
             request.resume_session.as_deref(),
         )?,
         effort,
+        base_url: request.env_value(BASE_URL),
     };
     // The session id is a positional argument: one starting with `-` would be
     // read as a flag.
@@ -54,11 +91,28 @@ fn push_common(argv: &mut Vec<String>, flags: &Flags<'_>, skip_permissions: bool
         // A `-c` value is TOML; the quotes make it a TOML string.
         argv.extend(["-c".into(), format!("model_reasoning_effort=\"{effort}\"")]);
     }
+    if let Some(url) = flags.base_url {
+        // A JSON string is a TOML basic string.
+        let url = serde_json::Value::from(url).to_string();
+        argv.extend(["-c".into(), format!("openai_base_url={url}")]);
+    }
     if skip_permissions {
         // Codex's own sandbox cannot nest inside most sandboxes (no user
         // namespaces, no Landlock); sanddune's sandbox is the boundary.
         argv.push("--dangerously-bypass-approvals-and-sandbox".into());
     }
+}
+
+/// The key codex sends is CODEX_API_KEY: a user who set only
+/// OPENAI_API_KEY gets it there too (codex would send no key at all).
+pub fn config(request: &Request) -> Result<Config, String> {
+    let mut config = Config::default();
+    if request.env_value("CODEX_API_KEY").is_none()
+        && let Some(key) = request.env_value("OPENAI_API_KEY")
+    {
+        config.env.push(("CODEX_API_KEY".into(), key.into()));
+    }
+    Ok(config)
 }
 
 /// One unattended iteration:
@@ -211,6 +265,70 @@ mod tests {
         // `resume` rejects `-s`.
         assert!(!cmd.argv.contains(&"-s".to_string()));
         assert_eq!(cmd.stdin.as_deref(), Some(&b"go on"[..]));
+    }
+
+    fn with_env(pairs: &[(&str, &str)]) -> Request {
+        Request {
+            env: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..request("p")
+        }
+    }
+
+    /// Codex 0.169 reads neither OPENAI_BASE_URL nor OPENAI_API_KEY.
+    #[test]
+    fn gateway_and_key_passed_the_way_codex_reads_them() {
+        let req = with_env(&[
+            ("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1"),
+            ("OPENAI_API_KEY", "sk-user"),
+        ]);
+        let cmd = print_command(&req).unwrap();
+        assert_eq!(
+            cmd.argv,
+            [
+                "codex",
+                "exec",
+                "--json",
+                "-c",
+                "openai_base_url=\"http://127.0.0.1:8080/v1\"",
+                "--skip-git-repo-check",
+                "-"
+            ]
+        );
+        assert_eq!(
+            Context::of(&req),
+            Context {
+                base_url: "http://127.0.0.1:8080/v1".into(),
+                resuming: false
+            }
+        );
+        assert_eq!(
+            config(&req).unwrap().env,
+            [("CODEX_API_KEY".to_string(), "sk-user".to_string())]
+        );
+        // The user's own CODEX_API_KEY wins; without a gateway, no -c.
+        let req = with_env(&[("OPENAI_API_KEY", "sk-a"), ("CODEX_API_KEY", "sk-b")]);
+        assert!(config(&req).unwrap().env.is_empty());
+        assert!(!print_command(&req).unwrap().argv.contains(&"-c".into()));
+        assert_eq!(Context::of(&req).base_url, DEFAULT_BASE_URL);
+        // A URL with a quote stays one TOML string.
+        let cmd = print_command(&with_env(&[("OPENAI_BASE_URL", r#"http://h/"x"#)])).unwrap();
+        assert!(
+            cmd.argv
+                .contains(&r#"openai_base_url="http://h/\"x""#.to_string())
+        );
+    }
+
+    #[test]
+    fn a_resume_is_known_to_the_parser() {
+        let req = Request {
+            resume_session: Some("019fd9f6-3e33-72e0-89e8-49e33838d1cf".into()),
+            ..request("p")
+        };
+        assert!(Context::of(&req).resuming);
+        assert!(!Context::of(&request("p")).resuming);
     }
 
     #[test]

@@ -7,7 +7,7 @@ pub mod command;
 pub mod parser;
 pub mod session;
 
-use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, EnvRequirement, Request};
+use sanddune_agent_sdk::{Agent, AgentInfo, AgentOption, Command, Config, EnvRequirement, Request};
 
 pub struct Codex;
 
@@ -30,10 +30,13 @@ impl Agent for Codex {
             }],
             env: vec![EnvRequirement {
                 any_of: vec!["OPENAI_API_KEY".into(), "CODEX_API_KEY".into()],
-                description: "An OpenAI API key (`codex exec` also reads CODEX_API_KEY)".into(),
+                description: "An OpenAI API key (codex sends CODEX_API_KEY; the provider \
+                              sets it from OPENAI_API_KEY when only that is set)"
+                    .into(),
             }],
-            // Honoured when set: an OpenAI-compatible gateway, the
-            // organisation and project, proxies.
+            // Honoured when set: an OpenAI-compatible gateway (passed to
+            // codex as -c openai_base_url), the organisation and project,
+            // proxies.
             optional_env: [
                 "OPENAI_BASE_URL",
                 "OPENAI_ORGANIZATION",
@@ -54,6 +57,10 @@ impl Agent for Codex {
 
     fn interactive_command(request: &Request) -> Result<Command, String> {
         command::interactive_command(request)
+    }
+
+    fn config(request: &Request) -> Result<Config, String> {
+        command::config(request)
     }
 
     fn session_file_path(home: &str, cwd: &str, session_id: &str) -> Option<String> {

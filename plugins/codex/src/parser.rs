@@ -2,8 +2,12 @@
 //! PROTOCOLS.md, "Codex CLI".
 //!
 //! Codex prints no final result line: the iteration's outcome is decided at
-//! [`Parser::finish`] from the turns seen. Its `usage` is per turn and counts
-//! cached tokens inside `input_tokens`; the parser converts and sums.
+//! [`Parser::finish`] from the turns seen. Its `usage` counts cached tokens
+//! inside `input_tokens`; the parser converts and sums. `turn.completed`
+//! carries the thread's running total: after `exec resume` that includes the
+//! earlier runs' turns, so a resumed iteration reports no usage from the
+//! stream and the host takes the turn's own from the session file
+//! ([`crate::session::usage_from_session`]).
 
 use std::collections::BTreeSet;
 
@@ -12,14 +16,13 @@ use serde_json::Value;
 pub use sanddune_agent_sdk::{Event, Usage};
 
 /// Reads a codex usage object (`input_tokens`, `cached_input_tokens`,
-/// `output_tokens`); missing or non-integer fields count as 0. Codex's
-/// `input_tokens` includes the cached ones, so fresh input is the
-/// difference. Codex reports no cache writes. None when `value` is not an
-/// object at all.
+/// `cache_write_input_tokens`, `output_tokens`); missing or non-integer
+/// fields count as 0. Codex's `input_tokens` includes the cached ones, so
+/// fresh input is the difference. None when `value` is not an object at all.
 pub fn usage_from_codex(value: &Value) -> Option<Usage> {
     let keys: [&[&str]; 4] = [
         &["input_tokens"],
-        &[],
+        &["cache_write_input_tokens"],
         &["cached_input_tokens"],
         &["output_tokens"],
     ];
@@ -32,11 +35,26 @@ pub fn usage_from_codex(value: &Value) -> Option<Usage> {
     })
 }
 
+/// A connection failure rather than an answer from the API.
+fn unreachable(message: &str) -> bool {
+    [
+        "waiting for network",
+        "Connection refused",
+        "error sending request",
+        "dns error",
+        "Connection failed",
+    ]
+    .iter()
+    .any(|m| message.contains(m))
+}
+
 pub const NO_TURN: &str = "codex ended without completing a turn \
      (stream cut short, interrupted, or the CLI failed before starting)";
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Parser {
+    /// What the iteration's command was built with.
+    context: crate::command::Context,
     /// Thread ids already reported, so each is reported once. (A BTreeSet:
     /// HashSet seeding would import wasi:random into the component.)
     threads: BTreeSet<String>,
@@ -52,12 +70,63 @@ pub struct Parser {
     /// prints retry notices this way ("Reconnecting... 1/5 (...)") and then
     /// completes the turn, so they only count if no turn completes after them.
     pending_errors: Vec<String>,
+    /// The last retry notice reported, since the last completed turn.
+    last_retry: Option<String>,
     last_message: Option<String>,
+}
+
+impl Default for Parser {
+    fn default() -> Parser {
+        Parser::for_command(crate::command::Context::default())
+    }
 }
 
 impl Parser {
     pub fn new() -> Parser {
         Parser::default()
+    }
+
+    pub fn for_command(context: crate::command::Context) -> Parser {
+        Parser {
+            context,
+            threads: BTreeSet::new(),
+            items: BTreeSet::new(),
+            usage: Usage::default(),
+            turns_completed: 0,
+            failure: None,
+            pending_errors: Vec::new(),
+            last_retry: None,
+            last_message: None,
+        }
+    }
+
+    /// A retry notice with the endpoint codex retries.
+    fn retrying(&self, message: &str) -> String {
+        let explained = self.explained(message);
+        if explained.contains(&self.context.base_url) {
+            explained
+        } else {
+            format!(
+                "codex is retrying its model API at {}: {explained}",
+                self.context.base_url
+            )
+        }
+    }
+
+    /// `message` with what the user can act on: the endpoint codex cannot
+    /// reach and where it is set, or the key it was refused.
+    fn explained(&self, message: &str) -> String {
+        let url = &self.context.base_url;
+        if message.contains("401 Unauthorized") || message.contains("403 Forbidden") {
+            format!("{message} (check the API key in CODEX_API_KEY or OPENAI_API_KEY)")
+        } else if unreachable(message) {
+            format!(
+                "codex cannot reach its model API at {url}: {message} \
+                 (the URL is set by OPENAI_BASE_URL, passed to codex as -c openai_base_url)"
+            )
+        } else {
+            message.to_owned()
+        }
     }
 
     /// One `item.started` / `item.completed`.
@@ -113,6 +182,10 @@ impl Parser {
 }
 
 impl sanddune_agent_sdk::Parser for Parser {
+    fn for_request(request: &sanddune_agent_sdk::Request) -> Parser {
+        Parser::for_command(crate::command::Context::of(request))
+    }
+
     /// Events for one stdout line. Anything that is not a JSON object, or is
     /// a type we do not use, yields nothing: stdout can carry stray output.
     fn push_line(&mut self, line: &str) -> Vec<Event> {
@@ -143,7 +216,10 @@ impl sanddune_agent_sdk::Parser for Parser {
                 self.turns_completed += 1;
                 // Whatever was reported before is what codex recovered from.
                 self.pending_errors.clear();
-                if let Some(usage) = obj.get("usage").and_then(usage_from_codex) {
+                self.last_retry = None;
+                if let Some(usage) = obj.get("usage").and_then(usage_from_codex)
+                    && !self.context.resuming
+                {
                     self.usage.add(usage);
                     events.push(Event::Usage(self.usage));
                 }
@@ -158,8 +234,9 @@ impl sanddune_agent_sdk::Parser for Parser {
                 // The failure names the cause; earlier notices (often the same
                 // message, or the retries leading to it) add nothing.
                 self.pending_errors.clear();
+                let message = self.explained(message);
                 events.push(Event::Error(format!("codex turn failed: {message}")));
-                self.failure = Some(message.to_owned());
+                self.failure = Some(message);
             }
             Some("error") => {
                 let message = obj
@@ -167,7 +244,18 @@ impl sanddune_agent_sdk::Parser for Parser {
                     .and_then(Value::as_str)
                     .filter(|m| !m.trim().is_empty())
                     .unwrap_or("no message");
-                self.pending_errors.push(message.to_owned());
+                // A retry notice is an error as it comes, naming the URL:
+                // waiting for the network goes on forever, and the host stops
+                // an agent whose errors continue without progress (a retry
+                // that recovers is followed by progress). The last error
+                // before `turn.failed` repeats it, so it waits.
+                if message.starts_with("Reconnecting...") {
+                    let retry = self.retrying(message);
+                    self.last_retry = Some(retry.clone());
+                    events.push(Event::Error(retry));
+                } else {
+                    self.pending_errors.push(message.to_owned());
+                }
             }
             // `turn.started`, `item.updated`, `item.plan.delta`,
             // `request_user_input`, unknown types: nothing.
@@ -185,6 +273,7 @@ impl sanddune_agent_sdk::Parser for Parser {
         let mut pending = std::mem::take(&mut self.pending_errors);
         pending.dedup();
         for message in &pending {
+            let message = self.explained(message);
             events.push(Event::Error(format!("codex reported an error: {message}")));
         }
         if let Some(failure) = self.failure.take() {
@@ -201,6 +290,13 @@ impl sanddune_agent_sdk::Parser for Parser {
             events.push(Event::Result {
                 is_error: false,
                 text: self.last_message.take().unwrap_or_default(),
+            });
+        } else if let Some(retry) = self.last_retry.take() {
+            // Stopped while retrying: the retry says why, and stays the last
+            // error the host quotes.
+            events.push(Event::Result {
+                is_error: true,
+                text: retry,
             });
         } else {
             events.push(Event::Error(NO_TURN.to_owned()));
@@ -356,14 +452,18 @@ mod tests {
         assert_eq!(
             events[1..],
             [Event::Error(
-                "codex turn failed: unexpected status 401 Unauthorized".into()
+                "codex turn failed: unexpected status 401 Unauthorized \
+                 (check the API key in CODEX_API_KEY or OPENAI_API_KEY)"
+                    .into()
             )]
         );
         assert_eq!(
             end,
             vec![Event::Result {
                 is_error: true,
-                text: "unexpected status 401 Unauthorized".into(),
+                text: "unexpected status 401 Unauthorized \
+                       (check the API key in CODEX_API_KEY or OPENAI_API_KEY)"
+                    .into(),
             }]
         );
     }
@@ -389,9 +489,9 @@ mod tests {
     }
 
     #[test]
-    fn retry_notices_before_a_completed_turn_are_not_errors() {
+    fn retry_notices_are_errors_naming_the_url() {
         let retry1 = r#"{"type":"error","message":"Reconnecting... 1/5 (stream disconnected before completion: stream closed before response.completed)"}"#;
-        let retry2 = r#"{"type":"error","message":"Reconnecting... 2/5 (stream disconnected before completion: stream closed before response.completed)"}"#;
+        let retry2 = r#"{"type":"error","message":"Reconnecting... 2/5 (exceeded retry limit, last status: 429 Too Many Requests)"}"#;
         let (events, end) = feed(&[
             THREAD,
             TURN_STARTED,
@@ -400,7 +500,24 @@ mod tests {
             MESSAGE,
             TURN_COMPLETED,
         ]);
-        assert!(!events.iter().any(|e| matches!(e, Event::Error(_))));
+        assert_eq!(
+            events[1..3],
+            [
+                Event::Error(
+                    "codex is retrying its model API at https://api.openai.com/v1: \
+                     Reconnecting... 1/5 (stream disconnected before completion: \
+                     stream closed before response.completed)"
+                        .into()
+                ),
+                Event::Error(
+                    "codex is retrying its model API at https://api.openai.com/v1: \
+                     Reconnecting... 2/5 (exceeded retry limit, last status: 429 Too Many Requests)"
+                        .into()
+                ),
+            ]
+        );
+        // Progress after them, and a good result: the host forgives them.
+        assert!(matches!(&events[3], Event::Text(_)));
         assert_eq!(
             end,
             vec![Event::Result {
@@ -408,12 +525,10 @@ mod tests {
                 text: "DONE <promise>COMPLETE</promise>".into(),
             }]
         );
-        // Retries that never recover: every distinct notice is reported.
-        let (_, end) = feed(&[THREAD, TURN_STARTED, retry1, retry2]);
-        assert_eq!(end.len(), 3);
-        assert!(matches!(&end[0], Event::Error(m) if m.contains("1/5")));
-        assert!(matches!(&end[1], Event::Error(m) if m.contains("2/5")));
-        assert!(matches!(&end[2], Event::Result { is_error: true, text } if text.contains("2/5")));
+        // Retries cut short (codex stopped): the last one is the result.
+        let (events, end) = feed(&[THREAD, TURN_STARTED, retry1, retry2]);
+        assert!(matches!(&end[..], [Event::Result { is_error: true, text }]
+            if Some(&Event::Error(text.clone())) == events.last()));
     }
 
     #[test]
@@ -673,5 +788,127 @@ mod tests {
             ]
         );
         assert!(!events.iter().any(|e| matches!(e, Event::Error(_))));
+    }
+
+    /// Real codex 0.169.0 output against tests/model-mock: the exec tool's
+    /// command, the final message, and the turn's usage (two responses:
+    /// 111 + 211 fresh, 1005 + 2005 cached, 17 + 27 out).
+    #[test]
+    fn real_0_169_commit() {
+        let sample = include_str!("../testdata/codex-0.169.0-commit.jsonl");
+        let (events, end) = feed(&sample.lines().collect::<Vec<_>>());
+        assert!(
+            matches!(&events[0], Event::SessionId(id) if id == "01a212cc-59d1-7ea2-8572-fa16decd86ca")
+        );
+        assert!(
+            matches!(&events[1], Event::ToolCall { name, input } if name == "shell" && input.contains("git commit -q"))
+        );
+        assert_eq!(
+            events[2..],
+            [
+                Event::Text("Added the line and committed it. <promise>COMPLETE</promise>".into()),
+                Event::Usage(Usage {
+                    input_tokens: 322,
+                    cache_creation_input_tokens: 0,
+                    cache_read_input_tokens: 3010,
+                    output_tokens: 44,
+                }),
+            ]
+        );
+        assert!(
+            matches!(&end[..], [Event::Result { is_error: false, text }] if text.ends_with("<promise>COMPLETE</promise>"))
+        );
+    }
+
+    /// `exec resume`: turn.completed is the session's running total, so the
+    /// stream reports no usage (the host reads the turn's from the session).
+    #[test]
+    fn resumed_turn_reports_no_running_total() {
+        let sample = include_str!("../testdata/codex-0.169.0-commit.jsonl");
+        let mut parser = Parser::for_command(crate::command::Context {
+            resuming: true,
+            ..Default::default()
+        });
+        let events: Vec<Event> = sample.lines().flat_map(|l| parser.push_line(l)).collect();
+        assert!(!events.iter().any(|e| matches!(e, Event::Usage(_))));
+        assert!(matches!(
+            &parser.finish()[..],
+            [Event::Result {
+                is_error: false,
+                ..
+            }]
+        ));
+    }
+
+    /// The real 401: five retries, then turn.failed; the error names the key.
+    #[test]
+    fn real_0_169_unauthorized() {
+        let sample = include_str!("../testdata/codex-0.169.0-401.jsonl");
+        let mut parser = Parser::for_command(crate::command::Context {
+            base_url: "http://127.0.0.1:18080/v1".into(),
+            resuming: false,
+        });
+        let events: Vec<Event> = sample.lines().flat_map(|l| parser.push_line(l)).collect();
+        let cause = "unexpected status 401 Unauthorized: Incorrect API key provided: sk-bad., \
+                     url: http://127.0.0.1:18080/v1/responses \
+                     (check the API key in CODEX_API_KEY or OPENAI_API_KEY)";
+        // Each retry as it comes (codex's words name the URL), then the failure.
+        let retries: Vec<Event> = (1..=5)
+            .map(|n| {
+                Event::Error(format!(
+                    "Reconnecting... {n}/5 (unexpected status 401 Unauthorized: Incorrect API key \
+                     provided: sk-bad., url: http://127.0.0.1:18080/v1/responses) \
+                     (check the API key in CODEX_API_KEY or OPENAI_API_KEY)"
+                ))
+            })
+            .collect();
+        assert_eq!(events[1..6], retries);
+        assert_eq!(
+            events[6..],
+            [Event::Error(format!("codex turn failed: {cause}"))]
+        );
+        assert_eq!(
+            parser.finish(),
+            [Event::Result {
+                is_error: true,
+                text: cause.into()
+            }]
+        );
+    }
+
+    /// An unreachable API: five WebSocket retries, then codex retries forever
+    /// ("waiting for network"), naming no URL. Each line is an error naming
+    /// the URL and where it is set, as it comes.
+    #[test]
+    fn real_0_169_unreachable_errors_name_the_url() {
+        let sample = include_str!("../testdata/codex-0.169.0-unreachable.jsonl");
+        let mut parser = Parser::for_command(crate::command::Context {
+            base_url: "http://127.0.0.1:18099/v1".into(),
+            resuming: false,
+        });
+        let errors: Vec<Event> = sample.lines().flat_map(|l| parser.push_line(l)).collect();
+        let expected = Event::Error(
+            "codex cannot reach its model API at http://127.0.0.1:18099/v1: \
+             Reconnecting... waiting for network (Connection failed: error sending request) \
+             (the URL is set by OPENAI_BASE_URL, passed to codex as -c openai_base_url)"
+                .into(),
+        );
+        assert_eq!(
+            errors[0],
+            Event::SessionId("01a212cb-a3de-7df1-82b7-4454023af7e9".into())
+        );
+        assert_eq!(errors.len(), 10);
+        for (n, error) in errors[1..5].iter().enumerate() {
+            let Event::Error(m) = error else {
+                panic!("{error:?}")
+            };
+            assert!(
+                m.starts_with("codex cannot reach its model API at http://127.0.0.1:18099/v1: ")
+                    && m.contains(&format!("{}/5 (", n + 2))
+                    && m.contains("Connection refused"),
+                "{m}"
+            );
+        }
+        assert_eq!(errors[5..], vec![expected; 5]);
     }
 }

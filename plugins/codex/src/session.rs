@@ -3,7 +3,8 @@
 //! one `{"timestamp","type","payload"}` object per line. The first line is
 //! `session_meta` (`payload.id`, `payload.cwd`); `turn_context` lines carry
 //! `payload.cwd` too; `event_msg` lines with `payload.type == "token_count"`
-//! carry the running token totals.
+//! carry the running token totals and each response's own
+//! (`last_token_usage`); `task_started` begins each `codex exec` turn.
 
 use sanddune_agent_sdk::json;
 use serde_json::Value;
@@ -97,22 +98,33 @@ pub fn rewrite_session_cwd(content: &str, from: &str, to: &str) -> String {
     })
 }
 
-/// The session's token usage: `payload.info.total_token_usage` of the last
-/// `token_count` event (codex's running total for the session), converted as
-/// in the stream (fresh input = input - cached). None when the file records
-/// none.
+/// The last turn's own token usage: the sum of `payload.info.last_token_usage`
+/// (one model response each) of the `token_count` events since the last
+/// `task_started` (each `codex exec`, resumed or not, starts one), converted
+/// as in the stream (fresh input = input - cached). After a resume this is
+/// the resumed iteration's usage, where the stream reports the session's
+/// running total. None when the turn records none.
 pub fn usage_from_session(content: &str) -> Option<Usage> {
-    content.lines().rev().find_map(|line| {
-        let value: Value = serde_json::from_str(line).ok()?;
-        if value.get("type")?.as_str()? != "event_msg" {
-            return None;
+    let mut turn: Option<Usage> = None;
+    for line in content.lines() {
+        let Ok(value) = serde_json::from_str::<Value>(line) else {
+            continue;
+        };
+        if value.get("type").and_then(Value::as_str) != Some("event_msg") {
+            continue;
         }
-        let payload = value.get("payload")?;
-        if payload.get("type")?.as_str()? != "token_count" {
-            return None;
+        let payload = &value["payload"];
+        match payload.get("type").and_then(Value::as_str) {
+            Some("task_started") => turn = None,
+            Some("token_count") => {
+                if let Some(usage) = usage_from_codex(&payload["info"]["last_token_usage"]) {
+                    turn.get_or_insert_default().add(usage);
+                }
+            }
+            _ => {}
         }
-        usage_from_codex(payload.get("info")?.get("total_token_usage")?)
-    })
+    }
+    turn
 }
 
 #[cfg(test)]
@@ -278,6 +290,39 @@ mod tests {
         ] {
             assert_eq!(rewrite_session_cwd(line, "/a", "/b"), line);
         }
+    }
+
+    // codex 0.169.0's task_started / token_count / task_complete lines of one
+    // session: a turn of two responses, then two `exec resume` turns (one
+    // response, then two).
+    const REAL_TURNS: &str = include_str!("../testdata/codex-0.169.0-session-turns.jsonl");
+
+    #[test]
+    fn usage_of_the_last_turn_only() {
+        assert_eq!(
+            usage_from_session(REAL_TURNS),
+            Some(Usage {
+                input_tokens: 2005 - 205,
+                cache_creation_input_tokens: 0,
+                cache_read_input_tokens: 205,
+                output_tokens: 25,
+            })
+        );
+        // Up to the end of the first resumed turn: its one response, not the
+        // session's running total (3007).
+        let first_resume: String = REAL_TURNS.lines().take(7).collect::<Vec<_>>().join("\n");
+        assert_eq!(
+            usage_from_session(&first_resume),
+            Some(Usage {
+                input_tokens: 900,
+                cache_creation_input_tokens: 0,
+                cache_read_input_tokens: 102,
+                output_tokens: 12,
+            })
+        );
+        // A turn that has started and reported nothing yet.
+        let started: String = REAL_TURNS.lines().take(8).collect::<Vec<_>>().join("\n");
+        assert_eq!(usage_from_session(&started), None);
     }
 
     #[test]

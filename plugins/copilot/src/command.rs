@@ -29,10 +29,49 @@ fn check_prompt(prompt: &str) -> Result<(), String> {
     )
 }
 
-/// One unattended iteration:
-/// `copilot -p <prompt> --output-format json [--model M] [--allow-all-tools]`.
+/// The model, and the session to resume (`--resume=<id>`: the `=` keeps an
+/// id from being read as a flag, and copilot also takes names there, so
+/// only a plain id is accepted).
+fn model_and_resume(request: &Request) -> Result<(Option<&str>, Option<String>), String> {
+    // Options and the model are checked as for any model-only agent.
+    let without_resume = Request {
+        resume_session: None,
+        ..request.clone()
+    };
+    let model = validate::model_only(NAME, &without_resume)?.and(request.model.as_deref());
+    // Copilot refuses this itself, but only after starting.
+    if request.env_value("COPILOT_PROVIDER_BASE_URL").is_some()
+        && model.is_none()
+        && ["COPILOT_MODEL", "COPILOT_PROVIDER_MODEL_ID"]
+            .iter()
+            .all(|k| request.env_value(k).is_none())
+    {
+        return Err(
+            "copilot with its own model provider (COPILOT_PROVIDER_BASE_URL) needs a \
+                    model: set COPILOT_MODEL or pass --model"
+                .into(),
+        );
+    }
+    let resume = match request.resume_session.as_deref() {
+        None => None,
+        Some(id)
+            if !id.is_empty()
+                && !id.starts_with('-')
+                && id
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_') =>
+        {
+            Some(format!("--resume={id}"))
+        }
+        Some(id) => return Err(format!("invalid resume session id {id:?} for copilot")),
+    };
+    Ok((model, resume))
+}
+
+/// One unattended iteration: `copilot -p <prompt> --output-format json
+/// [--resume=<id>] [--model M] [--allow-all-tools]`.
 pub fn print_command(request: &Request) -> Result<Command, String> {
-    let model = validate::model_only(NAME, request)?;
+    let (model, resume) = model_and_resume(request)?;
     // Refuse rather than let copilot "succeed" at nothing.
     validate::prompt_not_empty(&request.prompt, PROGRAM)?;
     check_prompt(&request.prompt)?;
@@ -43,6 +82,7 @@ pub fn print_command(request: &Request) -> Result<Command, String> {
         "--output-format".into(),
         "json".into(),
     ];
+    argv.extend(resume);
     validate::push_flag(&mut argv, "--model", model);
     if request.skip_permissions {
         // Run every tool without asking: nobody is there to answer.
@@ -51,11 +91,12 @@ pub fn print_command(request: &Request) -> Result<Command, String> {
     Ok(Command { argv, stdin: None })
 }
 
-/// The TUI: `copilot [--model M] [-i <prompt>]`. A blank prompt starts it
-/// empty.
+/// The TUI: `copilot [--resume=<id>] [--model M] [-i <prompt>]`. A blank
+/// prompt starts it empty.
 pub fn interactive_command(request: &Request) -> Result<Command, String> {
-    let model = validate::model_only(NAME, request)?;
+    let (model, resume) = model_and_resume(request)?;
     let mut argv = vec![PROGRAM.to_owned()];
+    argv.extend(resume);
     validate::push_flag(&mut argv, "--model", model);
     if !request.prompt.trim().is_empty() {
         check_prompt(&request.prompt)?;
@@ -146,15 +187,70 @@ mod tests {
     }
 
     #[test]
-    fn resume_rejected() {
+    fn resume() {
         let req = Request {
-            resume_session: Some("bff77b8b".into()),
+            resume_session: Some("73de4807-4711-4dfe-a073-e82ae4b4f471".into()),
             ..request("p")
         };
-        let expected = "copilot cannot resume session \"bff77b8b\": \
-                        the copilot agent provider keeps no session files";
-        assert_eq!(print_command(&req).unwrap_err(), expected);
-        assert_eq!(interactive_command(&req).unwrap_err(), expected);
+        assert_eq!(
+            print_command(&req).unwrap().argv,
+            [
+                "copilot",
+                "-p",
+                "p",
+                "--output-format",
+                "json",
+                "--resume=73de4807-4711-4dfe-a073-e82ae4b4f471"
+            ]
+        );
+        assert_eq!(
+            interactive_command(&req).unwrap().argv,
+            [
+                "copilot",
+                "--resume=73de4807-4711-4dfe-a073-e82ae4b4f471",
+                "-i",
+                "p"
+            ]
+        );
+        for bad in ["", "a b", "../x", "--continue", "a\0b"] {
+            let req = Request {
+                resume_session: Some(bad.into()),
+                ..request("p")
+            };
+            assert_eq!(
+                print_command(&req).unwrap_err(),
+                format!("invalid resume session id {bad:?} for copilot")
+            );
+        }
+    }
+
+    /// BYOK: 1.0.102 says "BYOK providers require an explicit model." and
+    /// exits 1 after starting; refused here first.
+    #[test]
+    fn own_model_provider_needs_a_model() {
+        let env = |pairs: &[(&str, &str)]| Request {
+            env: pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            ..request("p")
+        };
+        let url = ("COPILOT_PROVIDER_BASE_URL", "http://127.0.0.1:1/v1");
+        let err = print_command(&env(&[url])).unwrap_err();
+        assert!(
+            err.contains("COPILOT_MODEL") && err.contains("--model"),
+            "{err}"
+        );
+        assert!(interactive_command(&env(&[url])).is_err());
+        assert!(print_command(&env(&[url, ("COPILOT_MODEL", "gpt-5")])).is_ok());
+        assert!(print_command(&env(&[url, ("COPILOT_PROVIDER_MODEL_ID", "gpt-5")])).is_ok());
+        let req = Request {
+            model: Some("gpt-5".into()),
+            ..env(&[url])
+        };
+        assert!(print_command(&req).is_ok());
+        // With a GitHub token copilot picks its own default.
+        assert!(print_command(&env(&[("GH_TOKEN", "t")])).is_ok());
     }
 
     #[test]

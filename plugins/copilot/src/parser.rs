@@ -203,6 +203,10 @@ impl sanddune_agent_sdk::Parser for Parser {
                     report.push_str(": ");
                     report.push_str(&message);
                 }
+                // Copilot names the URL but not where it comes from.
+                if message.starts_with("Could not connect to local model provider") {
+                    report.push_str(" (the URL is COPILOT_PROVIDER_BASE_URL)");
+                }
                 self.failed = true;
                 self.saw_result = true;
                 events.push(Event::Error(report));
@@ -757,5 +761,66 @@ mod tests {
                 ..
             }
         )));
+    }
+
+    /// Real copilot 1.0.102 output against tests/model-mock (BYOK, chat
+    /// completions): no token counts on stdout (they are in the session).
+    #[test]
+    fn real_1_0_102_commit() {
+        let sample = include_str!("../testdata/copilot-1.0.102-commit.jsonl");
+        let mut parser = Parser::new();
+        let mut events: Vec<Event> = sample.lines().flat_map(|l| parser.push_line(l)).collect();
+        events.extend(parser.finish());
+        assert!(
+            matches!(&events[0], Event::ToolCall { name, input } if name == "bash" && input.contains("git commit -q"))
+        );
+        assert_eq!(
+            events[1..],
+            [
+                Event::Text("Added the line and committed it. <promise>COMPLETE</promise>".into()),
+                Event::SessionId("73de4807-4711-4dfe-a073-e82ae4b4f471".into()),
+                Event::Result {
+                    is_error: false,
+                    text: "Added the line and committed it. <promise>COMPLETE</promise>".into(),
+                },
+            ]
+        );
+    }
+
+    /// The real 401: the error keeps copilot's own words, which name the URL
+    /// and the variables to check.
+    #[test]
+    fn real_1_0_102_unauthorized() {
+        let sample = include_str!("../testdata/copilot-1.0.102-401.jsonl");
+        let mut parser = Parser::new();
+        let mut events: Vec<Event> = sample.lines().flat_map(|l| parser.push_line(l)).collect();
+        events.extend(parser.finish());
+        let error = events
+            .iter()
+            .find_map(|e| match e {
+                Event::Error(m) => Some(m.as_str()),
+                _ => None,
+            })
+            .unwrap();
+        assert!(
+            error.contains("http://127.0.0.1:18081/v1 (HTTP 401)"),
+            "{error}"
+        );
+        assert!(error.contains("COPILOT_PROVIDER_API_KEY"), "{error}");
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::Result { is_error: true, .. }))
+        );
+    }
+
+    /// The real message when the endpoint is unreachable names the URL; the
+    /// error adds the variable that sets it.
+    #[test]
+    fn real_1_0_102_unreachable_names_the_variable() {
+        let line = r#"{"type":"session.error","data":{"errorType":"query","message":"Could not connect to local model provider at http://127.0.0.1:18099/v1.\n  Check that the service is running and the port is correct.","originatingMessageId":"c4060dec-483c-4cd0-b2d8-c5e4c0d5b4ac"},"id":"2f1c","timestamp":"2026-11-25T13:00:55.050Z","parentId":null}"#;
+        let events = Parser::new().push_line(line);
+        assert!(matches!(&events[0], Event::Error(m)
+            if m.contains("http://127.0.0.1:18099/v1") && m.ends_with("(the URL is COPILOT_PROVIDER_BASE_URL)")));
     }
 }

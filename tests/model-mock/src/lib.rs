@@ -22,6 +22,7 @@ use hyper::{Request, Response};
 use serde_json::Value;
 
 pub mod anthropic;
+pub mod openai;
 
 /// What the scripted model asks the shell tool to run: a new line in
 /// `agent.txt`, committed with a plain `git commit` (whatever identity git
@@ -194,6 +195,9 @@ type Handler = fn(&Call) -> Reply;
 const ROUTES: &[(&str, &str, Handler)] = &[
     ("POST", "/v1/messages", anthropic::messages),
     ("POST", "/v1/messages/count_tokens", anthropic::count_tokens),
+    ("GET", "/v1/responses", openai::responses_websocket),
+    ("POST", "/v1/responses", openai::responses),
+    ("POST", "/v1/chat/completions", openai::chat_completions),
 ];
 
 pub struct ModelMock {
