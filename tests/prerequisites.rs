@@ -217,16 +217,19 @@ fn an_agent_provider_without_its_env_requirement_is_refused_naming_it() {
 }
 
 /// Copilot's own model provider (BYOK) needs no GitHub token, but a model,
-/// which copilot would ask for only after starting. (The provider refuses
-/// when it first sees the run's env, at the first iteration.)
+/// which copilot would ask for only after starting. The provider refuses
+/// when it sees the run's env, which the host shows it before anything is
+/// created.
 #[test]
 fn copilot_with_its_own_model_provider_needs_a_model_not_a_token() {
     let repo = TestRepo::new();
+    let before = state(&repo);
     let url = ("COPILOT_PROVIDER_BASE_URL", "http://127.0.0.1:1/v1");
     let args = run_args("test-isolated", "copilot");
     let out = sanddune(&repo, &args, &[url]);
     let err = stderr(&out);
     assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(state(&repo), before, "nothing was created");
     assert!(
         err.contains("COPILOT_MODEL") && err.contains("--model"),
         "{err}"

@@ -73,6 +73,5 @@ fn codex_an_unreachable_api_fails_the_run_within_a_minute() {
         "OPENAI_BASE_URL",
         &[],
         std::time::Duration::from_secs(60),
-        true,
     );
 }

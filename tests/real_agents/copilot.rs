@@ -58,7 +58,6 @@ fn copilot_an_unreachable_api_fails_the_run_within_a_minute() {
         "COPILOT_PROVIDER_BASE_URL",
         &[],
         std::time::Duration::from_secs(60),
-        true,
     );
 }
 

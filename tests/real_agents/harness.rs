@@ -405,7 +405,8 @@ pub fn runs_to_max_iterations_without_the_signal(agent: &Agent, args: &[&str]) {
 }
 
 /// The model API's URL (the variable `key`) points at a closed port: the
-/// run fails within `within`, and its error names the URL.
+/// run fails within `within`, and its error names the URL and the variable
+/// that set it.
 pub fn an_unreachable_api_fails_the_run(
     agent: &mut Agent,
     key: &'static str,
@@ -432,4 +433,5 @@ pub fn an_unreachable_api_fails_the_run(
     assert_eq!(out.status.code(), Some(1), "{}: {err}", agent.name);
     assert!(took < within, "{}: took {took:?}: {err}", agent.name);
     assert!(err.contains(&url), "{}: {url} not in {err}", agent.name);
+    assert!(err.contains(key), "{}: {key} not in {err}", agent.name);
 }

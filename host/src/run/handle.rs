@@ -93,7 +93,7 @@ impl SandboxHandle {
     /// sandbox stays usable: run again, or close.
     pub async fn run(&mut self, options: AgentOptions) -> Result<RunResult> {
         let checked = setup::check_agent_options(&options)?;
-        let prepared = setup::prepare_agent(
+        let mut prepared = setup::prepare_agent(
             &self.runtime,
             &options,
             checked,
@@ -114,6 +114,7 @@ impl SandboxHandle {
             &call_site,
         )?;
         prerequisites::check_agent_env(&prepared.agent, &env)?;
+        prerequisites::check_agent_command(&mut prepared, &options, &env).await?;
         self.run_prepared(prepared, &options, env, None).await
     }
 
@@ -697,6 +698,7 @@ pub(super) async fn one_shot(
         &ao.env,
     )?;
     prerequisites::check_agent_env(&prepared.agent, &env)?;
+    prerequisites::check_agent_command(&mut prepared, &ao, &env).await?;
     prerequisites::check_sandbox_provider(&provider, &so.sandbox_config, &env, &repo.git_dir())
         .await?;
     let resume = match resume {

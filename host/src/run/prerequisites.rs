@@ -16,10 +16,13 @@
 
 use std::path::Path;
 
+use super::AgentOptions;
+use super::agent_files;
 use super::env::EnvMap;
+use super::setup::{self, PreparedAgent};
 use crate::capability::containers::{self, Engine};
 use crate::error::{Error, Result};
-use crate::plugin::agent::AgentProvider;
+use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::approval::Approval;
 use crate::plugin::sandbox::{SandboxKind, SandboxProvider};
 
@@ -75,6 +78,27 @@ pub(super) fn check_agent_env(agent: &AgentProvider, env: &EnvMap) -> Result<()>
             "one key of each"
         },
     )))
+}
+
+/// The agent's print command built with the run's values of its declared
+/// keys, as the first iteration will build it: a provider that refuses a
+/// value (copilot's own endpoint without a model) refuses before anything
+/// is created. The prompt and options were checked without env already.
+pub(super) async fn check_agent_command(
+    prepared: &mut PreparedAgent,
+    o: &AgentOptions,
+    env: &EnvMap,
+) -> Result<()> {
+    let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
+    let request = CommandRequest {
+        prompt: prepared.prompt.clone(),
+        model: o.model.clone(),
+        options: o.agent_options.clone(),
+        resume_session: None,
+        skip_permissions: true,
+        env: agent_files::declared_values(&setup::agent_keys(&prepared.agent), &pairs),
+    };
+    prepared.agent.build_print_command(&request).await.map(drop)
 }
 
 /// Which built-in a sandbox provider is: its name when it is a built-in or
