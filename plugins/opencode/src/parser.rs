@@ -164,6 +164,11 @@ fn error_message(error: Option<&Value>) -> String {
         text.push_str(
             ": check the model provider's API key (ANTHROPIC_API_KEY, OPENAI_API_KEY, ...)",
         );
+    } else if status.is_none() && url.is_some() {
+        // No answer at all: the URL itself is wrong or down.
+        text.push_str(
+            ": check the model API's URL (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, or opencode's provider config)",
+        );
     }
     text
 }
@@ -319,7 +324,8 @@ mod tests {
             events.last(),
             Some(&Event::Error(
                 "APIError: Cannot connect to API: Unable to connect. Is the computer able to \
-                 access the url? (http://127.0.0.1:9/v1/messages)"
+                 access the url? (http://127.0.0.1:9/v1/messages): check the model API's URL \
+                 (ANTHROPIC_BASE_URL, OPENAI_BASE_URL, or opencode's provider config)"
                     .into()
             ))
         );
