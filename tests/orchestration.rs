@@ -410,7 +410,7 @@ fn resume_is_refused_before_anything_when_it_cannot_work() {
         "--sandbox",
         "test-isolated",
         "--agent",
-        "opencode",
+        "cursor",
         "--prompt",
         "x",
         "--resume",
@@ -422,7 +422,8 @@ fn resume_is_refused_before_anything_when_it_cannot_work() {
         "{}",
         stderr(&out)
     );
-    assert!(repo.calls("claude").is_empty() && repo.calls("opencode").is_empty());
+    // cursor's CLI is `agent`.
+    assert!(repo.calls("claude").is_empty() && repo.calls("agent").is_empty());
     no_worktree_left(&repo);
 }
 
