@@ -512,7 +512,10 @@ impl PluginState {
         let r = match self.ctx() {
             Ok(ctx) => {
                 let brokered = self.brokered.clone();
-                exec(&ctx, &brokered, &container, options, tx).await
+                match ctx.owned(&container).await {
+                    Ok(id) => exec(&ctx.docker, &brokered, &id, options, tx).await,
+                    Err(e) => Err(e),
+                }
             }
             Err(e) => Err(e),
         };
@@ -527,7 +530,10 @@ impl PluginState {
         let r = match self.ctx() {
             Ok(ctx) => {
                 let brokered = self.brokered.clone();
-                exec_interactive(&ctx, &brokered, &container, options).await
+                match ctx.owned(&container).await {
+                    Ok(id) => exec_interactive(&ctx.docker, &brokered, &id, options).await,
+                    Err(e) => Err(e),
+                }
             }
             Err(e) => Err(e),
         };

@@ -13,7 +13,6 @@ use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{Notify, mpsc};
 
-use super::engine::Ctx;
 use super::{ExecOptions, ExecStatus, InteractiveExecOptions};
 use crate::capability::output::{OutputLine, OutputStream};
 use crate::capability::process::{Killer, MAX_LINE_BYTES};
@@ -178,16 +177,15 @@ impl Lines {
     }
 }
 
-/// Start an exec with the kill mark, broker it, stream or capture its lines.
+/// Start an exec with the kill mark in container `id` (one the policy
+/// found the plugin owns), broker it, stream or capture its lines.
 pub(super) async fn exec(
-    ctx: &Ctx,
+    docker: &Docker,
     brokered: &Brokered,
-    container: &str,
+    id: &str,
     options: ExecOptions,
     sink: Option<mpsc::Sender<OutputLine>>,
 ) -> Result<ExecStatus, String> {
-    let docker = &ctx.docker;
-    let id = ctx.owned(container).await?;
     if brokered.is_cancelled() {
         return Err("the run was cancelled: no new execs".into());
     }
@@ -200,7 +198,7 @@ pub(super) async fn exec(
     env.push(format!("{EXEC_MARK}={mark}"));
     let exec = docker
         .create_exec(
-            &id,
+            id,
             CreateExecOptions {
                 cmd: Some(options.argv.clone()),
                 env: Some(env),
@@ -214,7 +212,7 @@ pub(super) async fn exec(
         )
         .await
         .map_err(|e| format!("cannot exec `{}`: {e}", options.argv.join(" ")))?;
-    let kill = ExecKill::new(docker, &id, mark);
+    let kill = ExecKill::new(docker, id, mark);
     let registration = brokered.register(kill.clone());
     let result = match sink {
         Some(tx) => run_exec(docker, &exec.id, options, tx, &kill).await,
@@ -252,9 +250,9 @@ pub(super) async fn exec(
 /// keys in, bytes out, window-size changes forwarded. Abort kills it like
 /// any exec.
 pub(super) async fn exec_interactive(
-    ctx: &Ctx,
+    docker: &Docker,
     brokered: &Brokered,
-    container: &str,
+    id: &str,
     options: InteractiveExecOptions,
 ) -> Result<i32, String> {
     use tokio::signal::unix::{SignalKind, signal};
@@ -264,8 +262,6 @@ pub(super) async fn exec_interactive(
             "an interactive exec needs a terminal: stdin and stdout are not both one".into(),
         );
     }
-    let docker = &ctx.docker;
-    let id = ctx.owned(container).await?;
     if brokered.is_cancelled() {
         return Err("the run was cancelled: no new execs".into());
     }
@@ -284,7 +280,7 @@ pub(super) async fn exec_interactive(
     }
     let exec = docker
         .create_exec(
-            &id,
+            id,
             CreateExecOptions {
                 cmd: Some(options.argv.clone()),
                 env: Some(env),
@@ -299,7 +295,7 @@ pub(super) async fn exec_interactive(
         )
         .await
         .map_err(|e| format!("cannot exec `{}`: {e}", options.argv.join(" ")))?;
-    let kill = ExecKill::new(docker, &id, mark);
+    let kill = ExecKill::new(docker, id, mark);
     let registration = brokered.register(kill.clone());
     let started = docker
         .start_exec(
