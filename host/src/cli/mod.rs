@@ -8,9 +8,11 @@ mod inspect;
 mod interactive;
 mod plugin;
 mod plugin_test;
+mod ps;
 mod reference;
 mod run;
 mod scaffold;
+mod stop;
 mod workflow;
 
 use clap::{Parser, Subcommand};
@@ -58,7 +60,11 @@ enum Commands {
         #[command(subcommand)]
         command: docker::PodmanCommands,
     },
-    /// Remove containers that a crashed sanddune left behind.
+    /// The runs alive now: name, run id, sandbox, agent, iteration, state, tokens, log.
+    Ps(ps::PsArgs),
+    /// Stop a live run as Ctrl-C on it would (in a workflow, that item only).
+    Stop(stop::StopArgs),
+    /// Clean up after crashed runs: their sandboxes, containers, worktrees and run records.
     Gc(gc::GcArgs),
     /// Run the workflows in .sanddune/workflows: plan, fan out, review, land.
     Workflow {
@@ -146,6 +152,8 @@ pub fn main() -> i32 {
             Commands::Demo(args) => demo::demo(args).await,
             Commands::Docker { command } => docker::docker(command).await,
             Commands::Podman { command } => docker::podman(command).await,
+            Commands::Ps(args) => ps::ps(args),
+            Commands::Stop(args) => stop::stop(args).await,
             Commands::Gc(args) => gc::gc(args).await,
             Commands::Workflow { command } => workflow::workflow(command).await,
         }
