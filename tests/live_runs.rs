@@ -171,6 +171,76 @@ fn ps_shows_a_live_run_and_stop_aborts_it_from_another_process() {
     assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
 }
 
+/// `sanddune logs` in the background, its stdout piped.
+fn logs_in_background(repo: &TestRepo, args: &[&str]) -> Child {
+    let mut all = vec!["logs"];
+    all.extend_from_slice(args);
+    repo.command(&all)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn logs_follows_a_run_from_its_start_to_its_end() {
+    let repo = TestRepo::new();
+    let run = repo
+        .command(&[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "note FAKE:slow FAKE:no-signal",
+            "--max-iterations",
+            "3",
+            "--name",
+            "tail",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = wait_running(&repo, 1);
+    let log = runs[0]["logFile"].as_str().unwrap().to_string();
+    let follow = logs_in_background(&repo, &["tail", "-f"]);
+    let events = logs_in_background(&repo, &["tail", "-f", "--events"]);
+    // Without -f: what the log holds so far, from its start.
+    let now = stdout(&repo.sanddune(&["logs", "tail"]));
+    assert!(now.contains("iteration 1"), "{now}");
+
+    assert!(wait_exit(run, Duration::from_secs(60)).status.success());
+    // The followers end with the run, having printed all of it.
+    let follow = wait_exit(follow, Duration::from_secs(10));
+    assert!(follow.status.success(), "{}", stderr(&follow));
+    assert_eq!(stdout(&follow), std::fs::read_to_string(&log).unwrap());
+    assert!(
+        stdout(&follow).contains("iteration 3"),
+        "{}",
+        stdout(&follow)
+    );
+    let events = wait_exit(events, Duration::from_secs(10));
+    let events: Vec<Value> = stdout(&events)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for kind in ["text", "toolCall", "usage"] {
+        assert!(
+            events.iter().any(|e| e["type"] == kind),
+            "no {kind}: {events:?}"
+        );
+    }
+    let usage: Vec<&Value> = events.iter().filter(|e| e["type"] == "usage").collect();
+    assert_eq!(usage.len(), 3, "one usage per iteration: {usage:?}");
+    assert_eq!(usage[2]["iteration"], 3);
+    assert!(usage[0]["outputTokens"].as_u64().unwrap() > 0, "{usage:?}");
+    // Once the run has ended, it is no longer a live run.
+    let out = repo.sanddune(&["logs", "tail"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
 #[test]
 fn a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it() {
     let repo = TestRepo::new();

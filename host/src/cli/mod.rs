@@ -6,6 +6,7 @@ mod gc;
 mod init;
 mod inspect;
 mod interactive;
+mod logs;
 mod plugin;
 mod plugin_test;
 mod ps;
@@ -62,6 +63,8 @@ enum Commands {
     },
     /// The runs alive now: name, run id, sandbox, agent, iteration, state, tokens, log.
     Ps(ps::PsArgs),
+    /// A live run's log (-f: follow it until the run ends; --events: the agent's events as JSON lines).
+    Logs(logs::LogsArgs),
     /// Stop a live run as Ctrl-C on it would (in a workflow, that item only).
     Stop(stop::StopArgs),
     /// Clean up after crashed runs: their sandboxes, containers, worktrees and run records.
@@ -153,6 +156,7 @@ pub fn main() -> i32 {
             Commands::Docker { command } => docker::docker(command).await,
             Commands::Podman { command } => docker::podman(command).await,
             Commands::Ps(args) => ps::ps(args),
+            Commands::Logs(args) => logs::logs(args).await,
             Commands::Stop(args) => stop::stop(args).await,
             Commands::Gc(args) => gc::gc(args).await,
             Commands::Workflow { command } => workflow::workflow(command).await,

@@ -52,3 +52,21 @@ impl AbortHandle {
         self.token.cancelled().await
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_aborts_alone_and_with_its_parent() {
+        let parent = AbortHandle::new();
+        let (one, two) = (parent.child(), parent.child());
+        one.abort("stopped");
+        assert!(one.is_aborted() && !parent.is_aborted() && !two.is_aborted());
+        assert_eq!(one.reason(), "stopped");
+        parent.abort("interrupted (Ctrl-C)");
+        assert!(two.is_aborted());
+        assert_eq!(two.reason(), "interrupted (Ctrl-C)");
+        assert_eq!(one.reason(), "stopped");
+    }
+}

@@ -376,8 +376,11 @@ impl AgentInvoker for SandboxInvoker<'_> {
         }
         // Bring commits back before judging the iteration: a failed
         // iteration's commits are kept on the branch too.
-        if let Some(live) = &self.live {
-            live.add_tokens(parsed.inv.usage.as_ref().map_or(0, |u| u.total()));
+        if let Some(usage) = &parsed.inv.usage {
+            self.log.usage(iteration, usage);
+            if let Some(live) = &self.live {
+                live.add_tokens(usage.total());
+            }
         }
         if let Some((worktree, synced)) = &mut self.sync {
             if let Some(live) = &self.live {
