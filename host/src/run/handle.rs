@@ -95,7 +95,7 @@ impl SandboxHandle {
 
     /// Run an agent in this sandbox. After an abort or an idle timeout the
     /// sandbox stays usable: run again, or close.
-    pub async fn run(&mut self, options: AgentOptions) -> Result<RunResult> {
+    pub async fn run(&mut self, mut options: AgentOptions) -> Result<RunResult> {
         let checked = setup::check_agent_options(&options)?;
         let mut prepared = setup::prepare_agent(
             &self.runtime,
@@ -121,7 +121,6 @@ impl SandboxHandle {
         prerequisites::check_agent_command(&mut prepared, &options, &env).await?;
         // `sanddune stop` stops this run only, not the others sharing the
         // caller's handle (a workflow's items).
-        let mut options = options;
         options.abort = options.abort.child();
         let record = registry_record(
             setup::run_id(),
@@ -680,8 +679,8 @@ pub(crate) async fn check_sandbox(options: &SandboxOptions, runtime: &PluginRunt
 
 /// `run`: everything, then teardown with the branch strategy's ending.
 pub(super) async fn one_shot(
-    so: SandboxOptions,
-    ao: AgentOptions,
+    mut so: SandboxOptions,
+    mut ao: AgentOptions,
     requested: Option<BranchStrategy>,
     resume: Option<String>,
 ) -> Result<RunResult> {
@@ -745,7 +744,6 @@ pub(super) async fn one_shot(
     let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
     // `sanddune stop` stops this run only, not the others sharing the
     // caller's handle (a workflow's items).
-    let (mut so, mut ao) = (so, ao);
     so.abort = ao.abort.child();
     ao.abort = so.abort.clone();
     let live = Live::start(
@@ -801,12 +799,16 @@ fn registry_record(
     max_iterations: u32,
     log: &RunLog,
 ) -> registry::Record {
-    let item = so.workflow_item.clone().unwrap_or_default();
+    let (workflow, item) = match &so.workflow_item {
+        Some(w) => (Some(w.workflow.clone()), Some(w.item.clone())),
+        None => (None, None),
+    };
+    // `Live::start` fills in the owner and the start time.
     registry::Record {
         name: so.name.clone().unwrap_or_else(|| "run".into()),
         run_id,
-        workflow: so.workflow_item.as_ref().map(|_| item.workflow),
-        item: so.workflow_item.as_ref().map(|_| item.item),
+        workflow,
+        item,
         sandbox: sandbox.to_string(),
         agent: agent.name().to_string(),
         branch: branch.to_string(),

@@ -74,7 +74,7 @@ pub struct Record {
 }
 
 /// A workflow item's run: which workflow, which item.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct WorkflowItem {
     pub workflow: String,
     pub item: String,
