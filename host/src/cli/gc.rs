@@ -1,7 +1,7 @@
 //! `sanddune gc`: bring the commits out of isolated sandboxes a crashed
 //! sanddune left behind and close them (see `run::reclaim`), remove its
 //! containers and worktrees, and finish a merge-to-head it was in the
-//! middle of.
+//! middle of, and clear the live-runs records of dead runs.
 //!
 //! Every container the `containers` capability creates carries the creating
 //! process (`sanddune.owner` = pid:start-time), and every worktree a run
@@ -134,6 +134,12 @@ pub async fn gc(args: GcArgs) -> Result<()> {
         if removed == 1 { "" } else { "s" }
     );
     if let Some(repo) = &repo {
+        for run in crate::run::registry::clear_dead(&repo.git_dir()) {
+            println!(
+                "cleared the record of dead run `{}` ({})",
+                run.name, run.run_id
+            );
+        }
         if let Some(done) = repo.finish_interrupted_merge()? {
             println!(
                 "finished merging `{}` into `{}` ({}), which a killed run had begun",

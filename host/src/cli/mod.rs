@@ -6,11 +6,14 @@ mod gc;
 mod init;
 mod inspect;
 mod interactive;
+mod logs;
 mod plugin;
 mod plugin_test;
+mod ps;
 mod reference;
 mod run;
 mod scaffold;
+mod stop;
 mod workflow;
 
 use clap::{Parser, Subcommand};
@@ -58,7 +61,13 @@ enum Commands {
         #[command(subcommand)]
         command: docker::PodmanCommands,
     },
-    /// Remove containers that a crashed sanddune left behind.
+    /// The runs alive now: name, run id, sandbox, agent, iteration, state, tokens, log.
+    Ps(ps::PsArgs),
+    /// A live run's log (-f: follow it until the run ends; --events: the agent's events as JSON lines).
+    Logs(logs::LogsArgs),
+    /// Stop a live run as Ctrl-C on it would (in a workflow, that item only).
+    Stop(stop::StopArgs),
+    /// Clean up after crashed runs: their sandboxes, containers, worktrees and run records.
     Gc(gc::GcArgs),
     /// Run the workflows in .sanddune/workflows: plan, fan out, review, land.
     Workflow {
@@ -146,6 +155,9 @@ pub fn main() -> i32 {
             Commands::Demo(args) => demo::demo(args).await,
             Commands::Docker { command } => docker::docker(command).await,
             Commands::Podman { command } => docker::podman(command).await,
+            Commands::Ps(args) => ps::ps(args),
+            Commands::Logs(args) => logs::logs(args).await,
+            Commands::Stop(args) => stop::stop(args).await,
             Commands::Gc(args) => gc::gc(args).await,
             Commands::Workflow { command } => workflow::workflow(command).await,
         }

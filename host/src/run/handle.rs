@@ -14,6 +14,7 @@ use super::invoker::SandboxInvoker;
 use super::iteration::{self, StreamEvent, StreamEventCallback};
 use super::log::RunLog;
 use super::prerequisites;
+use super::registry::{self, Live};
 use super::setup::{self, Place, PreparedAgent, Started};
 use super::strategy::{BranchStrategy, WorktreeStrategy};
 use super::structured::OutputError;
@@ -51,6 +52,8 @@ pub struct SandboxHandle {
     log: RunLog,
     /// Isolated providers: the last commit synced out.
     synced: Option<String>,
+    /// The record of the run under way in the live-runs registry.
+    live: Option<Live>,
 }
 
 impl SandboxHandle {
@@ -76,6 +79,7 @@ impl SandboxHandle {
             runtime,
             log,
             synced,
+            live: None,
         }
     }
 
@@ -91,7 +95,7 @@ impl SandboxHandle {
 
     /// Run an agent in this sandbox. After an abort or an idle timeout the
     /// sandbox stays usable: run again, or close.
-    pub async fn run(&mut self, options: AgentOptions) -> Result<RunResult> {
+    pub async fn run(&mut self, mut options: AgentOptions) -> Result<RunResult> {
         let checked = setup::check_agent_options(&options)?;
         let mut prepared = setup::prepare_agent(
             &self.runtime,
@@ -115,7 +119,26 @@ impl SandboxHandle {
         )?;
         prerequisites::check_agent_env(&prepared.agent, &env)?;
         prerequisites::check_agent_command(&mut prepared, &options, &env).await?;
-        self.run_prepared(prepared, &options, env, None).await
+        // `sanddune stop` stops this run only, not the others sharing the
+        // caller's handle (a workflow's items).
+        options.abort = options.abort.child();
+        let record = registry_record(
+            setup::run_id(),
+            &self.setup,
+            (&self.place.branch, &self.place.root),
+            self.provider.name(),
+            &prepared.agent,
+            options.max_iterations,
+            &self.log,
+        );
+        self.live = Some(Live::start(
+            &self.place.repo()?.git_dir(),
+            record,
+            options.abort.clone(),
+        ));
+        let result = self.run_prepared(prepared, &options, env, None).await;
+        self.live = None;
+        result
     }
 
     /// The agent loop on this sandbox, then the run's commits.
@@ -213,6 +236,7 @@ impl SandboxHandle {
                 sandbox_home,
                 log: log.clone(),
                 written_files: Vec::new(),
+                live: self.live.clone(),
             };
             let outcome = iteration::run_iterations(
                 &mut invoker,
@@ -352,6 +376,9 @@ impl SandboxHandle {
     /// when the run succeeded, and remove the worktree unless it is dirty.
     pub(super) async fn teardown(mut self, result: Result<RunResult>) -> Result<RunResult> {
         let merge = result.is_ok() && self.place.strategy == BranchStrategy::MergeToHead;
+        if merge && let Some(live) = &self.live {
+            live.set_state(registry::State::Merging);
+        }
         if matches!(result, Err(Error::Aborted(_))) {
             // An aborted run keeps its worktree as the killed agent left it,
             // with its files for whoever looks.
@@ -652,8 +679,8 @@ pub(crate) async fn check_sandbox(options: &SandboxOptions, runtime: &PluginRunt
 
 /// `run`: everything, then teardown with the branch strategy's ending.
 pub(super) async fn one_shot(
-    so: SandboxOptions,
-    ao: AgentOptions,
+    mut so: SandboxOptions,
+    mut ao: AgentOptions,
     requested: Option<BranchStrategy>,
     resume: Option<String>,
 ) -> Result<RunResult> {
@@ -715,6 +742,23 @@ pub(super) async fn one_shot(
 
     // Side effects from here on.
     let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
+    // `sanddune stop` stops this run only, not the others sharing the
+    // caller's handle (a workflow's items).
+    so.abort = ao.abort.child();
+    ao.abort = so.abort.clone();
+    let live = Live::start(
+        &repo.git_dir(),
+        registry_record(
+            id.clone(),
+            &so,
+            (&source, repo.root()),
+            provider.name(),
+            &prepared.agent,
+            ao.max_iterations,
+            &log,
+        ),
+        so.abort.clone(),
+    );
     let timings = log.timings().clone();
     if let Some(process) = process {
         timings.record("process start", process);
@@ -740,6 +784,41 @@ pub(super) async fn one_shot(
         };
     super::env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
     let mut handle = SandboxHandle::new(place, true, provider, started, so, runtime, log);
+    handle.live = Some(live);
     let result = handle.run_prepared(prepared, &ao, env, resume).await;
     handle.teardown(result).await
+}
+
+/// A run's first record in the live-runs registry.
+fn registry_record(
+    run_id: String,
+    so: &SandboxOptions,
+    (branch, repo): (&str, &std::path::Path),
+    sandbox: &str,
+    agent: &AgentProvider,
+    max_iterations: u32,
+    log: &RunLog,
+) -> registry::Record {
+    let (workflow, item) = match &so.workflow_item {
+        Some(w) => (Some(w.workflow.clone()), Some(w.item.clone())),
+        None => (None, None),
+    };
+    // `Live::start` fills in the owner and the start time.
+    registry::Record {
+        name: so.name.clone().unwrap_or_else(|| "run".into()),
+        run_id,
+        workflow,
+        item,
+        sandbox: sandbox.to_string(),
+        agent: agent.name().to_string(),
+        branch: branch.to_string(),
+        iteration: 0,
+        max_iterations,
+        state: registry::State::SettingUp,
+        started: 0,
+        tokens: 0,
+        log_file: log.path().map(std::path::Path::to_path_buf),
+        repo: repo.to_path_buf(),
+        owner: String::new(),
+    }
 }

@@ -98,6 +98,7 @@ impl InteractiveOptions {
             log: LogMode::Terminal,
             abort: self.abort.clone(),
             runtime: Some(runtime.clone()),
+            workflow_item: None,
         }
     }
 }

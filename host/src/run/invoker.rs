@@ -14,6 +14,7 @@ use super::capture::{self, HostSessions};
 use super::iteration::{AgentInvoker, Invocation, StreamEvent, StreamEventCallback, now_ms};
 use super::lanes::{self, Outcome};
 use super::log::RunLog;
+use super::registry::{Live, State};
 use super::{setup, sync};
 use crate::capability::output::OutputStream;
 use crate::error::{Error, Result};
@@ -51,6 +52,8 @@ pub struct SandboxInvoker<'a> {
     pub log: RunLog,
     /// The agent's config files as last written into the sandbox.
     pub written_files: Vec<AgentFile>,
+    /// The run's record in the live-runs registry.
+    pub(crate) live: Option<Live>,
 }
 
 impl SandboxInvoker<'_> {
@@ -254,6 +257,9 @@ impl AgentInvoker for SandboxInvoker<'_> {
             env: agent_files::declared_values(&setup::agent_keys(self.agent), &self.env),
         };
         self.log.headline(&format!("iteration {iteration}"));
+        if let Some(live) = &self.live {
+            live.set_iteration(iteration);
+        }
         let command = self.agent.build_print_command(&request).await?;
         if command.files != self.written_files {
             let name = self.agent.name().to_string();
@@ -370,7 +376,16 @@ impl AgentInvoker for SandboxInvoker<'_> {
         }
         // Bring commits back before judging the iteration: a failed
         // iteration's commits are kept on the branch too.
+        if let Some(usage) = &parsed.inv.usage {
+            self.log.usage(iteration, usage);
+            if let Some(live) = &self.live {
+                live.add_tokens(usage.total());
+            }
+        }
         if let Some((worktree, synced)) = &mut self.sync {
+            if let Some(live) = &self.live {
+                live.set_state(State::Syncing);
+            }
             let start = std::time::Instant::now();
             let (head, bytes) = sync::sync_out(self.sandbox, worktree, synced).await?;
             *synced = head;

@@ -20,6 +20,16 @@ pub struct IterationUsage {
     pub output_tokens: u64,
 }
 
+impl IterationUsage {
+    /// Every token the agent reported, cached ones included.
+    pub fn total(&self) -> u64 {
+        self.input_tokens
+            + self.cache_creation_input_tokens
+            + self.cache_read_input_tokens
+            + self.output_tokens
+    }
+}
+
 impl From<Usage> for IterationUsage {
     fn from(u: Usage) -> Self {
         Self {

@@ -4,6 +4,10 @@
 //! iteration summaries on stderr. The run's name prefixes every line, so
 //! parallel runs in one log stream stay apart. The program's own
 //! diagnostics go through `tracing`, not here.
+//!
+//! In file mode the parsed agent events (text, tool calls, each
+//! iteration's usage) also go, one JSON object a line, to the events file
+//! beside the log ([`events_path`]): what `sanddune logs --events` prints.
 
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -12,7 +16,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 
-use super::iteration::StreamEvent;
+use super::iteration::{IterationUsage, StreamEvent};
 use super::timings::Timings;
 use crate::error::{Error, Result};
 
@@ -37,6 +41,8 @@ struct Inner {
     timings: Timings,
     prefix: String,
     file: Option<(PathBuf, Mutex<std::fs::File>)>,
+    /// The events file, in file mode.
+    events: Option<Mutex<std::fs::File>>,
     spinner: Option<ProgressBar>,
     styled: bool,
 }
@@ -52,6 +58,12 @@ impl RunLog {
                 })?;
                 let stem = sanitize(name.unwrap_or("run"));
                 let (path, file) = create_unique(logs_dir, &stem, &file_time(SystemTime::now()))?;
+                let events = std::fs::File::create(events_path(&path)).map_err(|e| {
+                    Error::Other(anyhow::anyhow!(
+                        "create {}: {e}",
+                        events_path(&path).display()
+                    ))
+                })?;
                 eprintln!(
                     "{prefix}sanddune: logging to {0}\n{prefix}  follow it with: tail -f {0}",
                     path.display()
@@ -61,6 +73,7 @@ impl RunLog {
                         timings: Timings::default(),
                         prefix,
                         file: Some((path, Mutex::new(file))),
+                        events: Some(Mutex::new(events)),
                         spinner: None,
                         styled: false,
                     }),
@@ -86,6 +99,7 @@ impl RunLog {
                         timings: Timings::default(),
                         prefix,
                         file: None,
+                        events: None,
                         spinner,
                         styled,
                     }),
@@ -125,8 +139,34 @@ impl RunLog {
         }
     }
 
+    /// An iteration's token usage, in the events file.
+    pub fn usage(&self, iteration: u32, usage: &IterationUsage) {
+        let mut line = serde_json::json!({
+            "type": "usage",
+            "iteration": iteration,
+            "timestamp": super::iteration::now_ms(),
+        });
+        if let (Some(line), Ok(serde_json::Value::Object(usage))) =
+            (line.as_object_mut(), serde_json::to_value(usage))
+        {
+            line.extend(usage);
+        }
+        self.write_event(&line);
+    }
+
+    fn write_event(&self, event: &serde_json::Value) {
+        if let Some(file) = &self.inner.events {
+            let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
+            // As the log: a full disk must not stop the run.
+            let _ = writeln!(file, "{event}");
+        }
+    }
+
     /// An agent stream event.
     pub fn event(&self, event: &StreamEvent) {
+        if let Ok(json) = serde_json::to_value(event) {
+            self.write_event(&json);
+        }
         match event {
             StreamEvent::Text {
                 iteration, text, ..
@@ -294,6 +334,11 @@ fn sanitize(name: &str) -> String {
 /// Creates `<stem>-<time>.log`, with a counter when runs start in one
 /// second: each name is tried with `create_new`, so two processes racing
 /// for one name never share a file.
+/// The events file of the run log at `log`: `<name>-<time>.events.jsonl`.
+pub fn events_path(log: &Path) -> PathBuf {
+    log.with_extension("events.jsonl")
+}
+
 fn create_unique(dir: &Path, stem: &str, time: &str) -> Result<(PathBuf, std::fs::File)> {
     let stem = if stem.is_empty() { "run" } else { stem };
     let names = std::iter::once(format!("{stem}-{time}.log"))

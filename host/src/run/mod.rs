@@ -29,6 +29,7 @@ pub mod log;
 pub mod outcome;
 mod prerequisites;
 pub mod reclaim;
+pub mod registry;
 mod setup;
 pub mod strategy;
 pub mod structured;
@@ -52,6 +53,7 @@ pub use iteration::{
 };
 pub use log::LogMode;
 pub use outcome::Commit;
+pub use registry::WorkflowItem;
 pub use setup::NO_SANDBOX;
 pub use strategy::{BranchStrategy, WorktreeStrategy};
 pub use structured::{OutputError, StructuredOutput};
@@ -137,6 +139,8 @@ pub struct RunOptions {
     /// A shared runtime (and its compiled-component cache); a default one
     /// when None.
     pub runtime: Option<PluginRuntime>,
+    /// The workflow item this run is, for the live-runs registry.
+    pub workflow_item: Option<WorkflowItem>,
 }
 
 impl RunOptions {
@@ -169,6 +173,7 @@ impl RunOptions {
             output: None,
             abort: AbortHandle::new(),
             runtime: None,
+            workflow_item: None,
         }
     }
 
@@ -188,6 +193,7 @@ impl RunOptions {
             log: self.log,
             abort: self.abort.clone(),
             runtime: self.runtime,
+            workflow_item: self.workflow_item,
         };
         let agent = AgentOptions {
             agent: self.agent,
@@ -231,6 +237,9 @@ pub struct SandboxOptions {
     /// Cancels the setup (hooks in flight are killed).
     pub abort: AbortHandle,
     pub runtime: Option<PluginRuntime>,
+    /// The workflow item whose runs use this sandbox, for the live-runs
+    /// registry.
+    pub workflow_item: Option<WorkflowItem>,
 }
 
 impl SandboxOptions {

@@ -557,6 +557,7 @@ fn one_shot(so: SandboxOptions, ao: AgentOptions, strategy: Option<BranchStrateg
     o.output = ao.output;
     o.abort = ao.abort;
     o.strategy = strategy;
+    o.workflow_item = so.workflow_item;
     o
 }
 
@@ -601,6 +602,10 @@ fn sandbox_options(ctx: &Context, a: &AgentStep, label: &str) -> SandboxOptions 
     so.log = o.log.clone();
     so.abort = o.abort.clone();
     so.runtime = Some(ctx.runtime.clone());
+    so.workflow_item = Some(crate::run::WorkflowItem {
+        workflow: w.name.clone(),
+        item: label.to_string(),
+    });
     so
 }
 

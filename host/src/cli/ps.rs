@@ -1,0 +1,131 @@
+//! `sanddune ps`: the runs alive now, from the live-runs registry
+//! (`run::registry`). Reading it never blocks a run.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::error::{Error, Result};
+use crate::run::registry::{self, Found};
+use crate::worktree::Repo;
+
+#[derive(Args)]
+pub struct PsArgs {
+    /// Every repository on this machine with live runs, not only this one.
+    #[arg(long)]
+    all: bool,
+    /// Print the runs as a JSON array on stdout.
+    #[arg(long)]
+    json: bool,
+    /// The repository (default: the current one).
+    #[arg(long, default_value = ".")]
+    cwd: PathBuf,
+}
+
+pub fn ps(args: PsArgs) -> Result<()> {
+    let git_dirs = if args.all {
+        registry::listed_repositories()
+    } else {
+        vec![Repo::discover(&args.cwd)?.git_dir()]
+    };
+    let runs: Vec<Found> = git_dirs.iter().flat_map(|d| registry::list(d)).collect();
+    if args.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&runs).map_err(|e| Error::Other(e.into()))?
+        );
+        return Ok(());
+    }
+    if runs.is_empty() {
+        println!("no live runs");
+        return Ok(());
+    }
+    print!("{}", table(&runs, args.all));
+    let dead: Vec<&Found> = runs.iter().filter(|f| !f.alive).collect();
+    let mut repos: Vec<_> = dead.iter().map(|f| &f.record.repo).collect();
+    repos.dedup();
+    for repo in repos {
+        println!(
+            "dead: its process is gone; clear its record with `sanddune gc --cwd {}`",
+            repo.display()
+        );
+    }
+    Ok(())
+}
+
+/// One line per run, columns aligned.
+fn table(runs: &[Found], with_repo: bool) -> String {
+    let mut rows = vec![
+        [
+            "NAME",
+            "RUN ID",
+            "WORKFLOW/ITEM",
+            "SANDBOX",
+            "AGENT",
+            "BRANCH",
+            "ITER",
+            "STATE",
+            "ELAPSED",
+            "TOKENS",
+            "LOG",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    for f in runs {
+        let r = &f.record;
+        let log = r
+            .log_file
+            .as_ref()
+            .map(|p| p.strip_prefix(&r.repo).unwrap_or(p).display().to_string())
+            .unwrap_or_else(|| "-".into());
+        rows.push(vec![
+            r.name.clone(),
+            r.run_id.clone(),
+            match (&r.workflow, &r.item) {
+                (Some(w), Some(i)) => format!("{w}/{i}"),
+                _ => "-".into(),
+            },
+            r.sandbox.clone(),
+            r.agent.clone(),
+            r.branch.clone(),
+            format!("{}/{}", r.iteration, r.max_iterations),
+            if f.alive { r.state.label() } else { "dead" }.to_string(),
+            elapsed(f.elapsed),
+            r.tokens.to_string(),
+            if with_repo {
+                r.repo.join(&log).display().to_string()
+            } else {
+                log
+            },
+        ]);
+    }
+    let widths: Vec<usize> = (0..rows[0].len())
+        .map(|c| {
+            rows.iter()
+                .map(|row| row[c].chars().count())
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let mut out = String::new();
+    for row in rows {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|(cell, w)| format!("{cell:w$}"))
+            .collect();
+        out += cells.join("  ").trim_end();
+        out += "\n";
+    }
+    out
+}
+
+/// `1h02m`, `3m05s`, `42s`.
+fn elapsed(secs: u64) -> String {
+    match secs {
+        s if s >= 3600 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
+        s if s >= 60 => format!("{}m{:02}s", s / 60, s % 60),
+        s => format!("{s}s"),
+    }
+}

@@ -1,0 +1,453 @@
+//! `sanddune ps`, `stop` and `gc` on the live-runs registry, through the
+//! real binary: runs of the fake `claude` (`FAKE:hang` keeps it working for
+//! a minute) in test-isolated sandboxes, and in docker when it is ready.
+
+mod common;
+
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use common::engines::{IMAGE, engine_ready, fake_mounts};
+use common::{TestRepo, stderr, stdout};
+use serde_json::Value;
+
+/// A run of the fake agent that hangs, started in the background.
+fn hanging_run(repo: &TestRepo, name: &str, extra: &[&str]) -> Child {
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note FAKE:hang",
+        "--name",
+        name,
+    ];
+    args.extend_from_slice(extra);
+    repo.command(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// `ps --json`, parsed.
+fn ps(repo: &TestRepo, extra: &[&str]) -> Vec<Value> {
+    let mut args = vec!["ps", "--json"];
+    args.extend_from_slice(extra);
+    let out = repo.sanddune(&args);
+    assert!(out.status.success(), "ps: {}", stderr(&out));
+    serde_json::from_str::<Value>(&stdout(&out))
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// Polls `ps` until `count` runs are running their agent (60 s at most).
+fn wait_running(repo: &TestRepo, count: usize) -> Vec<Value> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let runs = ps(repo, &[]);
+        if runs.iter().filter(|r| r["state"] == "running").count() == count {
+            return runs;
+        }
+        assert!(Instant::now() < deadline, "never {count} running: {runs:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+fn wait_exit(mut child: Child, within: Duration) -> std::process::Output {
+    let deadline = Instant::now() + within;
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the run did not end within {within:?}");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// The worktrees git knows besides the repository itself.
+fn extra_worktrees(repo: &TestRepo) -> usize {
+    repo.git(&["worktree", "list"]).lines().count() - 1
+}
+
+fn dir_entries(path: &std::path::Path) -> usize {
+    std::fs::read_dir(path).map_or(0, |d| d.count())
+}
+
+#[test]
+fn ps_shows_a_live_run_and_stop_aborts_it_from_another_process() {
+    let repo = TestRepo::new();
+    let run = hanging_run(&repo, "probe", &["--max-iterations", "3"]);
+    let runs = wait_running(&repo, 1);
+    let r = &runs[0];
+    assert_eq!(r["name"], "probe");
+    assert_eq!(r["sandbox"], "test-isolated");
+    assert_eq!(r["agent"], "claude-code");
+    assert_eq!(
+        (r["iteration"].as_u64(), r["maxIterations"].as_u64()),
+        (Some(1), Some(3))
+    );
+    assert_eq!(r["alive"], true);
+    assert!(
+        r["branch"].as_str().unwrap().starts_with("sanddune/"),
+        "{r}"
+    );
+    let log = r["logFile"].as_str().unwrap();
+    assert!(std::path::Path::new(log).is_file(), "{log}");
+    let id = r["runId"].as_str().unwrap().to_string();
+
+    // The table a person reads, here and from anywhere (--all).
+    let out = repo.sanddune(&["ps"]);
+    let table = stdout(&out);
+    assert!(table.starts_with("NAME"), "{table}");
+    let line = table.lines().find(|l| l.contains(&id)).unwrap();
+    for want in [
+        "probe",
+        "test-isolated",
+        "claude-code",
+        "1/3",
+        "running",
+        ".sanddune/logs/probe-",
+    ] {
+        assert!(line.contains(want), "want `{want}` in: {line}");
+    }
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = repo
+        .command(&["ps", "--all"])
+        .current_dir(elsewhere.path())
+        .output()
+        .unwrap();
+    assert!(stdout(&out).contains(&id), "ps --all: {}", stdout(&out));
+
+    // An unknown name is refused, listing the live runs.
+    let out = repo.sanddune(&["stop", "nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no run is named `nope`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains(&id), "{}", stderr(&out));
+
+    // Stopped from a second process: the run ends as aborted, well before
+    // its agent would have, with its worktree kept and no sandbox left.
+    let start = Instant::now();
+    let out = repo.sanddune(&["stop", "probe"]);
+    assert!(out.status.success(), "stop: {}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("stopped run `probe` ({id})")),
+        "{}",
+        stdout(&out)
+    );
+    let out = wait_exit(run, Duration::from_secs(20));
+    assert!(start.elapsed() < Duration::from_secs(20));
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("stopped by `sanddune stop`"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        extra_worktrees(&repo),
+        1,
+        "the aborted run's worktree is kept"
+    );
+    let git_dir = repo.path().join(".git");
+    assert_eq!(
+        dir_entries(&git_dir.join("sanddune-sandboxes")),
+        0,
+        "no sandbox left"
+    );
+    assert_eq!(
+        dir_entries(&git_dir.join("sanddune-runs")),
+        0,
+        "no record left"
+    );
+    assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
+}
+
+/// `sanddune logs` in the background, its stdout piped.
+fn logs_in_background(repo: &TestRepo, args: &[&str]) -> Child {
+    let mut all = vec!["logs"];
+    all.extend_from_slice(args);
+    repo.command(&all)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn logs_follows_a_run_from_its_start_to_its_end() {
+    let repo = TestRepo::new();
+    let run = repo
+        .command(&[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "note FAKE:slow FAKE:no-signal",
+            "--max-iterations",
+            "3",
+            "--name",
+            "tail",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let runs = wait_running(&repo, 1);
+    let log = runs[0]["logFile"].as_str().unwrap().to_string();
+    let follow = logs_in_background(&repo, &["tail", "-f"]);
+    let events = logs_in_background(&repo, &["tail", "-f", "--events"]);
+    // Without -f: what the log holds so far, from its start.
+    let now = stdout(&repo.sanddune(&["logs", "tail"]));
+    assert!(now.contains("iteration 1"), "{now}");
+
+    assert!(wait_exit(run, Duration::from_secs(60)).status.success());
+    // The followers end with the run, having printed all of it.
+    let follow = wait_exit(follow, Duration::from_secs(10));
+    assert!(follow.status.success(), "{}", stderr(&follow));
+    assert_eq!(stdout(&follow), std::fs::read_to_string(&log).unwrap());
+    assert!(
+        stdout(&follow).contains("iteration 3"),
+        "{}",
+        stdout(&follow)
+    );
+    let events = wait_exit(events, Duration::from_secs(10));
+    let events: Vec<Value> = stdout(&events)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    for kind in ["text", "toolCall", "usage"] {
+        assert!(
+            events.iter().any(|e| e["type"] == kind),
+            "no {kind}: {events:?}"
+        );
+    }
+    let usage: Vec<&Value> = events.iter().filter(|e| e["type"] == "usage").collect();
+    assert_eq!(usage.len(), 3, "one usage per iteration: {usage:?}");
+    assert_eq!(usage[2]["iteration"], 3);
+    assert!(usage[0]["outputTokens"].as_u64().unwrap() > 0, "{usage:?}");
+    // Once the run has ended, it is no longer a live run.
+    let out = repo.sanddune(&["logs", "tail"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
+#[test]
+fn a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it() {
+    let repo = TestRepo::new();
+    let mut run = hanging_run(&repo, "doomed", &[]);
+    let runs = wait_running(&repo, 1);
+    let id = runs[0]["runId"].as_str().unwrap().to_string();
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    let runs = ps(&repo, &[]);
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["alive"], false);
+    let table = stdout(&repo.sanddune(&["ps"]));
+    let line = table.lines().find(|l| l.contains(&id)).unwrap();
+    assert!(line.contains("dead"), "{line}");
+    assert!(table.contains("sanddune gc"), "{table}");
+    // A dead run cannot be stopped; it says what clears it.
+    let out = repo.sanddune(&["stop", &id]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("is dead"), "{}", stderr(&out));
+
+    let out = repo.sanddune(&["gc"]);
+    assert!(
+        stdout(&out).contains(&format!("cleared the record of dead run `doomed` ({id})")),
+        "gc: {}{}",
+        stdout(&out),
+        stderr(&out)
+    );
+    assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
+}
+
+#[test]
+fn two_runs_with_one_name_are_told_apart_by_id() {
+    let repo = TestRepo::new();
+    let first = hanging_run(&repo, "twin", &[]);
+    let second = hanging_run(&repo, "twin", &[]);
+    let runs = wait_running(&repo, 2);
+    let ids: Vec<String> = runs
+        .iter()
+        .map(|r| r["runId"].as_str().unwrap().into())
+        .collect();
+
+    let out = repo.sanddune(&["stop", "twin"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("2 runs are named `twin`"),
+        "{}",
+        stderr(&out)
+    );
+    for id in &ids {
+        assert!(stderr(&out).contains(id.as_str()), "{}", stderr(&out));
+    }
+
+    // By id, one stops and the other runs on.
+    let out = repo.sanddune(&["stop", &ids[0]]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let left = ps(&repo, &[]);
+    assert_eq!(left.len(), 1, "{left:?}");
+    assert_eq!(left[0]["runId"], ids[1].as_str());
+    assert!(repo.sanddune(&["stop", &ids[1]]).status.success());
+    for run in [first, second] {
+        assert_eq!(
+            wait_exit(run, Duration::from_secs(20)).status.code(),
+            Some(130)
+        );
+    }
+}
+
+#[test]
+fn stopping_one_workflow_item_leaves_the_others_to_finish() {
+    let repo = TestRepo::new();
+    let dir = repo.path().join(".sanddune");
+    std::fs::create_dir_all(dir.join("workflows")).unwrap();
+    std::fs::write(
+        dir.join("workflows/three.toml"),
+        r#"
+[defaults]
+agent = "claude-code"
+
+[[steps]]
+name = "plan"
+prompt = 'plan FAKE:say:<plan>{"items":[{"id":"a","mode":"hang"},{"id":"b","mode":"slow"},{"id":"c","mode":"slow"}]}</plan>'
+output = { tag = "plan", schemaFile = "plan.schema.json" }
+
+[[steps]]
+name = "work"
+forEach = "plan.items"
+branch = "w-{{item.id}}"
+promptFile = "work.md"
+promptArgs = { ID = "{{item.id}}", MODE = "FAKE:{{item.mode}}" }
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("plan.schema.json"),
+        r#"{"type":"object","required":["items"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("work.md"),
+        "work on {{ID}} {{MODE}} FAKE:file:{{ID}}.md\n",
+    )
+    .unwrap();
+    repo.git(&["add", ".sanddune"]);
+    repo.git(&["commit", "-q", "-m", "a workflow"]);
+
+    let workflow = repo
+        .command(&[
+            "workflow",
+            "run",
+            "three",
+            "--sandbox",
+            "test-isolated",
+            "--parallel",
+            "3",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The hanging item, told by its workflow and item in ps.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let hanging = loop {
+        let runs = ps(&repo, &[]);
+        if let Some(r) = runs
+            .iter()
+            .find(|r| r["item"] == "work-1" && r["state"] == "running")
+        {
+            break r.clone();
+        }
+        assert!(Instant::now() < deadline, "item work-1 never ran: {runs:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(hanging["workflow"], "three");
+    assert_eq!(hanging["name"], "work-1");
+    let out = repo.sanddune(&["stop", "work-1"]);
+    assert!(out.status.success(), "stop: {}", stderr(&out));
+
+    let out = wait_exit(workflow, Duration::from_secs(50));
+    let result: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&out), stderr(&out)));
+    let items = result["steps"][1]["items"].as_array().unwrap();
+    let statuses: Vec<&str> = items
+        .iter()
+        .map(|i| i["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        statuses,
+        ["aborted", "succeeded", "succeeded"],
+        "{result:#}"
+    );
+    assert!(
+        items[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("stopped by `sanddune stop`"),
+        "{result:#}"
+    );
+    for branch in ["w-b", "w-c"] {
+        let files = repo.git(&["ls-tree", "-r", "--name-only", branch]);
+        assert!(
+            files.contains(&format!("{}.md", &branch[2..])),
+            "{branch}: {files}"
+        );
+    }
+    assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
+}
+
+#[test]
+fn ps_and_stop_a_docker_run() {
+    if !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note FAKE:hang",
+        "--name",
+        "boxed",
+        "--branch",
+        "boxed",
+        "--sandbox-opt",
+        &image,
+    ];
+    let mounts = fake_mounts(&repo);
+    args.extend(mounts.iter().map(String::as_str));
+    let run = repo
+        .command(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs = wait_running(&repo, 1);
+    assert_eq!(runs[0]["sandbox"], "docker");
+    assert_eq!(runs[0]["branch"], "boxed");
+    let out = repo.sanddune(&["stop", "boxed"]);
+    assert!(out.status.success(), "stop: {}", stderr(&out));
+    assert_eq!(
+        wait_exit(run, Duration::from_secs(30)).status.code(),
+        Some(130)
+    );
+    common::engines::assert_no_container_left("docker", "run", runs[0]["runId"].as_str().unwrap());
+}
