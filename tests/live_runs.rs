@@ -8,6 +8,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::engines::{IMAGE, engine_ready, fake_mounts};
+use common::tmux::{self, Tmux};
 use common::{TestRepo, stderr, stdout};
 use serde_json::Value;
 
@@ -450,4 +451,102 @@ fn ps_and_stop_a_docker_run() {
         Some(130)
     );
     common::engines::assert_no_container_left("docker", "run", runs[0]["runId"].as_str().unwrap());
+}
+
+/// `sanddune attach` in a terminal, as a person would use it: the shell is
+/// in the run's worktree in its sandbox (`git log` shows the branch), a file
+/// it writes there is what the waiting agent goes on after, and leaving it
+/// leaves the run to commit and end well.
+fn attach_while_the_agent_works(repo: &TestRepo, sandbox_args: &[&str]) {
+    let mut args = vec![
+        "run",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note FAKE:wait-attached",
+        "--name",
+        "peek",
+        "--branch",
+        "peek",
+    ];
+    args.extend_from_slice(sandbox_args);
+    let run = repo
+        .command(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_running(repo, 1);
+    let term = Tmux::start(&repo.shell_line(&["attach", "peek"]), repo.path(), 120, 30);
+    term.wait_for("the attach banner", Duration::from_secs(30), |s| {
+        s.contains("attached to run `peek`")
+    });
+    term.send_keys(&["git --no-pager log -1 --format=LOG:%s", "Enter"]);
+    term.wait_for("git log in the sandbox", Duration::from_secs(20), |s| {
+        s.contains("LOG:initial")
+    });
+    // Short lines, each once the shell is ready: a long one wraps under the
+    // prompt, which readline in a container's terminal may redraw badly.
+    term.send_keys(&["G=$(git rev-parse --git-dir) && echo G''SET", "Enter"]);
+    term.wait_for("the git dir", Duration::from_secs(20), |s| {
+        s.contains("GSET")
+    });
+    // The agent goes on at once, and the run closes the sandbox when it
+    // ends: leave in the same breath.
+    term.send_keys(&["touch $G/attached; exit", "Enter"]);
+    let (code, screen) = term.wait_exit(Duration::from_secs(30));
+    assert_eq!(code, 0, "{screen}");
+    assert!(screen.contains("detached from run `peek`"), "{screen}");
+
+    let out = wait_exit(run, Duration::from_secs(60));
+    assert!(out.status.success(), "the run: {}", stderr(&out));
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "peek"]),
+        "Add a note"
+    );
+}
+
+#[test]
+fn attach_opens_a_shell_in_a_test_isolated_sandbox() {
+    if !tmux::available() {
+        return;
+    }
+    attach_while_the_agent_works(&TestRepo::new(), &["--sandbox", "test-isolated"]);
+}
+
+#[test]
+fn attach_opens_a_shell_in_a_docker_sandbox() {
+    if !tmux::available() || !engine_ready("docker") {
+        return;
+    }
+    let repo = TestRepo::new();
+    let image = format!("image={IMAGE}");
+    let mounts = fake_mounts(&repo);
+    let mut args = vec!["--sandbox", "docker", "--sandbox-opt", &image];
+    args.extend(mounts.iter().map(String::as_str));
+    attach_while_the_agent_works(&repo, &args);
+}
+
+#[test]
+fn attach_refuses_without_a_terminal_and_names_unknown_runs() {
+    let repo = TestRepo::new();
+    let run = hanging_run(&repo, "busy", &[]);
+    wait_running(&repo, 1);
+    let out = repo.sanddune(&["attach", "busy"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("attach needs a terminal"),
+        "{}",
+        stderr(&out)
+    );
+    let out = repo.sanddune(&["attach", "nope"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no run is named `nope`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(stderr(&out).contains("busy"), "{}", stderr(&out));
+    assert!(repo.sanddune(&["stop", "busy"]).status.success());
+    wait_exit(run, Duration::from_secs(20));
 }

@@ -125,6 +125,8 @@ pub struct Child {
     id: u64,
     brokered: Brokered,
     exited: Option<oneshot::Sender<()>>,
+    /// The terminal's foreground group before this program was given it.
+    lent_terminal: Option<libc::pid_t>,
 }
 
 impl Drop for Child {
@@ -132,6 +134,9 @@ impl Drop for Child {
         // A guest that drops a child without waiting must not leak it.
         if self.exited.is_some() {
             self.kill.kill();
+        }
+        if let Some(group) = self.lent_terminal.take() {
+            take_back_terminal(group);
         }
         self.brokered.unregister(self.id);
     }
@@ -171,10 +176,12 @@ fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
     if let Some(cwd) = &opts.cwd {
         cmd.current_dir(cwd);
     }
+    let mut lent_terminal = None;
     if opts.terminal {
         cmd.stdin(Stdio::inherit())
             .stdout(Stdio::inherit())
             .stderr(Stdio::inherit());
+        lent_terminal = lend_terminal(&mut cmd);
     } else {
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -235,7 +242,50 @@ fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
         id,
         brokered: state.brokered.clone(),
         exited: Some(exited),
+        lent_terminal,
     })
+}
+
+/// A program given the terminal (a shell, an agent's UI) reads it, which
+/// only the terminal's foreground process group may: in a group of its own
+/// in the background it would be stopped at its first read (SIGTTIN). So
+/// the child makes its group the foreground one before it starts; returns
+/// the group to give the terminal back to when it ends. None when stdin is
+/// not a terminal.
+fn lend_terminal(cmd: &mut tokio::process::Command) -> Option<libc::pid_t> {
+    // SAFETY: tcgetpgrp only reads the terminal's state.
+    let foreground = unsafe { libc::tcgetpgrp(libc::STDIN_FILENO) };
+    if foreground <= 0 {
+        return None;
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec. SIGTTOU
+    // is ignored while a background group takes the terminal, then reset
+    // so the program starts with the default.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::setpgid(0, 0);
+            libc::signal(libc::SIGTTOU, libc::SIG_IGN);
+            libc::tcsetpgrp(libc::STDIN_FILENO, libc::getpid());
+            libc::signal(libc::SIGTTOU, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    Some(foreground)
+}
+
+/// Give the terminal back to `group` once the program it was lent to ended.
+fn take_back_terminal(group: libc::pid_t) {
+    // SAFETY: a background group's tcsetpgrp raises SIGTTOU unless it is
+    // blocked; blocked on this thread only, and the mask restored.
+    unsafe {
+        let mut block: libc::sigset_t = std::mem::zeroed();
+        let mut old: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut block);
+        libc::sigaddset(&mut block, libc::SIGTTOU);
+        libc::pthread_sigmask(libc::SIG_BLOCK, &block, &mut old);
+        libc::tcsetpgrp(libc::STDIN_FILENO, group);
+        libc::pthread_sigmask(libc::SIG_SETMASK, &old, std::ptr::null_mut());
+    }
 }
 
 /// Split a stream into lines, lossily decoded, none longer than MAX_LINE_BYTES.
@@ -310,6 +360,9 @@ impl Child {
         let status = self.proc.wait().await;
         if let Some(exited) = self.exited.take() {
             let _ = exited.send(());
+        }
+        if let Some(group) = self.lent_terminal.take() {
+            take_back_terminal(group);
         }
         ExitStatus {
             code: status.ok().and_then(|s| s.code()),

@@ -14,10 +14,10 @@ use crate::run::{InteractiveOptions, InteractiveSandbox, Prompt};
 pub struct InteractiveArgs {
     /// Sandbox provider (built-in name or component file), or `no-sandbox`
     /// to run the agent on the host.
-    #[arg(long)]
+    #[arg(long, add = clap_complete::engine::ArgValueCompleter::new(super::completions::sandbox_provider))]
     sandbox: String,
     /// Agent provider: a built-in name or a component file.
-    #[arg(long)]
+    #[arg(long, add = clap_complete::engine::ArgValueCompleter::new(super::completions::agent_provider))]
     agent: String,
     #[arg(long)]
     model: Option<String>,

@@ -17,6 +17,7 @@ use crate::worktree::Repo;
 #[derive(Args)]
 pub struct LogsArgs {
     /// The run's name or run id (`sanddune ps` shows both).
+    #[arg(add = clap_complete::engine::ArgValueCandidates::new(super::completions::live_runs))]
     run: String,
     /// Keep printing what the run writes until it ends.
     #[arg(long, short)]

@@ -1,5 +1,7 @@
 //! The `sanddune` command line.
 
+mod attach;
+mod completions;
 mod demo;
 mod docker;
 mod gc;
@@ -65,10 +67,15 @@ enum Commands {
     Ps(ps::PsArgs),
     /// A live run's log (-f: follow it until the run ends; --events: the agent's events as JSON lines).
     Logs(logs::LogsArgs),
+    /// A shell inside a live run's sandbox, in its worktree, while the agent works.
+    Attach(attach::AttachArgs),
     /// Stop a live run as Ctrl-C on it would (in a workflow, that item only).
     Stop(stop::StopArgs),
     /// Clean up after crashed runs: their sandboxes, containers, worktrees and run records.
     Gc(gc::GcArgs),
+    /// The shell's completion script (bash, zsh, fish, powershell, elvish):
+    /// commands, flags, plugin, workflow and live run names.
+    Completions(completions::CompletionsArgs),
     /// Run the workflows in .sanddune/workflows: plan, fan out, review, land.
     Workflow {
         #[command(subcommand)]
@@ -123,6 +130,11 @@ impl ApprovalArgs {
 
 /// Parse arguments, run, and return the process exit code.
 pub fn main() -> i32 {
+    // A shell asking for completions (`COMPLETE=bash sanddune -- WORDS`)
+    // is answered here, and the process exits.
+    clap_complete::CompleteEnv::with_factory(<Cli as clap::CommandFactory>::command)
+        .var(completions::VAR)
+        .complete();
     let cli = Cli::parse();
     tracing_subscriber::fmt()
         .with_env_filter(crate::capability::logging::host_filter(
@@ -157,8 +169,10 @@ pub fn main() -> i32 {
             Commands::Podman { command } => docker::podman(command).await,
             Commands::Ps(args) => ps::ps(args),
             Commands::Logs(args) => logs::logs(args).await,
+            Commands::Attach(args) => attach::attach(args).await,
             Commands::Stop(args) => stop::stop(args).await,
             Commands::Gc(args) => gc::gc(args).await,
+            Commands::Completions(args) => completions::completions(args),
             Commands::Workflow { command } => workflow::workflow(command).await,
         }
     });

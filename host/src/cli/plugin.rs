@@ -42,6 +42,7 @@ pub struct AddArgs {
 #[derive(Args)]
 pub struct UpdateArgs {
     /// The installed plugin.
+    #[arg(add = clap_complete::engine::ArgValueCandidates::new(super::completions::installed_plugins))]
     name: String,
     /// Update from here instead of the recorded source.
     #[arg(long)]
@@ -55,6 +56,7 @@ pub struct UpdateArgs {
 
 #[derive(Args)]
 pub struct RemoveArgs {
+    #[arg(add = clap_complete::engine::ArgValueCandidates::new(super::completions::installed_plugins))]
     name: String,
 }
 

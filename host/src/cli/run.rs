@@ -17,10 +17,10 @@ use crate::run::{
 #[command(group = clap::ArgGroup::new("prompt-source").required(true).args(["prompt", "prompt_file"]))]
 pub struct RunArgs {
     /// Sandbox provider: a built-in name (test-isolated) or a component file (./x.wasm).
-    #[arg(long)]
+    #[arg(long, add = clap_complete::engine::ArgValueCompleter::new(super::completions::sandbox_provider))]
     sandbox: String,
     /// Agent provider: a built-in name (claude-code, demo) or a component file.
-    #[arg(long)]
+    #[arg(long, add = clap_complete::engine::ArgValueCompleter::new(super::completions::agent_provider))]
     agent: String,
     /// Model for the agent.
     #[arg(long)]

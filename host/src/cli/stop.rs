@@ -19,6 +19,7 @@ const WAIT: Duration = Duration::from_secs(60);
 #[derive(Args)]
 pub struct StopArgs {
     /// The run's name or run id (`sanddune ps` shows both).
+    #[arg(add = clap_complete::engine::ArgValueCandidates::new(super::completions::live_runs))]
     run: String,
     /// The repository (default: the current one).
     #[arg(long, default_value = ".")]

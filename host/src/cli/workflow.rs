@@ -30,6 +30,7 @@ pub enum WorkflowCommands {
 #[derive(Args)]
 pub struct RunArgs {
     /// The workflow: .sanddune/workflows/NAME.toml.
+    #[arg(add = clap_complete::engine::ArgValueCandidates::new(super::completions::workflows))]
     name: Option<String>,
     /// A workflow argument KEY=VALUE (repeatable; only declared keys).
     #[arg(long = "arg", value_parser = super::key_value)]
@@ -38,10 +39,10 @@ pub struct RunArgs {
     #[arg(long)]
     parallel: Option<usize>,
     /// Sandbox provider for every step, over the file's.
-    #[arg(long)]
+    #[arg(long, add = clap_complete::engine::ArgValueCompleter::new(super::completions::sandbox_provider))]
     sandbox: Option<String>,
     /// Agent provider for every run, over the file's.
-    #[arg(long)]
+    #[arg(long, add = clap_complete::engine::ArgValueCompleter::new(super::completions::agent_provider))]
     agent: Option<String>,
     /// Model for every run, over the file's.
     #[arg(long)]

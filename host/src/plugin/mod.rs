@@ -48,6 +48,40 @@ impl PluginKind {
             PluginKind::Agent => "agent provider",
         }
     }
+
+    /// As the plugin store records it: `sandbox` or `agent`.
+    pub fn word(self) -> &'static str {
+        match self {
+            PluginKind::Sandbox => "sandbox",
+            PluginKind::Agent => "agent",
+        }
+    }
+}
+
+/// Which provider world a component exports, read from its top-level
+/// export section without compiling it: quick enough for shell completion.
+/// `identify` is the check that counts.
+pub fn exported_kind(bytes: &[u8]) -> Option<PluginKind> {
+    use wasmtime::wasmparser::{Parser, Payload};
+    let mut depth = 0usize;
+    for payload in Parser::new(0).parse_all(bytes) {
+        match payload.ok()? {
+            Payload::ModuleSection { .. } | Payload::ComponentSection { .. } => depth += 1,
+            Payload::End(_) => depth = depth.saturating_sub(1),
+            Payload::ComponentExportSection(exports) if depth == 0 => {
+                for export in exports {
+                    let name = export.ok()?.name.name;
+                    for kind in [PluginKind::Sandbox, PluginKind::Agent] {
+                        if name.starts_with(&format!("{}/{}@", wit::PACKAGE, kind.interface())) {
+                            return Some(kind);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 /// How the user named a plugin: a built-in name or a component file.

@@ -114,3 +114,15 @@ impl Pending {
         Ok(())
     }
 }
+
+/// The records of the sandboxes open now (not those being closed).
+pub(super) fn records(git_dir: &Path) -> Vec<Record> {
+    std::fs::read_dir(git_dir.join(DIR))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "json"))
+        .filter_map(|p| serde_json::from_slice(&std::fs::read(p).ok()?).ok())
+        .collect()
+}

@@ -15,6 +15,7 @@
 
 pub mod abort;
 mod agent_files;
+mod attach;
 pub mod capture;
 pub mod env;
 mod handle;
@@ -43,6 +44,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 pub use abort::AbortHandle;
+pub use attach::attach;
 pub(crate) use handle::check_sandbox;
 pub use handle::{CloseResult, SandboxHandle, WorktreeHandle};
 pub use hooks::{Hooks, HostHook, SandboxHook};

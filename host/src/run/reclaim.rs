@@ -207,7 +207,7 @@ async fn reclaim_unfinished_create(
 
 /// The record's provider, loaded, and the spec its run gave it, with the
 /// env it declares read from gc's own environment.
-async fn load_for(
+pub(super) async fn load_for(
     repo: &Repo,
     runtime: &PluginRuntime,
     record: &Record,

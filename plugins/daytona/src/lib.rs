@@ -198,7 +198,7 @@ mod component {
         }
 
         fn interactive_exec(&self, _request: ExecRequest) -> Result<i32, String> {
-            Err("daytona sandboxes have no terminal sessions in sanddune yet: run without --interactive".into())
+            Err("daytona sandboxes have no terminal sessions in sanddune yet (interactive, attach): the provider does not speak Daytona's PTY sessions; use `sanddune logs -f` to watch the run".into())
         }
 
         fn copy_in(&self, host_path: String, sandbox_path: String) -> Result<(), String> {

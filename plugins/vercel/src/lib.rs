@@ -190,7 +190,7 @@ mod component {
         }
 
         fn interactive_exec(&self, _request: ExecRequest) -> Result<i32, String> {
-            Err("vercel sandboxes have no terminal sessions in sanddune yet: run without --interactive".into())
+            Err("vercel sandboxes have no terminal sessions in sanddune (interactive, attach): the Sandbox API runs commands without terminal input; use `sanddune logs -f` to watch the run".into())
         }
 
         fn copy_in(&self, host_path: String, sandbox_path: String) -> Result<(), String> {
