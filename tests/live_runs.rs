@@ -7,7 +7,8 @@ mod common;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::engines::{IMAGE, engine_ready, fake_mounts};
+use common::engines::{IMAGE, fake_mounts, require_engine};
+use common::trials::{self, trial};
 use common::{TestRepo, stderr, stdout};
 use serde_json::Value;
 
@@ -79,7 +80,6 @@ fn dir_entries(path: &std::path::Path) -> usize {
     std::fs::read_dir(path).map_or(0, |d| d.count())
 }
 
-#[test]
 fn ps_shows_a_live_run_and_stop_aborts_it_from_another_process() {
     let repo = TestRepo::new();
     let run = hanging_run(&repo, "probe", &["--max-iterations", "3"]);
@@ -182,7 +182,6 @@ fn logs_in_background(repo: &TestRepo, args: &[&str]) -> Child {
         .unwrap()
 }
 
-#[test]
 fn logs_follows_a_run_from_its_start_to_its_end() {
     let repo = TestRepo::new();
     let run = repo
@@ -241,7 +240,6 @@ fn logs_follows_a_run_from_its_start_to_its_end() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
-#[test]
 fn a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it() {
     let repo = TestRepo::new();
     let mut run = hanging_run(&repo, "doomed", &[]);
@@ -272,7 +270,6 @@ fn a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it() {
     assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
 }
 
-#[test]
 fn two_runs_with_one_name_are_told_apart_by_id() {
     let repo = TestRepo::new();
     let first = hanging_run(&repo, "twin", &[]);
@@ -309,7 +306,6 @@ fn two_runs_with_one_name_are_told_apart_by_id() {
     }
 }
 
-#[test]
 fn stopping_one_workflow_item_leaves_the_others_to_finish() {
     let repo = TestRepo::new();
     let dir = repo.path().join(".sanddune");
@@ -410,11 +406,8 @@ promptArgs = { ID = "{{item.id}}", MODE = "FAKE:{{item.mode}}" }
     assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
 }
 
-#[test]
 fn ps_and_stop_a_docker_run() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let image = format!("image={IMAGE}");
     let mut args = vec![
@@ -450,4 +443,15 @@ fn ps_and_stop_a_docker_run() {
         Some(130)
     );
     common::engines::assert_no_container_left("docker", "run", runs[0]["runId"].as_str().unwrap());
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(ps_shows_a_live_run_and_stop_aborts_it_from_another_process),
+        trial!(logs_follows_a_run_from_its_start_to_its_end),
+        trial!(a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it),
+        trial!(two_runs_with_one_name_are_told_apart_by_id),
+        trial!(stopping_one_workflow_item_leaves_the_others_to_finish),
+        trial!(ps_and_stop_a_docker_run),
+    ])
 }
