@@ -22,7 +22,8 @@ struct Skip(String);
 
 /// Stop this test as one that cannot run here; `why` says what is missing
 /// and how to get it. Under `CI` the test fails instead: CI installs what
-/// every test needs, so a missing piece there is a broken set-up.
+/// every test needs, so a missing piece there is a broken set-up. Call it
+/// on the test's own thread (or in its async body): elsewhere it is a panic.
 pub fn skip(why: impl Into<String>) -> ! {
     let why = why.into();
     if std::env::var_os("CI").is_some() {
