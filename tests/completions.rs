@@ -8,6 +8,7 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::tmux::{self, Tmux};
+use common::trials::{self, trial};
 use common::{TestRepo, stderr, stdout};
 
 /// What bash is offered for the word at `index` of `words` (its
@@ -68,7 +69,6 @@ fn stop(repo: &TestRepo, name: &str, mut run: Child) {
     run.wait().unwrap();
 }
 
-#[test]
 fn the_registration_script_is_printed_for_each_shell_and_an_unknown_one_is_refused() {
     let repo = TestRepo::new();
     for shell in ["bash", "zsh", "fish", "powershell", "elvish"] {
@@ -88,7 +88,6 @@ fn the_registration_script_is_printed_for_each_shell_and_an_unknown_one_is_refus
     );
 }
 
-#[test]
 fn commands_providers_and_workflows_are_offered() {
     let repo = TestRepo::new();
     let commands = offered(&repo, &["sanddune", "a"], 1);
@@ -122,7 +121,6 @@ fn commands_providers_and_workflows_are_offered() {
     assert_eq!(workflows, ["nightly", "triage"]);
 }
 
-#[test]
 fn live_run_names_are_offered_to_logs_stop_and_attach() {
     let repo = TestRepo::new();
     let run = hanging_run(&repo, "fix-login");
@@ -134,11 +132,8 @@ fn live_run_names_are_offered_to_logs_stop_and_attach() {
     assert!(offered(&repo, &["sanddune", "stop", ""], 2).is_empty());
 }
 
-#[test]
 fn bash_completes_a_live_run_at_tab() {
-    if !tmux::available() {
-        return;
-    }
+    tmux::require();
     let repo = TestRepo::new();
     let run = hanging_run(&repo, "fix-login");
     // A person's bash: sanddune on PATH (as `cargo install` puts it), the
@@ -156,4 +151,13 @@ fn bash_completes_a_live_run_at_tab() {
     });
     term.send_keys(&["C-u", "exit", "Enter"]);
     stop(&repo, "fix-login", run);
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(the_registration_script_is_printed_for_each_shell_and_an_unknown_one_is_refused),
+        trial!(commands_providers_and_workflows_are_offered),
+        trial!(live_run_names_are_offered_to_logs_stop_and_attach),
+        trial!(bash_completes_a_live_run_at_tab),
+    ])
 }

@@ -6,14 +6,15 @@
 //!
 //! The examples are built outside cargo (componentize-py, componentize-js;
 //! `.ci/run` does it) into `target/examples/`, or `$SANDDUNE_EXAMPLES_DIR`.
-//! Their tests skip with a message when the files are absent, and fail
-//! instead when `CI` is set.
+//! Their tests are counted as ignored, with the reason, when the files are
+//! absent, and fail instead when `CI` is set.
 
 mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use common::trials::{self, skip, trial};
 use common::{TestRepo, plugin_file, stderr, stdout};
 
 /// `sanddune plugin test ARGS` in a throwaway repository.
@@ -82,7 +83,6 @@ const AGENT_CHECKS: &[&str] = &[
     "session-helpers-robust",
 ];
 
-#[test]
 fn test_isolated_passes_every_sandbox_check() {
     let repo = TestRepo::new();
     let out = plugin_test(&repo, &["test-isolated"]);
@@ -98,7 +98,6 @@ fn test_isolated_passes_every_sandbox_check() {
 /// The vercel built-in against the loopback mock of the Vercel Sandbox API
 /// (tests/vercel-mock), its `api-url` pointed there: every sandbox check,
 /// the origin it reaches is the mock's, and a refused request is an error.
-#[test]
 fn vercel_passes_every_sandbox_check_against_the_mock() {
     use sanddune_vercel_mock::{PROJECT, TEAM, TOKEN, VercelMock};
     let repo = TestRepo::new();
@@ -173,7 +172,6 @@ fn transcript(repo: &TestRepo, agent: &str) -> Option<PathBuf> {
     Some(root.join(sample))
 }
 
-#[test]
 fn every_built_in_agent_provider_passes() {
     let repo = TestRepo::new();
     for agent in [
@@ -202,7 +200,6 @@ fn every_built_in_agent_provider_passes() {
     }
 }
 
-#[test]
 fn a_misbehaving_sandbox_provider_fails_the_checks_it_breaks() {
     let repo = TestRepo::new();
     let hostile = plugin_file("sanddune-test-plugin-hostile");
@@ -245,7 +242,6 @@ fn a_misbehaving_sandbox_provider_fails_the_checks_it_breaks() {
     );
 }
 
-#[test]
 fn a_provider_that_asks_for_http_gets_the_http_checks() {
     let repo = TestRepo::new();
     let provider = plugin_file("sanddune-test-plugin-hostile-http");
@@ -263,7 +259,6 @@ fn a_provider_that_asks_for_http_gets_the_http_checks() {
     assert!(check_line(&stdout(&out), "http-origins").starts_with("SKIP "));
 }
 
-#[test]
 fn a_plugin_that_is_not_a_provider_is_refused_before_any_check() {
     let repo = TestRepo::new();
     let file = plugin_file("sanddune-test-plugin-not-a-plugin");
@@ -277,32 +272,24 @@ fn a_plugin_that_is_not_a_provider_is_refused_before_any_check() {
     assert!(!stdout(&out).contains("PASS"), "{}", stdout(&out));
 }
 
-/// A built example component, or None (with a message) on a laptop that
-/// has not built it; under CI a missing example fails the test.
-fn example(file: &str) -> Option<PathBuf> {
+/// A built example component; the test is skipped on a laptop that has
+/// not built it.
+fn example(file: &str) -> PathBuf {
     let dir = std::env::var_os("SANDDUNE_EXAMPLES_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/examples"));
     let path = dir.join(file);
     if path.is_file() {
-        return Some(path);
+        return path;
     }
-    let message = format!(
+    skip(format!(
         "{} is not built: run `bash .ci/run` (or the example's build.sh) first",
         path.display()
-    );
-    if std::env::var_os("CI").is_some() {
-        panic!("{message}");
-    }
-    eprintln!("SKIPPED: {message}");
-    None
+    ))
 }
 
-#[test]
 fn the_python_sandbox_provider_passes_and_runs_claude_code() {
-    let Some(wasm) = example("python-sandbox.wasm") else {
-        return;
-    };
+    let wasm = example("python-sandbox.wasm");
     let wasm = wasm.to_str().unwrap();
     let repo = TestRepo::new();
     assert_passes(&plugin_test(&repo, &[wasm]), SANDBOX_CHECKS);
@@ -333,11 +320,8 @@ fn the_python_sandbox_provider_passes_and_runs_claude_code() {
     assert_eq!(repo.calls("claude")[0]["prompt"], "fix the typo in README");
 }
 
-#[test]
 fn the_js_agent_provider_passes_and_runs_in_test_isolated() {
-    let Some(wasm) = example("js-agent.wasm") else {
-        return;
-    };
+    let wasm = example("js-agent.wasm");
     let wasm = wasm.to_str().unwrap();
     let repo = TestRepo::new();
     // What its script prints, for the usage check.
@@ -388,7 +372,6 @@ fn the_js_agent_provider_passes_and_runs_in_test_isolated() {
     );
 }
 
-#[test]
 fn a_component_file_is_tested_only_when_approved() {
     let repo = TestRepo::new();
     let hostile = plugin_file("sanddune-test-plugin-hostile");
@@ -397,4 +380,18 @@ fn a_component_file_is_tested_only_when_approved() {
     let err = stderr(&out);
     assert!(err.contains("asks for program=sh"), "{err}");
     assert!(err.contains("pass --yes"), "{err}");
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(test_isolated_passes_every_sandbox_check),
+        trial!(vercel_passes_every_sandbox_check_against_the_mock),
+        trial!(every_built_in_agent_provider_passes),
+        trial!(a_misbehaving_sandbox_provider_fails_the_checks_it_breaks),
+        trial!(a_provider_that_asks_for_http_gets_the_http_checks),
+        trial!(a_plugin_that_is_not_a_provider_is_refused_before_any_check),
+        trial!(the_python_sandbox_provider_passes_and_runs_claude_code),
+        trial!(the_js_agent_provider_passes_and_runs_in_test_isolated),
+        trial!(a_component_file_is_tested_only_when_approved),
+    ])
 }

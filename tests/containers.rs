@@ -3,7 +3,8 @@
 //!
 //! These tests need a running engine and the image `sanddune-test:latest`
 //! (`tests/images/build.sh docker|podman`, which `.ci/run` runs). Without
-//! them each test prints why it is skipped; with `CI` set that is a failure.
+//! them each test is counted as ignored, with the reason; with `CI` set that
+//! is a failure.
 
 mod common;
 
@@ -11,6 +12,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::engines::*;
+use common::trials::{self, trial};
 use common::{TestRepo, fakes_dir, plugin_file, stderr};
 use sanddune::capability::Capabilities;
 use sanddune::capability::Limits;
@@ -59,9 +61,7 @@ fn run_in(
 }
 
 fn commit_lands_on_the_branch_with_the_stdin_prompt(engine: &str) {
-    if !engine_ready(engine) {
-        return;
-    }
+    require_engine(engine);
     let repo = TestRepo::new();
     let branch = unique("fix");
     let out = run_in(engine, &repo, &branch, "fix the typo", &[]);
@@ -91,21 +91,16 @@ fn commit_lands_on_the_branch_with_the_stdin_prompt(engine: &str) {
     assert_no_container_left(engine, "name", &branch);
 }
 
-#[test]
 fn docker_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container() {
     commit_lands_on_the_branch_with_the_stdin_prompt("docker");
 }
 
-#[test]
 fn podman_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container() {
     commit_lands_on_the_branch_with_the_stdin_prompt("podman");
 }
 
-#[test]
 fn docker_run_defaults_to_head_and_commits_there() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let out = repo.sanddune(&[
         "run",
@@ -126,11 +121,8 @@ fn docker_run_defaults_to_head_and_commits_there() {
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
 
-#[test]
 fn docker_reports_only_what_the_agent_left_uncommitted_and_round_trips_its_session() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     // The user's own change before the run is not the agent's.
     std::fs::write(repo.path().join("mine.txt"), "mine\n").unwrap();
@@ -187,11 +179,8 @@ fn docker_reports_only_what_the_agent_left_uncommitted_and_round_trips_its_sessi
     assert!(argv.contains("--resume") && argv.contains(id), "{argv}");
 }
 
-#[test]
 fn docker_an_empty_prompt_fails_before_any_container_exists() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let branch = unique("empty");
     let out = run_in("docker", &repo, &branch, "", &[]);
@@ -200,11 +189,8 @@ fn docker_an_empty_prompt_fails_before_any_container_exists() {
     assert_no_container_left("docker", "name", &branch);
 }
 
-#[test]
 fn docker_a_failed_run_removes_its_container_and_keeps_the_commit() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let branch = unique("failed");
     let out = run_in("docker", &repo, &branch, "note this FAKE:is-error", &[]);
@@ -220,11 +206,8 @@ fn docker_a_failed_run_removes_its_container_and_keeps_the_commit() {
 /// A user other than the image's labelled `agent` is checked against the
 /// image's own /etc/passwd: root is 0:0 there, so the run commits when the
 /// host user is root and is refused naming 0:0 otherwise.
-#[test]
 fn docker_a_named_user_is_checked_against_the_images_passwd() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let branch = unique("named-user");
     let out = run_in(
@@ -250,11 +233,8 @@ fn docker_a_named_user_is_checked_against_the_images_passwd() {
     assert_no_container_left("docker", "name", &branch);
 }
 
-#[test]
 fn docker_a_uid_mismatch_is_an_actionable_error_and_leaves_nothing() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let branch = unique("uid");
     let out = run_in(
@@ -272,11 +252,8 @@ fn docker_a_uid_mismatch_is_an_actionable_error_and_leaves_nothing() {
     assert!(repo.calls("claude").is_empty(), "the agent ran");
 }
 
-#[test]
 fn docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let branch = unique("abort");
     let child = repo
@@ -376,11 +353,8 @@ async fn sandbox_in(
     provider.create(&spec(repo, run_id, &config)).await.unwrap()
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn docker_exec_streams_each_line_before_the_command_ends() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let mut sandbox = docker_sandbox(&repo, &unique("stream")).await;
     let start = Instant::now();
@@ -408,20 +382,16 @@ async fn docker_exec_streams_each_line_before_the_command_ends() {
     sandbox.close().await.unwrap();
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn docker_abort_kills_the_process_inside_the_container_and_keeps_the_sandbox_and_worktree() {
     abort_kills_inside("docker").await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn podman_abort_kills_the_process_inside_the_container_and_keeps_the_sandbox_and_worktree() {
     abort_kills_inside("podman").await;
 }
 
 async fn abort_kills_inside(engine: &str) {
-    if !engine_ready(engine) {
-        return;
-    }
+    require_engine(engine);
     let repo = TestRepo::new();
     let run_id = unique("kill");
     let mut sandbox = sandbox_in(engine, &repo, &run_id, &[]).await;
@@ -464,11 +434,8 @@ async fn abort_kills_inside(engine: &str) {
     assert_no_container_left(engine, "run", &run_id);
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn docker_a_sandbox_dropped_without_close_still_loses_its_container() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let run_id = unique("drop");
     let sandbox = docker_sandbox(&repo, &run_id).await;
@@ -487,11 +454,8 @@ async fn docker_a_sandbox_dropped_without_close_still_loses_its_container() {
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn docker_file_operations_and_copies_work_through_the_container() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let mut sandbox = docker_sandbox(&repo, &unique("files")).await;
     let src = repo.path().join("in.txt");
@@ -558,11 +522,8 @@ async fn hostile(repo: &TestRepo, attack: &str, target: &str) -> String {
     err
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn a_hostile_provider_is_refused_privileges_namespaces_and_host_mounts_every_time() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let cases = [
         ("privileged", "privileged mode"),
@@ -588,11 +549,8 @@ async fn a_hostile_provider_is_refused_privileges_namespaces_and_host_mounts_eve
     }
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_container() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let start = |labels: &[&str]| {
         let mut args = vec!["run", "-d", "--entrypoint", "sleep"];
@@ -634,7 +592,6 @@ async fn a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_container
     }
 }
 
-#[test]
 fn a_component_file_asking_for_containers_is_refused_before_anything_exists() {
     // No engine needed: the refusal comes before the provider runs.
     let repo = TestRepo::new();
@@ -658,11 +615,8 @@ fn a_component_file_asking_for_containers_is_refused_before_anything_exists() {
     );
 }
 
-#[test]
 fn docker_exported_builtins_run_as_files_like_the_builtins() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let dir = tempfile::tempdir().unwrap();
     let (docker, claude) = (
@@ -700,11 +654,8 @@ fn docker_exported_builtins_run_as_files_like_the_builtins() {
     assert_no_container_left("docker", "name", &branch);
 }
 
-#[test]
 fn docker_build_image_streams_the_build_and_remove_image_removes_it() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     std::fs::write(
         repo.path().join("Dockerfile.test"),
@@ -750,11 +701,8 @@ fn docker_build_image_streams_the_build_and_remove_image_removes_it() {
     );
 }
 
-#[test]
 fn gc_removes_containers_whose_sanddune_is_gone_and_keeps_live_ones() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let start = |owner: &str, run: &str| {
         let out = Command::new("docker")
             .args([
@@ -811,11 +759,8 @@ fn gc_removes_containers_whose_sanddune_is_gone_and_keeps_live_ones() {
         .unwrap();
 }
 
-#[test]
 fn docker_a_silent_agent_is_stopped_by_the_idle_timeout_and_its_container_removed() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let branch = unique("idle");
     let started = Instant::now();
@@ -838,11 +783,8 @@ fn docker_a_silent_agent_is_stopped_by_the_idle_timeout_and_its_container_remove
     assert_no_container_left("docker", "name", &branch);
 }
 
-#[test]
 fn docker_declared_mounts_resolve_home_and_relative_paths_and_honour_read_only() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let cache = repo.home.path().join("cache");
     std::fs::create_dir(&cache).unwrap();
@@ -892,11 +834,8 @@ fn docker_declared_mounts_resolve_home_and_relative_paths_and_honour_read_only()
     assert!(!outside.path().join("w").exists());
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn docker_networks_are_attached_by_name() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let nets = [unique("net-a"), unique("net-b")];
     for net in &nets {
         let out = Command::new("docker")
@@ -930,12 +869,10 @@ async fn docker_networks_are_attached_by_name() {
     }
 }
 
-#[test]
 fn docker_interactive_gives_the_agent_a_tty_in_the_container() {
     interactive_gives_the_agent_a_tty_in_the_container("docker");
 }
 
-#[test]
 fn podman_interactive_gives_the_agent_a_tty_in_the_container() {
     interactive_gives_the_agent_a_tty_in_the_container("podman");
 }
@@ -946,9 +883,8 @@ fn podman_interactive_gives_the_agent_a_tty_in_the_container() {
 /// terminal comes back and the commit is handled as for `run`.
 fn interactive_gives_the_agent_a_tty_in_the_container(engine: &str) {
     use common::tmux::{self, Tmux};
-    if !tmux::available() || !engine_ready(engine) {
-        return;
-    }
+    tmux::require();
+    require_engine(engine);
     let patience = Duration::from_secs(60);
     let repo = TestRepo::new();
     let image = format!("image={IMAGE}");
@@ -1002,11 +938,8 @@ fn interactive_gives_the_agent_a_tty_in_the_container(engine: &str) {
 /// works): the run fails with exit 1 naming the engine instead of hanging,
 /// the agent's commit stays on the branch, the user's tree is untouched, and
 /// once the engine is back `gc` removes the container.
-#[test]
 fn podman_an_engine_that_stops_mid_run_fails_the_run_and_keeps_the_commit() {
-    if !engine_ready("podman") {
-        return;
-    }
+    require_engine("podman");
     let repo = TestRepo::new();
     let dir = tempfile::tempdir().unwrap();
     let host = format!("unix://{}", dir.path().join("podman.sock").display());
@@ -1104,4 +1037,35 @@ fn podman_an_engine_that_stops_mid_run_fails_the_run_and_keeps_the_commit() {
     assert_no_container_left("podman", "name", &branch);
     let _ = engine.kill();
     let _ = engine.wait();
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(docker_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container),
+        trial!(podman_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container),
+        trial!(docker_run_defaults_to_head_and_commits_there),
+        trial!(docker_reports_only_what_the_agent_left_uncommitted_and_round_trips_its_session),
+        trial!(docker_an_empty_prompt_fails_before_any_container_exists),
+        trial!(docker_a_failed_run_removes_its_container_and_keeps_the_commit),
+        trial!(docker_a_named_user_is_checked_against_the_images_passwd),
+        trial!(docker_a_uid_mismatch_is_an_actionable_error_and_leaves_nothing),
+        trial!(docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container),
+        trial!(async docker_exec_streams_each_line_before_the_command_ends),
+        trial!(async docker_abort_kills_the_process_inside_the_container_and_keeps_the_sandbox_and_worktree),
+        trial!(async podman_abort_kills_the_process_inside_the_container_and_keeps_the_sandbox_and_worktree),
+        trial!(async docker_a_sandbox_dropped_without_close_still_loses_its_container),
+        trial!(async docker_file_operations_and_copies_work_through_the_container),
+        trial!(async a_hostile_provider_is_refused_privileges_namespaces_and_host_mounts_every_time),
+        trial!(async a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_container),
+        trial!(a_component_file_asking_for_containers_is_refused_before_anything_exists),
+        trial!(docker_exported_builtins_run_as_files_like_the_builtins),
+        trial!(docker_build_image_streams_the_build_and_remove_image_removes_it),
+        trial!(gc_removes_containers_whose_sanddune_is_gone_and_keeps_live_ones),
+        trial!(docker_a_silent_agent_is_stopped_by_the_idle_timeout_and_its_container_removed),
+        trial!(docker_declared_mounts_resolve_home_and_relative_paths_and_honour_read_only),
+        trial!(async docker_networks_are_attached_by_name),
+        trial!(docker_interactive_gives_the_agent_a_tty_in_the_container),
+        trial!(podman_interactive_gives_the_agent_a_tty_in_the_container),
+        trial!(podman_an_engine_that_stops_mid_run_fails_the_run_and_keeps_the_commit),
+    ])
 }

@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::engines::*;
+use common::trials::{self, trial};
 use common::*;
 
 fn env_u64(key: &str, default: u64) -> u64 {
@@ -301,7 +302,6 @@ fn wait_for_agent(repo: &TestRepo, tag: &str) {
     }
 }
 
-#[test]
 fn sigterm_and_ctrl_c_clean_up_fully() {
     let setup = Setup::new();
     for (signal, name) in [(libc::SIGINT, "ctrl-c"), (libc::SIGTERM, "sigterm")] {
@@ -343,7 +343,6 @@ fn sigterm_and_ctrl_c_clean_up_fully() {
 /// Killed after the agent committed in its sandbox, before sync out: gc
 /// re-opens the dead run's sandbox, brings the commit onto the run's branch
 /// and closes it (its scratch dir goes).
-#[test]
 fn kill_9_mid_iteration_gc_brings_the_sandbox_commit_out() {
     let setup = Setup::new();
     let mut child = setup.run("stranded", true);
@@ -379,17 +378,13 @@ fn kill_9_mid_iteration_gc_brings_the_sandbox_commit_out() {
     assert!(!again.contains("sandbox"), "{again}");
 }
 
-#[test]
 fn kill_9_at_seeded_points_loses_nothing() {
     kill_9_at_seeded_points(&Setup::new(), |_, _| {});
 }
 
 /// The same with docker, and no container of a killed run survives gc.
-#[test]
 fn kill_9_with_docker_loses_nothing_and_leaves_no_container() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     kill_9_at_seeded_points(&Setup::docker(), |setup, pid| {
         let survivors = || {
             containers_with_format("docker", "{{.Label \"sanddune.owner\"}}")
@@ -504,7 +499,6 @@ fn kill_9_at_seeded_points(setup: &Setup, after_gc: impl Fn(&Setup, u32)) {
 /// output, sleeping between lines) runs a command: the host gives up on the
 /// provider a grace after the kill, and the run still ends as aborted
 /// (130), its sandbox closed through a fresh instance, no record left.
-#[test]
 fn ctrl_c_with_a_provider_that_ignores_kills_still_aborts() {
     let repo = TestRepo::new();
     let hostile = plugin_file("sanddune-test-plugin-hostile");
@@ -553,4 +547,14 @@ fn ctrl_c_with_a_provider_that_ignores_kills_still_aborts() {
         "the sandbox was not closed: {left:?}\n{err}\n{log}"
     );
     assert!(log.contains("sanddune gave up on it"), "{log}");
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(sigterm_and_ctrl_c_clean_up_fully),
+        trial!(kill_9_mid_iteration_gc_brings_the_sandbox_commit_out),
+        trial!(kill_9_at_seeded_points_loses_nothing),
+        trial!(kill_9_with_docker_loses_nothing_and_leaves_no_container),
+        trial!(ctrl_c_with_a_provider_that_ignores_kills_still_aborts),
+    ])
 }

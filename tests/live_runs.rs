@@ -7,8 +7,9 @@ mod common;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use common::engines::{IMAGE, engine_ready, fake_mounts};
+use common::engines::{IMAGE, fake_mounts, require_engine};
 use common::tmux::{self, Tmux};
+use common::trials::{self, trial};
 use common::{TestRepo, stderr, stdout};
 use serde_json::Value;
 
@@ -80,7 +81,6 @@ fn dir_entries(path: &std::path::Path) -> usize {
     std::fs::read_dir(path).map_or(0, |d| d.count())
 }
 
-#[test]
 fn ps_shows_a_live_run_and_stop_aborts_it_from_another_process() {
     let repo = TestRepo::new();
     let run = hanging_run(&repo, "probe", &["--max-iterations", "3"]);
@@ -183,7 +183,6 @@ fn logs_in_background(repo: &TestRepo, args: &[&str]) -> Child {
         .unwrap()
 }
 
-#[test]
 fn logs_follows_a_run_from_its_start_to_its_end() {
     let repo = TestRepo::new();
     let run = repo
@@ -242,7 +241,6 @@ fn logs_follows_a_run_from_its_start_to_its_end() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
-#[test]
 fn a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it() {
     let repo = TestRepo::new();
     let mut run = hanging_run(&repo, "doomed", &[]);
@@ -273,7 +271,6 @@ fn a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it() {
     assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
 }
 
-#[test]
 fn two_runs_with_one_name_are_told_apart_by_id() {
     let repo = TestRepo::new();
     let first = hanging_run(&repo, "twin", &[]);
@@ -310,7 +307,6 @@ fn two_runs_with_one_name_are_told_apart_by_id() {
     }
 }
 
-#[test]
 fn stopping_one_workflow_item_leaves_the_others_to_finish() {
     let repo = TestRepo::new();
     let dir = repo.path().join(".sanddune");
@@ -411,11 +407,8 @@ promptArgs = { ID = "{{item.id}}", MODE = "FAKE:{{item.mode}}" }
     assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
 }
 
-#[test]
 fn ps_and_stop_a_docker_run() {
-    if !engine_ready("docker") {
-        return;
-    }
+    require_engine("docker");
     let repo = TestRepo::new();
     let image = format!("image={IMAGE}");
     let mut args = vec![
@@ -506,19 +499,14 @@ fn attach_while_the_agent_works(repo: &TestRepo, sandbox_args: &[&str]) {
     );
 }
 
-#[test]
 fn attach_opens_a_shell_in_a_test_isolated_sandbox() {
-    if !tmux::available() {
-        return;
-    }
+    tmux::require();
     attach_while_the_agent_works(&TestRepo::new(), &["--sandbox", "test-isolated"]);
 }
 
-#[test]
 fn attach_opens_a_shell_in_a_docker_sandbox() {
-    if !tmux::available() || !engine_ready("docker") {
-        return;
-    }
+    tmux::require();
+    require_engine("docker");
     let repo = TestRepo::new();
     let image = format!("image={IMAGE}");
     let mounts = fake_mounts(&repo);
@@ -527,7 +515,6 @@ fn attach_opens_a_shell_in_a_docker_sandbox() {
     attach_while_the_agent_works(&repo, &args);
 }
 
-#[test]
 fn attach_refuses_without_a_terminal_and_names_unknown_runs() {
     let repo = TestRepo::new();
     let run = hanging_run(&repo, "busy", &[]);
@@ -549,4 +536,18 @@ fn attach_refuses_without_a_terminal_and_names_unknown_runs() {
     assert!(stderr(&out).contains("busy"), "{}", stderr(&out));
     assert!(repo.sanddune(&["stop", "busy"]).status.success());
     wait_exit(run, Duration::from_secs(20));
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(ps_shows_a_live_run_and_stop_aborts_it_from_another_process),
+        trial!(logs_follows_a_run_from_its_start_to_its_end),
+        trial!(a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it),
+        trial!(two_runs_with_one_name_are_told_apart_by_id),
+        trial!(stopping_one_workflow_item_leaves_the_others_to_finish),
+        trial!(ps_and_stop_a_docker_run),
+        trial!(attach_opens_a_shell_in_a_test_isolated_sandbox),
+        trial!(attach_opens_a_shell_in_a_docker_sandbox),
+        trial!(attach_refuses_without_a_terminal_and_names_unknown_runs),
+    ])
 }

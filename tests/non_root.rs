@@ -6,13 +6,14 @@
 //! Needs root (the tests switch user with runuser) and the user that
 //! `tests/images/non-root-user.sh` sets up, named in
 //! SANDDUNE_TEST_NON_ROOT_USER (`.ci/run` does both). Without it each test
-//! says SKIPPED; with `CI` set that is a failure.
+//! is ignored, with the reason; with `CI` set that is a failure.
 
 mod common;
 
 use std::path::Path;
 use std::process::{Command, Output};
 
+use common::trials::{self, skip, trial};
 use common::{TestRepo, USER_EMAIL, USER_NAME, stderr};
 
 /// The non-root user and its runtime dir, when set up.
@@ -22,26 +23,21 @@ struct User {
     runtime_dir: String,
 }
 
-fn user() -> Option<User> {
+fn user() -> User {
     let name = std::env::var("SANDDUNE_TEST_NON_ROOT_USER").ok();
     let uid = name.as_ref().and_then(|n| {
         let out = Command::new("id").args(["-u", n]).output().ok()?;
         String::from_utf8_lossy(&out.stdout).trim().parse().ok()
     });
     match (name, uid) {
-        (Some(name), Some(uid)) => Some(User {
+        (Some(name), Some(uid)) => User {
             name,
             uid,
             runtime_dir: format!("/run/user/{uid}"),
-        }),
-        _ => {
-            let msg = "no non-root test user (run tests/images/non-root-user.sh as root and set SANDDUNE_TEST_NON_ROOT_USER)";
-            if std::env::var_os("CI").is_some() {
-                panic!("CI needs the non-root user: {msg}");
-            }
-            eprintln!("SKIPPED: {msg}");
-            None
-        }
+        },
+        _ => skip(
+            "no non-root test user (run tests/images/non-root-user.sh as root and set SANDDUNE_TEST_NON_ROOT_USER)",
+        ),
     }
 }
 
@@ -143,7 +139,7 @@ fn branch(prefix: &str) -> String {
 }
 
 fn commits_as_the_user(engine: &str, image: &str) {
-    let Some(user) = user() else { return };
+    let user = user();
     let repo = repo_of(&user);
     let branch = branch(&format!("{engine}-non-root"));
     let (image, mounts) = (format!("image={image}"), mounts(&repo));
@@ -162,19 +158,16 @@ fn commits_as_the_user(engine: &str, image: &str) {
     assert_eq!(not_owned_by(&user, repo.home.path()), Vec::<String>::new());
 }
 
-#[test]
 fn rootless_podman_commits_as_the_user_and_everything_written_is_theirs() {
     commits_as_the_user("podman", "sanddune-test:latest");
 }
 
-#[test]
 fn docker_as_a_non_root_user_commits_with_an_image_of_their_uid() {
     commits_as_the_user("docker", "sanddune-test-non-root:latest");
 }
 
-#[test]
 fn docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix() {
-    let Some(user) = user() else { return };
+    let user = user();
     let repo = repo_of(&user);
     let branch = branch("docker-other-uid");
     // The root image: its agent user is UID 0.
@@ -187,4 +180,12 @@ fn docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix() {
     assert!(err.contains("sanddune docker build-image"), "{err}");
     assert!(repo.calls("claude").is_empty(), "the agent ran");
     assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(rootless_podman_commits_as_the_user_and_everything_written_is_theirs),
+        trial!(docker_as_a_non_root_user_commits_with_an_image_of_their_uid),
+        trial!(docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix),
+    ])
 }

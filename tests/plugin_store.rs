@@ -6,6 +6,7 @@ mod common;
 
 use std::io::{Read, Write};
 
+use common::trials::{self, skip, trial};
 use common::{TestRepo, plugin_file, stderr, stdout};
 
 fn component(name: &str) -> String {
@@ -52,7 +53,6 @@ fn refused(out: &std::process::Output, expected: &str) {
     );
 }
 
-#[test]
 fn an_installed_sandbox_provider_runs_by_name_with_what_was_approved() {
     let repo = TestRepo::new();
     let iso = component("sanddune-plugin-test-isolated");
@@ -90,7 +90,6 @@ fn an_installed_sandbox_provider_runs_by_name_with_what_was_approved() {
     );
 }
 
-#[test]
 fn grants_are_enforced_after_install() {
     let repo = TestRepo::new();
     let iso = component("sanddune-plugin-test-isolated");
@@ -121,7 +120,6 @@ fn grants_are_enforced_after_install() {
     assert!(repo.calls("claude").is_empty());
 }
 
-#[test]
 fn bad_installs_are_refused_and_nothing_is_half_installed() {
     let repo = TestRepo::new();
     let iso = component("sanddune-plugin-test-isolated");
@@ -195,7 +193,6 @@ fn serve(body: Vec<u8>) -> String {
     url
 }
 
-#[test]
 fn a_url_install_is_pinned_by_its_hash() {
     let repo = TestRepo::new();
     let iso = component("sanddune-plugin-test-isolated");
@@ -227,7 +224,6 @@ fn a_url_install_is_pinned_by_its_hash() {
     assert_eq!(installed(&repo), ["web.toml", "web.wasm"]);
 }
 
-#[test]
 fn a_tampered_component_is_refused() {
     let repo = TestRepo::new();
     let iso = component("sanddune-plugin-test-isolated");
@@ -247,7 +243,6 @@ fn a_tampered_component_is_refused() {
     assert!(repo.calls("claude").is_empty());
 }
 
-#[test]
 fn an_update_that_asks_for_more_needs_approval_again() {
     let repo = TestRepo::new();
     let hostile = component("sanddune-test-plugin-hostile");
@@ -281,7 +276,6 @@ fn an_update_that_asks_for_more_needs_approval_again() {
     );
 }
 
-#[test]
 fn remove_uninstalls_and_the_name_stops_resolving() {
     let repo = TestRepo::new();
     let iso = component("sanddune-plugin-test-isolated");
@@ -304,7 +298,6 @@ fn remove_uninstalls_and_the_name_stops_resolving() {
     refused(&out, "no plugin named `gone`");
 }
 
-#[test]
 fn an_installed_plugin_can_shadow_a_built_in_when_asked() {
     let repo = TestRepo::new();
     let hostile = component("sanddune-test-plugin-hostile");
@@ -337,7 +330,6 @@ fn an_installed_plugin_can_shadow_a_built_in_when_asked() {
     );
 }
 
-#[test]
 fn plugin_new_scaffolds_projects_that_build_into_working_components() {
     let repo = TestRepo::new();
     let dir = repo.home.path().join("projects");
@@ -402,34 +394,28 @@ fn plugin_new_scaffolds_projects_that_build_into_working_components() {
     refused(&out, "exists already");
 }
 
-/// A program on PATH; under CI (which installs the example toolchains) its
-/// absence fails the test, elsewhere it skips with a visible message.
-fn tool(program: &str) -> bool {
+/// Skip the test unless `program` is on PATH.
+fn require_tool(program: &str) {
     let found = std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
         .unwrap_or(false);
     if !found {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "{program} is not on PATH under CI"
-        );
-        eprintln!("SKIPPED: {program} is not on PATH (.ci/run installs it)");
+        skip(format!("{program} is not on PATH (.ci/run installs it)"));
     }
-    found
 }
 
-#[test]
 fn plugin_new_in_python_and_javascript_builds_components() {
     let repo = TestRepo::new();
     let dir = repo.home.path().join("projects");
     std::fs::create_dir(&dir).unwrap();
-    for (name, kind, lang, program) in [
+    let languages = [
         ("py-box", "sandbox", "python", "componentize-py"),
         ("js-bot", "agent", "js", "componentize-js"),
-    ] {
-        if !tool(program) {
-            continue;
-        }
+    ];
+    for (_, _, _, program) in languages {
+        require_tool(program);
+    }
+    for (name, kind, lang, _) in languages {
         let d = dir.to_str().unwrap();
         ok(&repo.sanddune(&[
             "plugin", "new", name, "--kind", kind, "--lang", lang, "--dir", d,
@@ -448,4 +434,19 @@ fn plugin_new_in_python_and_javascript_builds_components() {
     }
     let out = repo.sanddune(&["plugin", "new", "x", "--kind", "agent", "--lang", "python"]);
     refused(&out, "the Python template is a sandbox provider");
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(an_installed_sandbox_provider_runs_by_name_with_what_was_approved),
+        trial!(grants_are_enforced_after_install),
+        trial!(bad_installs_are_refused_and_nothing_is_half_installed),
+        trial!(a_url_install_is_pinned_by_its_hash),
+        trial!(a_tampered_component_is_refused),
+        trial!(an_update_that_asks_for_more_needs_approval_again),
+        trial!(remove_uninstalls_and_the_name_stops_resolving),
+        trial!(an_installed_plugin_can_shadow_a_built_in_when_asked),
+        trial!(plugin_new_scaffolds_projects_that_build_into_working_components),
+        trial!(plugin_new_in_python_and_javascript_builds_components),
+    ])
 }

@@ -26,3 +26,14 @@ mod codex;
 
 #[path = "real_agents/copilot.rs"]
 mod copilot;
+
+fn main() -> std::process::ExitCode {
+    let agents = [
+        claude_code::trials(),
+        opencode::trials(),
+        pi::trials(),
+        codex::trials(),
+        copilot::trials(),
+    ];
+    common::trials::run(agents.into_iter().flatten().collect())
+}

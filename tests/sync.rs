@@ -9,6 +9,7 @@ mod common;
 
 use std::path::Path;
 
+use common::trials::{self, skip, trial};
 use common::{TestRepo, stderr, stdout};
 use serde_json::Value;
 
@@ -67,7 +68,6 @@ fn phase_bytes(result: &Value, phase: &str) -> Vec<u64> {
         .collect()
 }
 
-#[test]
 fn sync_in_sends_the_tree_at_the_base_not_the_history() {
     let repo = TestRepo::new();
     heavy_history(&repo, 40, 64 * 1024);
@@ -102,7 +102,6 @@ fn sync_in_sends_the_tree_at_the_base_not_the_history() {
     assert!(phase_bytes(&result, "iteration 1 sync out")[0] > 0);
 }
 
-#[test]
 fn history_n_and_full_give_the_sandbox_that_much_history() {
     let repo = TestRepo::new();
     heavy_history(&repo, 6, 1024);
@@ -130,7 +129,6 @@ fn history_n_and_full_give_the_sandbox_that_much_history() {
     assert_eq!(commits(), total + 2);
 }
 
-#[test]
 fn a_bad_history_is_refused_before_anything_is_created() {
     let repo = TestRepo::new();
     let before = repo.git(&["rev-parse", "HEAD"]);
@@ -161,7 +159,6 @@ fn a_bad_history_is_refused_before_anything_is_created() {
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), before);
 }
 
-#[tokio::test(flavor = "multi_thread")]
 async fn a_reused_sandbox_gets_only_what_its_branch_gained_on_the_host() {
     use sanddune::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
     use sanddune::run::{AgentOptions, LogMode, Prompt, SandboxOptions, create_sandbox};
@@ -246,18 +243,9 @@ impl SmallDisk {
 }
 
 impl SmallDisk {
-    /// A tmpfs, or None after saying SKIPPED (not root); under CI, which
-    /// runs as root, a failure.
-    fn mount_or_skip(size: &str) -> Option<Self> {
-        let disk = Self::mount(size);
-        if disk.is_none() {
-            assert!(
-                std::env::var_os("CI").is_none(),
-                "CI runs as root: a tmpfs must mount"
-            );
-            eprintln!("SKIPPED: mounting a tmpfs needs root");
-        }
-        disk
+    /// A tmpfs; the test is skipped when it cannot mount (not root).
+    fn mount_or_skip(size: &str) -> Self {
+        Self::mount(size).unwrap_or_else(|| skip("mounting a tmpfs needs root"))
     }
 
     /// `sanddune run` of test-isolated and claude-code with `prompt`, its
@@ -286,11 +274,8 @@ impl Drop for SmallDisk {
     }
 }
 
-#[test]
 fn a_sandbox_too_small_for_the_repository_fails_the_run_and_loses_nothing() {
-    let Some(disk) = SmallDisk::mount_or_skip("3m") else {
-        return;
-    };
+    let disk = SmallDisk::mount_or_skip("3m");
     let repo = TestRepo::new();
     heavy_history(&repo, 1, 2 * 1024 * 1024);
     let before = repo.git(&["rev-parse", "HEAD"]);
@@ -320,11 +305,8 @@ fn a_sandbox_too_small_for_the_repository_fails_the_run_and_loses_nothing() {
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
 
-#[test]
 fn a_sandbox_too_small_for_the_agents_commits_fails_the_run_and_loses_nothing() {
-    let Some(disk) = SmallDisk::mount_or_skip("3m") else {
-        return;
-    };
+    let disk = SmallDisk::mount_or_skip("3m");
     let repo = TestRepo::new();
     let before = repo.git(&["rev-parse", "HEAD"]);
     // The commit fits (file and object: 2.4 MB); its bundle for sync out
@@ -352,7 +334,6 @@ fn host_worktree_hook(repo: &TestRepo, out: &Path) -> String {
     )
 }
 
-#[test]
 fn an_isolated_run_writes_no_files_on_the_host_until_someone_needs_them() {
     let repo = TestRepo::new();
     let seen = repo.home.path().join("seen");
@@ -407,4 +388,16 @@ fn an_isolated_run_writes_no_files_on_the_host_until_someone_needs_them() {
         "# Project\n\nThis is teh readme.\n"
     );
     assert_eq!(common::git(&kept[0], &["status", "--porcelain"]), "");
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(sync_in_sends_the_tree_at_the_base_not_the_history),
+        trial!(history_n_and_full_give_the_sandbox_that_much_history),
+        trial!(a_bad_history_is_refused_before_anything_is_created),
+        trial!(async a_reused_sandbox_gets_only_what_its_branch_gained_on_the_host),
+        trial!(a_sandbox_too_small_for_the_repository_fails_the_run_and_loses_nothing),
+        trial!(a_sandbox_too_small_for_the_agents_commits_fails_the_run_and_loses_nothing),
+        trial!(an_isolated_run_writes_no_files_on_the_host_until_someone_needs_them),
+    ])
 }

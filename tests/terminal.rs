@@ -6,6 +6,7 @@ mod common;
 use std::time::Duration;
 
 use common::tmux::{self, Tmux};
+use common::trials::{self, trial};
 use common::{TestRepo, plugin_file};
 
 /// How long a screen may take: a run right after a build compiles every
@@ -21,11 +22,8 @@ fn spinner_row(screen: &str) -> Option<&str> {
     })
 }
 
-#[test]
 fn run_log_terminal_shows_a_spinner_then_the_events_and_a_clean_summary() {
-    if !tmux::available() {
-        return;
-    }
+    tmux::require();
     let repo = TestRepo::new();
     let line = repo.shell_line(&[
         "run",
@@ -74,11 +72,8 @@ fn run_log_terminal_shows_a_spinner_then_the_events_and_a_clean_summary() {
     );
 }
 
-#[test]
 fn a_failed_run_on_the_terminal_clears_the_spinner_and_says_why() {
-    if !tmux::available() {
-        return;
-    }
+    tmux::require();
     let repo = TestRepo::new();
     let line = repo.shell_line(&[
         "run",
@@ -102,11 +97,8 @@ fn a_failed_run_on_the_terminal_clears_the_spinner_and_says_why() {
     );
 }
 
-#[test]
 fn ctrl_c_on_the_terminal_stops_the_run_and_restores_the_screen() {
-    if !tmux::available() {
-        return;
-    }
+    tmux::require();
     let repo = TestRepo::new();
     let line = repo.shell_line(&[
         "run",
@@ -134,11 +126,8 @@ fn ctrl_c_on_the_terminal_stops_the_run_and_restores_the_screen() {
     assert!(screen.contains("aborted"), "{screen}");
 }
 
-#[test]
 fn interactive_without_a_sandbox_gives_the_agent_the_terminal() {
-    if !tmux::available() {
-        return;
-    }
+    tmux::require();
     let repo = TestRepo::new();
     let line = repo.shell_line(&[
         "interactive",
@@ -185,11 +174,8 @@ fn interactive_without_a_sandbox_gives_the_agent_the_terminal() {
 /// A component file named on the command line at a terminal: sanddune asks
 /// y/N, listing exactly what the file asks for; "n" refuses with exit 2
 /// before anything exists, "y" runs it.
-#[test]
 fn a_component_file_is_approved_or_refused_at_the_terminal_prompt() {
-    if !tmux::available() {
-        return;
-    }
+    tmux::require();
     let file = plugin_file("sanddune-test-plugin-v0-1-sandbox");
     let file = file.to_str().unwrap();
     let args = [
@@ -229,4 +215,51 @@ fn a_component_file_is_approved_or_refused_at_the_terminal_prompt() {
         repo.git(&["log", "-1", "--format=%s"]),
         "Fix typo in README"
     );
+}
+
+/// This suite's first test where tmux is missing: counted as ignored with
+/// the reason, and a failure under CI (tests/common/trials.rs).
+fn a_test_without_tmux_is_ignored_with_the_reason_and_fails_under_ci() {
+    let no_tools = tempfile::tempdir().unwrap();
+    let run = |ci: bool| {
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap());
+        child
+            .args([
+                "--exact",
+                "run_log_terminal_shows_a_spinner_then_the_events_and_a_clean_summary",
+            ])
+            .env("PATH", no_tools.path())
+            .env_remove("CI");
+        if ci {
+            child.env("CI", "1");
+        }
+        child.output().unwrap()
+    };
+    let here = run(false);
+    let text = common::stdout(&here);
+    assert!(here.status.success(), "{text}");
+    assert!(
+        text.contains("ignored (tmux is not installed")
+            && text.contains("0 passed; 0 failed; 1 ignored"),
+        "{text}"
+    );
+    let ci = run(true);
+    let text = common::stdout(&ci);
+    assert!(!ci.status.success(), "{text}");
+    assert!(
+        text.contains("CI must run every test, but: tmux is not installed")
+            && text.contains("0 passed; 1 failed; 0 ignored"),
+        "{text}"
+    );
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(run_log_terminal_shows_a_spinner_then_the_events_and_a_clean_summary),
+        trial!(a_failed_run_on_the_terminal_clears_the_spinner_and_says_why),
+        trial!(ctrl_c_on_the_terminal_stops_the_run_and_restores_the_screen),
+        trial!(interactive_without_a_sandbox_gives_the_agent_the_terminal),
+        trial!(a_component_file_is_approved_or_refused_at_the_terminal_prompt),
+        trial!(a_test_without_tmux_is_ignored_with_the_reason_and_fails_under_ci),
+    ])
 }

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Barrier};
 use std::time::Duration;
 
+use common::trials::{self, skip, trial};
 use common::{TestRepo, git};
 use sanddune::worktree::{DEFAULT_COPY_TIMEOUT, MergeOutcome, Repo, WorktreeOrigin, worktree_name};
 
@@ -32,7 +33,6 @@ fn commit_file(dir: &std::path::Path, file: &str, text: &str, msg: &str) -> Stri
     git(dir, &["rev-parse", "HEAD"])
 }
 
-#[test]
 fn a_worktree_is_created_under_sanddune_and_hidden_from_status() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -62,7 +62,6 @@ fn a_worktree_is_created_under_sanddune_and_hidden_from_status() {
     );
 }
 
-#[test]
 fn merge_to_head_fast_forwards_and_the_clean_worktree_and_temp_branch_go() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -88,7 +87,6 @@ fn merge_to_head_fast_forwards_and_the_clean_worktree_and_temp_branch_go() {
     assert_eq!(t.git(&["status", "--porcelain"]), "");
 }
 
-#[test]
 fn a_host_branch_that_moved_during_the_run_still_merges() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -105,7 +103,6 @@ fn a_host_branch_that_moved_during_the_run_still_merges() {
     assert_eq!(t.git(&["status", "--porcelain"]), "");
 }
 
-#[test]
 fn merging_is_gated_on_ahead_of_target_not_on_commits_this_run() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -123,7 +120,6 @@ fn merging_is_gated_on_ahead_of_target_not_on_commits_this_run() {
     );
 }
 
-#[test]
 fn a_conflict_fails_the_merge_and_keeps_everything() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -140,7 +136,6 @@ fn a_conflict_fails_the_merge_and_keeps_everything() {
     assert_eq!(t.git(&["status", "--porcelain"]), "");
 }
 
-#[test]
 fn local_changes_in_the_way_are_never_overwritten() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -160,7 +155,6 @@ fn local_changes_in_the_way_are_never_overwritten() {
     assert_eq!(t.git(&["rev-parse", "HEAD"]), head);
 }
 
-#[test]
 fn a_dirty_worktree_is_preserved_on_close() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -180,7 +174,6 @@ fn a_dirty_worktree_is_preserved_on_close() {
     );
 }
 
-#[test]
 fn a_named_branch_is_kept_and_may_not_be_the_checked_out_one() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -200,7 +193,6 @@ fn a_named_branch_is_kept_and_may_not_be_the_checked_out_one() {
     );
 }
 
-#[test]
 fn a_directory_that_is_not_a_repository_or_has_no_commits_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let err = Repo::discover(dir.path()).err().unwrap();
@@ -218,7 +210,6 @@ fn commit_on_host(t: &TestRepo, file: &str) -> String {
     commit_file(t.path(), file, "host\n", &format!("host adds {file}"))
 }
 
-#[test]
 fn a_worktree_in_use_is_refused_naming_its_holder_until_closed() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -239,7 +230,6 @@ fn a_worktree_in_use_is_refused_naming_its_holder_until_closed() {
     assert_eq!(again.origin, WorktreeOrigin::Created);
 }
 
-#[test]
 fn a_lock_of_a_live_process_is_refused_and_of_a_dead_one_reclaimed() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -282,7 +272,6 @@ fn a_lock_of_a_live_process_is_refused_and_of_a_dead_one_reclaimed() {
     assert_eq!(on_disk["pid"], std::process::id());
 }
 
-#[test]
 fn a_lock_file_sanddune_did_not_write_is_refused_with_what_to_do() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -297,7 +286,6 @@ fn a_lock_file_sanddune_did_not_write_is_refused_with_what_to_do() {
     assert!(err.contains("remove the file"), "{err}");
 }
 
-#[test]
 fn a_stale_lock_is_reclaimed_by_exactly_one_of_many_tasks() {
     let t = TestRepo::new();
     let dir = t.path().join(".sanddune/worktrees");
@@ -337,7 +325,6 @@ fn a_stale_lock_is_reclaimed_by_exactly_one_of_many_tasks() {
     }
 }
 
-#[test]
 fn dropping_a_worktree_releases_its_lock_and_keeps_it_for_reuse() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -351,7 +338,6 @@ fn dropping_a_worktree_releases_its_lock_and_keeps_it_for_reuse() {
     assert_eq!(again.path, path);
 }
 
-#[test]
 fn a_kept_worktree_with_partial_work_is_reused_as_it_is() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -374,7 +360,6 @@ fn a_kept_worktree_with_partial_work_is_reused_as_it_is() {
     assert_eq!(again.base, mine);
 }
 
-#[test]
 fn a_clean_reused_worktree_behind_the_target_is_fast_forwarded() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -391,7 +376,6 @@ fn a_clean_reused_worktree_behind_the_target_is_fast_forwarded() {
     assert_eq!(git(&again.path, &["status", "--porcelain"]), "");
 }
 
-#[test]
 fn a_dirty_reused_worktree_behind_the_target_is_not_fast_forwarded() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -409,7 +393,6 @@ fn a_dirty_reused_worktree_behind_the_target_is_not_fast_forwarded() {
     );
 }
 
-#[test]
 fn a_reused_worktree_diverged_from_the_target_is_left_alone() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -423,7 +406,6 @@ fn a_reused_worktree_diverged_from_the_target_is_left_alone() {
     assert!(!again.path.join("host.txt").exists());
 }
 
-#[test]
 fn what_stands_in_a_worktrees_place_is_refused_with_what_to_do() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -476,7 +458,6 @@ fn what_stands_in_a_worktrees_place_is_refused_with_what_to_do() {
     );
 }
 
-#[test]
 fn a_worktree_directory_deleted_by_hand_is_pruned_and_created_again() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -492,7 +473,6 @@ fn a_worktree_directory_deleted_by_hand_is_pruned_and_created_again() {
     );
 }
 
-#[test]
 fn a_reused_worktree_with_commits_from_an_earlier_run_still_merges() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -535,7 +515,6 @@ fn assert_all_merged_and_cleaned(t: &TestRepo, names: &[String]) {
     assert_eq!(t.git(&["worktree", "list"]).lines().count(), 1);
 }
 
-#[test]
 fn eight_threads_create_merge_and_close_worktrees_on_one_repo() {
     let t = TestRepo::new();
     // Packed refs make every branch deletion rewrite one shared file.
@@ -562,8 +541,8 @@ const CHILD_REPO: &str = "SANDDUNE_TEST_WORKTREE_REPO";
 const CHILD_NAME: &str = "SANDDUNE_TEST_WORKTREE_NAME";
 
 /// The body of the child processes of the next test; does nothing alone.
-#[test]
-#[ignore = "run as a child process by two_processes_create_worktrees_on_one_repo_at_once"]
+/// Listed as ignored: two_processes_create_worktrees_on_one_repo_at_once
+/// runs it with `--ignored`.
 fn child_process_worktree_lives() {
     let (Ok(root), Ok(name)) = (std::env::var(CHILD_REPO), std::env::var(CHILD_NAME)) else {
         return;
@@ -573,7 +552,6 @@ fn child_process_worktree_lives() {
     }
 }
 
-#[test]
 fn two_processes_create_worktrees_on_one_repo_at_once() {
     let t = TestRepo::new();
     t.git(&["pack-refs", "--all"]);
@@ -637,7 +615,6 @@ fn repo_with_untracked_files() -> TestRepo {
     t
 }
 
-#[test]
 fn copy_to_worktree_copies_files_directories_and_symlinks_from_the_repository_root() {
     let t = repo_with_untracked_files();
     std::fs::create_dir_all(t.path().join("sub")).unwrap();
@@ -686,7 +663,6 @@ fn copy_to_worktree_copies_files_directories_and_symlinks_from_the_repository_ro
     );
 }
 
-#[test]
 fn copy_to_worktree_replaces_a_tracked_file_with_the_users_version() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -701,7 +677,6 @@ fn copy_to_worktree_replaces_a_tracked_file_with_the_users_version() {
     assert_eq!(git(&wt.path, &["status", "--porcelain"]), "M README.md");
 }
 
-#[test]
 fn copy_to_worktree_checks_every_path_before_copying_any() {
     let t = repo_with_untracked_files();
     let repo = Repo::discover(t.path()).unwrap();
@@ -728,7 +703,6 @@ fn copy_to_worktree_checks_every_path_before_copying_any() {
     );
 }
 
-#[test]
 fn a_copy_cut_off_by_its_timeout_leaves_no_partial_item() {
     let t = repo_with_untracked_files();
     let repo = Repo::discover(t.path()).unwrap();
@@ -749,28 +723,21 @@ fn a_copy_cut_off_by_its_timeout_leaves_no_partial_item() {
 }
 
 /// A small tmpfs, unmounted on drop: a disk that fills up. Needs root
-/// (CI runs as root); elsewhere a visible skip.
+/// (CI runs as root); elsewhere the test is ignored.
 struct SmallDisk {
     dir: tempfile::TempDir,
 }
 
 impl SmallDisk {
-    fn mount(size: &str) -> Option<SmallDisk> {
+    fn mount(size: &str) -> SmallDisk {
         let dir = tempfile::tempdir().unwrap();
         let out = std::process::Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
             .arg(dir.path())
             .output();
         match out {
-            Ok(out) if out.status.success() => Some(SmallDisk { dir }),
-            other => {
-                let why = format!("cannot mount a tmpfs (needs root): {other:?}");
-                if std::env::var_os("CI").is_some() {
-                    panic!("CI runs as root: {why}");
-                }
-                eprintln!("SKIPPED: {why}");
-                None
-            }
+            Ok(out) if out.status.success() => SmallDisk { dir },
+            other => skip(format!("cannot mount a tmpfs (needs root): {other:?}")),
         }
     }
 }
@@ -785,11 +752,8 @@ impl Drop for SmallDisk {
 
 /// The disk fills up while files are copied into a new worktree: a clear
 /// error naming the file and the cause, and the user's file as it was.
-#[test]
 fn copy_to_worktree_on_a_full_disk_is_a_clear_error_and_keeps_the_source() {
-    let Some(disk) = SmallDisk::mount("2m") else {
-        return;
-    };
+    let disk = SmallDisk::mount("2m");
     let root = disk.dir.path().join("repo");
     std::fs::create_dir(&root).unwrap();
     git(&root, &["init", "-q", "-b", "main"]);
@@ -827,7 +791,6 @@ fn copy_to_worktree_on_a_full_disk_is_a_clear_error_and_keeps_the_source() {
 /// For an isolated sandbox's run: the worktree has its branch and index but
 /// no files, reads clean to git and to sanddune, takes the sandbox's
 /// commits, writes its files when asked, and is removed like any clean one.
-#[test]
 fn a_worktree_without_files_is_clean_takes_commits_and_writes_its_files_on_demand() {
     let t = TestRepo::new();
     let repo = Repo::discover(t.path()).unwrap();
@@ -874,4 +837,39 @@ fn a_worktree_without_files_is_clean_takes_commits_and_writes_its_files_on_deman
     assert!(!repo.is_dirty(&wt).unwrap());
     assert_eq!(repo.close_worktree(&wt, true).unwrap(), None);
     assert!(!wt.path.exists(), "a clean worktree is removed");
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(a_worktree_is_created_under_sanddune_and_hidden_from_status),
+        trial!(merge_to_head_fast_forwards_and_the_clean_worktree_and_temp_branch_go),
+        trial!(a_host_branch_that_moved_during_the_run_still_merges),
+        trial!(merging_is_gated_on_ahead_of_target_not_on_commits_this_run),
+        trial!(a_conflict_fails_the_merge_and_keeps_everything),
+        trial!(local_changes_in_the_way_are_never_overwritten),
+        trial!(a_dirty_worktree_is_preserved_on_close),
+        trial!(a_named_branch_is_kept_and_may_not_be_the_checked_out_one),
+        trial!(a_directory_that_is_not_a_repository_or_has_no_commits_is_refused),
+        trial!(a_worktree_in_use_is_refused_naming_its_holder_until_closed),
+        trial!(a_lock_of_a_live_process_is_refused_and_of_a_dead_one_reclaimed),
+        trial!(a_lock_file_sanddune_did_not_write_is_refused_with_what_to_do),
+        trial!(a_stale_lock_is_reclaimed_by_exactly_one_of_many_tasks),
+        trial!(dropping_a_worktree_releases_its_lock_and_keeps_it_for_reuse),
+        trial!(a_kept_worktree_with_partial_work_is_reused_as_it_is),
+        trial!(a_clean_reused_worktree_behind_the_target_is_fast_forwarded),
+        trial!(a_dirty_reused_worktree_behind_the_target_is_not_fast_forwarded),
+        trial!(a_reused_worktree_diverged_from_the_target_is_left_alone),
+        trial!(what_stands_in_a_worktrees_place_is_refused_with_what_to_do),
+        trial!(a_worktree_directory_deleted_by_hand_is_pruned_and_created_again),
+        trial!(a_reused_worktree_with_commits_from_an_earlier_run_still_merges),
+        trial!(eight_threads_create_merge_and_close_worktrees_on_one_repo),
+        trial!(child_process_worktree_lives).with_ignored_flag(true),
+        trial!(two_processes_create_worktrees_on_one_repo_at_once),
+        trial!(copy_to_worktree_copies_files_directories_and_symlinks_from_the_repository_root),
+        trial!(copy_to_worktree_replaces_a_tracked_file_with_the_users_version),
+        trial!(copy_to_worktree_checks_every_path_before_copying_any),
+        trial!(a_copy_cut_off_by_its_timeout_leaves_no_partial_item),
+        trial!(copy_to_worktree_on_a_full_disk_is_a_clear_error_and_keeps_the_source),
+        trial!(a_worktree_without_files_is_clean_takes_commits_and_writes_its_files_on_demand),
+    ])
 }

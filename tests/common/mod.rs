@@ -4,6 +4,9 @@
 
 pub mod engines;
 pub mod tmux;
+// Its macro is unused in the suites on the built-in harness.
+#[allow(unused_macros, unused_imports)]
+pub mod trials;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

@@ -1,9 +1,10 @@
 //! claude-code with `@anthropic-ai/claude-code`, pointed at the mock by
 //! ANTHROPIC_BASE_URL (it appends /v1/messages) and ANTHROPIC_API_KEY.
 
+use crate::common::trials::{Trial, trial};
 use crate::harness::{self, Agent};
 
-fn agent() -> Option<Agent> {
+fn agent() -> Agent {
     Agent::new("claude-code", |url| {
         vec![
             ("ANTHROPIC_BASE_URL", url.to_string()),
@@ -12,9 +13,8 @@ fn agent() -> Option<Agent> {
     })
 }
 
-#[test]
 fn claude_code_commits_reports_the_mocks_usage_and_resumes() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::commits_and_reports_usage(&agent, &[], true);
     // The prompt reaches the model as given, with nothing before it (the
     // provider once sent `-p -`, which claude took as prompt text).
@@ -33,9 +33,8 @@ fn claude_code_commits_reports_the_mocks_usage_and_resumes() {
     assert_eq!(texts.last(), Some(&"add a line"), "{texts:?}");
 }
 
-#[test]
 fn claude_code_refused_credentials_fail_the_run_naming_the_key() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::refused_credentials_fail_the_run(
         &agent,
         &[],
@@ -43,21 +42,18 @@ fn claude_code_refused_credentials_fail_the_run_naming_the_key() {
     );
 }
 
-#[test]
 fn claude_code_rides_out_a_429_and_a_stream_cut_by_an_error() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::rides_out_a_429_and_a_cut_stream(&agent, &[], true);
 }
 
-#[test]
 fn claude_code_without_the_signal_runs_to_max_iterations() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::runs_to_max_iterations_without_the_signal(&agent, &[]);
 }
 
-#[test]
 fn claude_code_an_unreachable_api_fails_the_run_within_a_minute_naming_the_url() {
-    let Some(mut agent) = agent() else { return };
+    let mut agent = agent();
     // claude alone retries for ~190 s; the host stops it after 30 s of
     // errors. claude never prints the URL: the parser names it.
     harness::an_unreachable_api_fails_the_run(
@@ -66,4 +62,14 @@ fn claude_code_an_unreachable_api_fails_the_run_within_a_minute_naming_the_url()
         &[],
         std::time::Duration::from_secs(60),
     );
+}
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        trial!(claude_code_commits_reports_the_mocks_usage_and_resumes),
+        trial!(claude_code_refused_credentials_fail_the_run_naming_the_key),
+        trial!(claude_code_rides_out_a_429_and_a_stream_cut_by_an_error),
+        trial!(claude_code_without_the_signal_runs_to_max_iterations),
+        trial!(claude_code_an_unreachable_api_fails_the_run_within_a_minute_naming_the_url),
+    ]
 }

@@ -5,9 +5,10 @@
 //! streams the Responses API over HTTP, running its shell through the
 //! freeform `exec` tool.
 
+use crate::common::trials::{Trial, trial};
 use crate::harness::{self, Agent};
 
-fn agent() -> Option<Agent> {
+fn agent() -> Agent {
     Agent::new("codex", |url| {
         vec![
             ("OPENAI_BASE_URL", format!("{url}/v1")),
@@ -16,9 +17,8 @@ fn agent() -> Option<Agent> {
     })
 }
 
-#[test]
 fn codex_commits_reports_the_mocks_usage_and_resumes() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     // After a resume codex prints the session's running total; the
     // iteration's usage must still be the resumed turn's own.
     harness::commits_and_reports_usage(&agent, &[], true);
@@ -40,9 +40,8 @@ fn codex_commits_reports_the_mocks_usage_and_resumes() {
     }
 }
 
-#[test]
 fn codex_refused_credentials_fail_the_run_naming_the_key() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::refused_credentials_fail_the_run(
         &agent,
         &[],
@@ -50,22 +49,19 @@ fn codex_refused_credentials_fail_the_run_naming_the_key() {
     );
 }
 
-#[test]
 fn codex_rides_out_a_429_and_a_stream_cut_by_an_error() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     // The cut answer reported no usage; codex counts the completed ones.
     harness::rides_out_a_429_and_a_cut_stream(&agent, &[], false);
 }
 
-#[test]
 fn codex_without_the_signal_runs_to_max_iterations() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::runs_to_max_iterations_without_the_signal(&agent, &[]);
 }
 
-#[test]
 fn codex_an_unreachable_api_fails_the_run_within_a_minute() {
-    let Some(mut agent) = agent() else { return };
+    let mut agent = agent();
     // Codex retries forever and names no URL; its parser names it in every
     // retry, and the host stops it after 30 s of errors without progress.
     harness::an_unreachable_api_fails_the_run(
@@ -74,4 +70,14 @@ fn codex_an_unreachable_api_fails_the_run_within_a_minute() {
         &[],
         std::time::Duration::from_secs(60),
     );
+}
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        trial!(codex_commits_reports_the_mocks_usage_and_resumes),
+        trial!(codex_refused_credentials_fail_the_run_naming_the_key),
+        trial!(codex_rides_out_a_429_and_a_stream_cut_by_an_error),
+        trial!(codex_without_the_signal_runs_to_max_iterations),
+        trial!(codex_an_unreachable_api_fails_the_run_within_a_minute),
+    ]
 }

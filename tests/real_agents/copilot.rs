@@ -4,9 +4,10 @@
 //! token at all. It prints no token counts: the usage comes from its
 //! session file.
 
+use crate::common::trials::{Trial, trial};
 use crate::harness::{self, Agent};
 
-fn agent() -> Option<Agent> {
+fn agent() -> Agent {
     Agent::new("copilot", |url| {
         vec![
             ("COPILOT_PROVIDER_BASE_URL", format!("{url}/v1")),
@@ -16,9 +17,8 @@ fn agent() -> Option<Agent> {
     })
 }
 
-#[test]
 fn copilot_commits_reports_the_mocks_usage_and_resumes() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::commits_and_reports_usage(&agent, &[], true);
     for e in agent.mock.exchanges() {
         assert_eq!(e.path, "/v1/chat/completions");
@@ -26,9 +26,8 @@ fn copilot_commits_reports_the_mocks_usage_and_resumes() {
     }
 }
 
-#[test]
 fn copilot_refused_credentials_fail_the_run_naming_the_key() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::refused_credentials_fail_the_run(
         &agent,
         &[],
@@ -36,21 +35,18 @@ fn copilot_refused_credentials_fail_the_run_naming_the_key() {
     );
 }
 
-#[test]
 fn copilot_rides_out_a_429_and_a_stream_cut_by_an_error() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::rides_out_a_429_and_a_cut_stream(&agent, &[], false);
 }
 
-#[test]
 fn copilot_without_the_signal_runs_to_max_iterations() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::runs_to_max_iterations_without_the_signal(&agent, &[]);
 }
 
-#[test]
 fn copilot_an_unreachable_api_fails_the_run_within_a_minute() {
-    let Some(mut agent) = agent() else { return };
+    let mut agent = agent();
     // copilot 1.0.102 retries silently for about 25 s, then names the URL;
     // its parser adds the variable.
     harness::an_unreachable_api_fails_the_run(
@@ -62,9 +58,8 @@ fn copilot_an_unreachable_api_fails_the_run_within_a_minute() {
 }
 
 /// The Responses wire API works too.
-#[test]
 fn copilot_over_the_responses_api_commits_and_reports_usage() {
-    let Some(mut agent) = agent() else { return };
+    let mut agent = agent();
     agent
         .env
         .push(("COPILOT_PROVIDER_WIRE_API", "responses".to_string()));
@@ -76,4 +71,15 @@ fn copilot_over_the_responses_api_commits_and_reports_usage() {
             .iter()
             .all(|e| e.path == "/v1/responses")
     );
+}
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        trial!(copilot_commits_reports_the_mocks_usage_and_resumes),
+        trial!(copilot_refused_credentials_fail_the_run_naming_the_key),
+        trial!(copilot_rides_out_a_429_and_a_stream_cut_by_an_error),
+        trial!(copilot_without_the_signal_runs_to_max_iterations),
+        trial!(copilot_an_unreachable_api_fails_the_run_within_a_minute),
+        trial!(copilot_over_the_responses_api_commits_and_reports_usage),
+    ]
 }

@@ -4,7 +4,7 @@
 //!
 //! The CLIs install from the lockfile under `CARGO_TARGET_TMPDIR` once per
 //! lockfile (a cached target dir skips it). Without node and npm each test
-//! says SKIPPED; under `CI` that is a failure. Claude Code refuses to skip
+//! is ignored, with the reason; under `CI` that is a failure. Claude Code refuses to skip
 //! permissions as root, so as root the runs are the non-root test user's
 //! (SANDDUNE_TEST_NON_ROOT_USER, set up by .ci/run as for tests/non_root.rs).
 
@@ -15,6 +15,7 @@ use std::sync::OnceLock;
 pub use sanddune_model_mock::{COMMIT_MESSAGE, COMPLETION_SIGNAL, Fault, ModelMock, Usage};
 use serde_json::Value;
 
+use crate::common::trials::skip;
 use crate::common::{self, TestRepo, stderr, stdout};
 
 fn sources() -> PathBuf {
@@ -28,16 +29,10 @@ fn have(program: &str) -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-fn skip(why: &str) -> Option<()> {
-    assert!(std::env::var_os("CI").is_none(), "under CI: {why}");
-    eprintln!("SKIPPED: {why}");
-    None
-}
-
 /// The installed CLIs' bin dir (node_modules/.bin), installed once.
-fn clis() -> Option<PathBuf> {
+fn clis() -> PathBuf {
     if !have("node") || !have("npm") {
-        skip("node and npm are needed to install the pinned agent CLIs")?;
+        skip("node and npm are needed to install the pinned agent CLIs");
     }
     static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     let tmp = PathBuf::from(env!("CARGO_TARGET_TMPDIR"));
@@ -52,7 +47,7 @@ fn clis() -> Option<PathBuf> {
                 )),
             },
         );
-    Some(installed.clone().unwrap_or_else(|e| panic!("{e}")))
+    installed.clone().unwrap_or_else(|e| panic!("{e}"))
 }
 
 /// The newest published version of each CLI in the lockfile's
@@ -131,21 +126,21 @@ fn install(dir: &Path) -> Result<PathBuf, String> {
 }
 
 /// Who runs sanddune: this process, or as root the non-root test user.
-fn runner() -> Option<Option<String>> {
-    let uid = Command::new("id").arg("-u").output().ok()?;
+fn runner() -> Option<String> {
+    let uid = Command::new("id")
+        .arg("-u")
+        .output()
+        .unwrap_or_else(|e| skip(format!("`id -u` does not run: {e}")));
     if String::from_utf8_lossy(&uid.stdout).trim() != "0" {
-        return Some(None);
+        return None;
     }
     match std::env::var("SANDDUNE_TEST_NON_ROOT_USER") {
-        Ok(user) => Some(Some(user)),
-        Err(_) => {
-            skip(
-                "as root the agent CLIs need a non-root user (Claude Code refuses to skip \
-                 permissions as root): run tests/images/non-root-user.sh and set \
-                 SANDDUNE_TEST_NON_ROOT_USER",
-            )?;
-            None
-        }
+        Ok(user) => Some(user),
+        Err(_) => skip(
+            "as root the agent CLIs need a non-root user (Claude Code refuses to skip \
+             permissions as root): run tests/images/non-root-user.sh and set \
+             SANDDUNE_TEST_NON_ROOT_USER",
+        ),
     }
 }
 
@@ -161,11 +156,11 @@ pub struct Agent {
 }
 
 impl Agent {
-    /// None (said SKIPPED) when the CLIs cannot be installed here. `env`
+    /// The test is skipped when the CLIs cannot be installed here. `env`
     /// gives the variables that point the agent at the mock's URL.
-    pub fn new(name: &'static str, env: fn(&str) -> Vec<(&'static str, String)>) -> Option<Agent> {
-        let bin = clis()?;
-        let user = runner()?;
+    pub fn new(name: &'static str, env: fn(&str) -> Vec<(&'static str, String)>) -> Agent {
+        let bin = clis();
+        let user = runner();
         let repo = TestRepo::new();
         if let Some(user) = &user {
             for dir in [repo.path(), repo.home.path()] {
@@ -178,14 +173,14 @@ impl Agent {
             }
         }
         let mock = ModelMock::start();
-        Some(Agent {
+        Agent {
             name,
             repo,
             env: env(mock.url()),
             mock,
             bin,
             user,
-        })
+        }
     }
 
     /// `sanddune run --sandbox test-isolated --agent NAME --json ARGS` with

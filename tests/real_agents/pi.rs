@@ -2,11 +2,12 @@
 //! so the provider writes the URL into ~/.pi/agent/models.json in the
 //! sandbox; the key is ANTHROPIC_API_KEY.
 
+use crate::common::trials::{Trial, trial};
 use crate::harness::{self, Agent};
 
 const MODEL: [&str; 2] = ["--model", "claude-sonnet-4-5"];
 
-fn agent() -> Option<Agent> {
+fn agent() -> Agent {
     Agent::new("pi", |url| {
         vec![
             ("ANTHROPIC_BASE_URL", url.to_string()),
@@ -15,15 +16,13 @@ fn agent() -> Option<Agent> {
     })
 }
 
-#[test]
 fn pi_commits_reports_the_mocks_usage_and_resumes() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::commits_and_reports_usage(&agent, &MODEL, true);
 }
 
-#[test]
 fn pi_refused_credentials_fail_the_run_naming_the_key() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     // pi exits 0 here: the failure is sanddune's reading of its stream.
     harness::refused_credentials_fail_the_run(
         &agent,
@@ -32,21 +31,18 @@ fn pi_refused_credentials_fail_the_run_naming_the_key() {
     );
 }
 
-#[test]
 fn pi_rides_out_a_429_and_a_stream_cut_by_an_error() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::rides_out_a_429_and_a_cut_stream(&agent, &MODEL, true);
 }
 
-#[test]
 fn pi_without_the_signal_runs_to_max_iterations() {
-    let Some(agent) = agent() else { return };
+    let agent = agent();
     harness::runs_to_max_iterations_without_the_signal(&agent, &MODEL);
 }
 
-#[test]
 fn pi_an_unreachable_api_fails_the_run_within_a_minute_naming_the_url() {
-    let Some(mut agent) = agent() else { return };
+    let mut agent = agent();
     // pi gives up after three retries (~22 s) and exits 0; it never
     // prints the URL: the parser names it.
     harness::an_unreachable_api_fails_the_run(
@@ -55,4 +51,14 @@ fn pi_an_unreachable_api_fails_the_run_within_a_minute_naming_the_url() {
         &MODEL,
         std::time::Duration::from_secs(60),
     );
+}
+
+pub fn trials() -> Vec<Trial> {
+    vec![
+        trial!(pi_commits_reports_the_mocks_usage_and_resumes),
+        trial!(pi_refused_credentials_fail_the_run_naming_the_key),
+        trial!(pi_rides_out_a_429_and_a_stream_cut_by_an_error),
+        trial!(pi_without_the_signal_runs_to_max_iterations),
+        trial!(pi_an_unreachable_api_fails_the_run_within_a_minute_naming_the_url),
+    ]
 }
