@@ -33,7 +33,9 @@ mod support;
 
 use confinement::{cwd_inside, cwd_outside, upload_traversal};
 use describe::{describe, http_origins, http_refusal};
-use exec::{exec_argv, exec_env, exec_output, exec_streams, exec_timeout, stdin_empty, stdin_intact};
+use exec::{
+    exec_argv, exec_env, exec_output, exec_streams, exec_timeout, stdin_empty, stdin_intact,
+};
 use files::{copy_in, copy_round_trip, exists, mkdir, read_dir, remove, stat, write_read};
 use lifecycle::{attach, close, create, find};
 use support::{HostDirs, declared_env, unique};
