@@ -32,32 +32,8 @@ macro_rules! sandbox_functions {
         )*
     ) => {
         impl SandboxBindings {
-            $(
-                pub async fn $name(
-                    &self,
-                    $s: &mut Store<PluginState>,
-                    $h: ResourceAny,
-                    $($arg: $ty),*
-                ) -> wasmtime::Result<std::result::Result<$ret, String>> {
-                    each!(self, SandboxBindings, b => {
-                        let $g = b.sanddune_plugin_sandbox_provider().sandbox();
-                        $call
-                    })
-                }
-            )*
-            $(
-                pub async fn $bname(
-                    &self,
-                    $bs: &mut Store<PluginState>,
-                    $bh: ResourceAny,
-                    $($barg: $bty),*
-                ) -> wasmtime::Result<std::result::Result<$bret, String>> {
-                    each!(self, SandboxBindings, b => {
-                        let $bg = b.sanddune_plugin_sandbox_provider().sandbox();
-                        $bcall
-                    })
-                }
-            )*
+            $(sandbox_functions!(@binding $name($($arg: $ty),*) -> $ret, |$g, $s, $h| $call);)*
+            $(sandbox_functions!(@binding $bname($($barg: $bty),*) -> $bret, |$bg, $bs, $bh| $bcall);)*
         }
 
         impl Sandbox {
@@ -69,6 +45,21 @@ macro_rules! sandbox_functions {
                     self.end($wit, r)
                 }
             )*
+        }
+    };
+    // One function's version dispatch.
+    (@binding $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty,
+        |$g:ident, $s:ident, $h:ident| $call:expr) => {
+        pub async fn $name(
+            &self,
+            $s: &mut Store<PluginState>,
+            $h: ResourceAny,
+            $($arg: $ty),*
+        ) -> wasmtime::Result<std::result::Result<$ret, String>> {
+            each!(self, SandboxBindings, b => {
+                let $g = b.sanddune_plugin_sandbox_provider().sandbox();
+                $call
+            })
         }
     };
 }
