@@ -7,6 +7,8 @@
 //! link of the test build). The WIT conversions live here, once.
 
 pub mod json;
+pub mod stream_json;
+pub mod testing;
 pub mod validate;
 
 use std::cell::RefCell;

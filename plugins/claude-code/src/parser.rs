@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 
+use sanddune_agent_sdk::stream_json;
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -277,43 +278,9 @@ fn result(obj: &Object, events: &mut Vec<Event>) {
     if let Some(usage) = obj.get("usage").and_then(usage_from_json) {
         events.push(Event::Usage(usage));
     }
-    let subtype = obj.get("subtype").and_then(Value::as_str);
-    let text = obj.get("result").and_then(Value::as_str).unwrap_or("");
-    // `is_error: true` with subtype "success" is still a failure (rate limits,
-    // auth errors), and so is any non-success subtype, or a missing one.
-    let error_subtype = subtype != Some("success");
-    let is_error = obj
-        .get("is_error")
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-        || error_subtype;
-
-    events.push(Event::Result {
-        is_error,
-        text: text.to_owned(),
-    });
-    if is_error {
-        let mut message = match subtype {
-            Some(s) if error_subtype => format!("claude stopped with {s}"),
-            None => "claude reported a result without a subtype".to_owned(),
-            _ => "claude reported an error".to_owned(),
-        };
-        // Error subtypes usually carry no `result` text but an `errors` list.
-        let detail = if text.trim().is_empty() {
-            obj.get("errors")
-                .and_then(Value::as_array)
-                .map(|errors| {
-                    let texts: Vec<&str> = errors.iter().filter_map(Value::as_str).collect();
-                    texts.join("; ")
-                })
-                .unwrap_or_default()
-        } else {
-            text.to_owned()
-        };
-        if !detail.trim().is_empty() {
-            message.push_str(": ");
-            message.push_str(&detail);
-        }
+    let (result, error) = stream_json::result(obj, "claude", stream_json::errors_list);
+    events.push(result);
+    if let Some(mut message) = error {
         // claude says "Invalid API key" but not which variable it read.
         if matches!(
             obj.get("api_error_status").and_then(Value::as_u64),
@@ -328,6 +295,9 @@ fn result(obj: &Object, events: &mut Vec<Event>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use sanddune_agent_sdk::testing::{
+        assert_cuts_yield_nothing, assert_no_events, assert_survives_hostile_lines,
+    };
 
     // Recorded lines, shaped as in PROTOCOLS.md.
     const INIT: &str = r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11","tools":["Bash","Read","Edit"],"mcp_servers":[],"model":"claude-opus-4-6","permissionMode":"bypassPermissions","slash_commands":[],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.330","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"0b7e3c1a-0000-4000-8000-000000000001"}"#;
@@ -380,22 +350,16 @@ mod tests {
     fn ignored_lines_yield_nothing() {
         let mut parser = Parser::new();
         assert_eq!(parser.push_line(INIT).len(), 1);
-        for line in [
-            USER,
-            RATE_LIMIT,
-            r#"{"type":"system","subtype":"hook_started","session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11"}"#,
-            r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11"}"#,
-            r#"{"type":"brand_new_thing","payload":{"x":[1,2,3]}}"#,
-            r#"{"no_type":true}"#,
-            "",
-            "   ",
-            "[1,2,3]",
-            "\"just a string\"",
-            "npm WARN deprecated something",
-            "null",
-        ] {
-            assert_eq!(parser.push_line(line), vec![], "line: {line}");
-        }
+        assert_no_events(
+            &mut parser,
+            &[
+                USER,
+                RATE_LIMIT,
+                r#"{"type":"system","subtype":"hook_started","session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11"}"#,
+                r#"{"type":"stream_event","event":{"type":"content_block_delta"},"session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11"}"#,
+                "npm WARN deprecated something",
+            ],
+        );
     }
 
     #[test]
@@ -498,9 +462,7 @@ mod tests {
     #[test]
     fn truncated_json_yields_nothing() {
         let mut parser = Parser::new();
-        for cut in [1, 10, SUCCESS.len() / 2, SUCCESS.len() - 1] {
-            assert_eq!(parser.push_line(&SUCCESS[..cut]), vec![]);
-        }
+        assert_cuts_yield_nothing(&mut parser, &[SUCCESS]);
         // A cut-off result line does not count as a result.
         assert_eq!(parser.finish(), vec![Event::Error(NO_RESULT.into())]);
     }
@@ -521,9 +483,6 @@ mod tests {
                 Event::Text("caf\u{FFFD}\u{FFFD}\u{FFFD}".into())
             ]
         );
-        // Garbage bytes outside of JSON: nothing, no panic.
-        let garbage = String::from_utf8_lossy(&[0xFF, 0xFE, b'{', 0x80]);
-        assert_eq!(Parser::new().push_line(&garbage), vec![]);
     }
 
     #[test]
@@ -541,9 +500,8 @@ mod tests {
     }
 
     #[test]
-    fn deeply_nested_json_does_not_panic() {
-        let line = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        assert_eq!(Parser::new().push_line(&line), vec![]);
+    fn hostile_lines_do_not_panic() {
+        assert_survives_hostile_lines::<Parser>();
     }
 
     #[test]

@@ -5,10 +5,12 @@
 //!   host allows to the granted origins only) and `native` (plain
 //!   `std::net`, so the same code runs natively against a loopback mock in
 //!   tests and benchmarks);
+//! - `exec`: the exec request and outcome, in plain types;
 //! - `retry`: when an answer is worth another attempt, and after how long;
 //! - `shell_fs`: the POSIX `sh` scripts behind `stat`, `read-dir`, `exists`
 //!   and `remove`, for APIs that have no such calls of their own.
 
+pub mod exec;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod native;
 pub mod retry;

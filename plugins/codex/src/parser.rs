@@ -309,6 +309,9 @@ impl sanddune_agent_sdk::Parser for Parser {
 mod tests {
     use super::*;
     use sanddune_agent_sdk::Parser as _;
+    use sanddune_agent_sdk::testing::{
+        assert_cuts_yield_nothing, assert_no_events, assert_survives_hostile_lines,
+    };
 
     // Recorded lines, shaped as in PROTOCOLS.md.
     const THREAD: &str =
@@ -645,35 +648,25 @@ mod tests {
     #[test]
     fn ignored_lines_yield_nothing() {
         let mut parser = Parser::new();
-        for line in [
-            TURN_STARTED,
-            REASONING,
-            r#"{"type":"item.updated","item":{"id":"item_9","type":"todo_list","items":[{"text":"a","completed":false}]}}"#,
-            r#"{"type":"item.started","item":{"id":"item_9","type":"todo_list","items":[]}}"#,
-            r#"{"type":"item.started","item":{"id":"item_3","type":"agent_message","text":"partial"}}"#,
-            r#"{"type":"item.plan.delta","item_id":"item_4","delta":"x"}"#,
-            r#"{"type":"brand_new_thing","payload":{"x":[1,2,3]}}"#,
-            r#"{"no_type":true}"#,
-            "",
-            "   ",
-            "[1,2,3]",
-            "\"just a string\"",
-            "Reading prompt from stdin...",
-            "2026-05-21T09:18:12.446963Z ERROR codex_core::codex: failed to load skill",
-            "null",
-        ] {
-            assert_eq!(parser.push_line(line), vec![], "line: {line}");
-        }
+        assert_no_events(
+            &mut parser,
+            &[
+                TURN_STARTED,
+                REASONING,
+                r#"{"type":"item.updated","item":{"id":"item_9","type":"todo_list","items":[{"text":"a","completed":false}]}}"#,
+                r#"{"type":"item.started","item":{"id":"item_9","type":"todo_list","items":[]}}"#,
+                r#"{"type":"item.started","item":{"id":"item_3","type":"agent_message","text":"partial"}}"#,
+                r#"{"type":"item.plan.delta","item_id":"item_4","delta":"x"}"#,
+                "Reading prompt from stdin...",
+                "2026-05-21T09:18:12.446963Z ERROR codex_core::codex: failed to load skill",
+            ],
+        );
     }
 
     #[test]
     fn truncated_json_yields_nothing() {
         let mut parser = Parser::new();
-        for line in [THREAD, MESSAGE, TURN_COMPLETED] {
-            for cut in [1, 10, line.len() / 2, line.len() - 1] {
-                assert_eq!(parser.push_line(&line[..cut]), vec![]);
-            }
-        }
+        assert_cuts_yield_nothing(&mut parser, &[THREAD, MESSAGE, TURN_COMPLETED]);
         // A cut-off turn.completed does not count as a completed turn.
         assert_eq!(parser.finish(), vec![Event::Error(NO_TURN.into())]);
     }
@@ -692,9 +685,6 @@ mod tests {
             events,
             vec![Event::Text("caf\u{FFFD}\u{FFFD}\u{FFFD}".into())]
         );
-        // Garbage bytes outside of JSON: nothing, no panic.
-        let garbage = String::from_utf8_lossy(&[0xFF, 0xFE, b'{', 0x80]);
-        assert_eq!(Parser::new().push_line(&garbage), vec![]);
     }
 
     #[test]
@@ -718,9 +708,8 @@ mod tests {
     }
 
     #[test]
-    fn deeply_nested_json_does_not_panic() {
-        let line = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        assert_eq!(Parser::new().push_line(&line), vec![]);
+    fn hostile_lines_do_not_panic() {
+        assert_survives_hostile_lines::<Parser>();
         let line = format!(
             r#"{{"type":"item.completed","item":{}{}}}"#,
             "[".repeat(100_000),

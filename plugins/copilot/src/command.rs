@@ -108,13 +108,7 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request(prompt: &str) -> Request {
-        Request {
-            prompt: prompt.into(),
-            ..Request::default()
-        }
-    }
+    use sanddune_agent_sdk::testing::{assert_refuses_empty_prompt, request};
 
     #[test]
     fn print_minimal() {
@@ -156,12 +150,7 @@ mod tests {
 
     #[test]
     fn empty_prompt_rejected() {
-        for prompt in ["", "  \n\t "] {
-            assert_eq!(
-                print_command(&request(prompt)).unwrap_err(),
-                "the prompt is empty: refusing to start copilot with nothing to do"
-            );
-        }
+        assert_refuses_empty_prompt(print_command, "copilot");
     }
 
     #[test]

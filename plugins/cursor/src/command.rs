@@ -60,13 +60,7 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request(prompt: &str) -> Request {
-        Request {
-            prompt: prompt.into(),
-            ..Request::default()
-        }
-    }
+    use sanddune_agent_sdk::testing::{assert_refuses_empty_prompt, request};
 
     #[test]
     fn print_minimal() {
@@ -126,12 +120,7 @@ mod tests {
 
     #[test]
     fn empty_prompt_rejected() {
-        for prompt in ["", "  \n\t "] {
-            assert_eq!(
-                print_command(&request(prompt)).unwrap_err(),
-                "the prompt is empty: refusing to start agent (cursor) with nothing to do"
-            );
-        }
+        assert_refuses_empty_prompt(print_command, "agent (cursor)");
     }
 
     #[test]

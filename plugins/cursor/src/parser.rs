@@ -6,6 +6,7 @@
 
 use std::collections::BTreeSet;
 
+use sanddune_agent_sdk::stream_json;
 use serde_json::Value;
 
 pub use sanddune_agent_sdk::{Event, Usage};
@@ -176,36 +177,9 @@ fn result(obj: &Object, events: &mut Vec<Event>) {
     if let Some(usage) = obj.get("usage").and_then(usage_from_json) {
         events.push(Event::Usage(usage));
     }
-    let subtype = obj.get("subtype").and_then(Value::as_str);
-    let text = obj.get("result").and_then(Value::as_str).unwrap_or("");
-    // As with Claude: `is_error: true` is a failure whatever the subtype, and
-    // so is any subtype other than "success", or a missing one.
-    let error_subtype = subtype != Some("success");
-    let is_error = obj
-        .get("is_error")
-        .and_then(Value::as_bool)
-        .unwrap_or(false)
-        || error_subtype;
-
-    events.push(Event::Result {
-        is_error,
-        text: text.to_owned(),
-    });
-    if is_error {
-        let mut message = match subtype {
-            Some(s) if error_subtype => format!("cursor's agent stopped with {s}"),
-            None => "cursor's agent reported a result without a subtype".to_owned(),
-            _ => "cursor's agent reported an error".to_owned(),
-        };
-        let detail = if text.trim().is_empty() {
-            error_detail(obj)
-        } else {
-            text.to_owned()
-        };
-        if !detail.trim().is_empty() {
-            message.push_str(": ");
-            message.push_str(&detail);
-        }
+    let (result, error) = stream_json::result(obj, "cursor's agent", error_detail);
+    events.push(result);
+    if let Some(message) = error {
         events.push(Event::Error(message));
     }
 }
@@ -222,19 +196,16 @@ fn error_detail(obj: &Object) -> String {
         }
         None => {}
     }
-    obj.get("errors")
-        .and_then(Value::as_array)
-        .map(|errors| {
-            let texts: Vec<&str> = errors.iter().filter_map(Value::as_str).collect();
-            texts.join("; ")
-        })
-        .unwrap_or_default()
+    stream_json::errors_list(obj)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use sanddune_agent_sdk::Parser as _;
+    use sanddune_agent_sdk::testing::{
+        assert_cuts_yield_nothing, assert_no_events, assert_survives_hostile_lines,
+    };
 
     // Recorded lines, shaped as Cursor's output-format reference shows them.
     const SESSION: &str = "c6b62c6f-7ead-4fd6-9922-e952131177ff";
@@ -411,22 +382,16 @@ mod tests {
     fn ignored_lines_yield_nothing() {
         let mut parser = Parser::new();
         assert_eq!(parser.push_line(INIT).len(), 1);
-        for line in [
-            USER,
-            THINKING,
-            READ_COMPLETED,
-            r#"{"type":"thinking","subtype":"completed","session_id":"c6b62c6f-7ead-4fd6-9922-e952131177ff"}"#,
-            r#"{"type":"brand_new_thing","payload":{"x":[1,2,3]}}"#,
-            r#"{"no_type":true}"#,
-            "",
-            "   ",
-            "[1,2,3]",
-            "\"just a string\"",
-            "Checking for updates...",
-            "null",
-        ] {
-            assert_eq!(parser.push_line(line), vec![], "line: {line}");
-        }
+        assert_no_events(
+            &mut parser,
+            &[
+                USER,
+                THINKING,
+                READ_COMPLETED,
+                r#"{"type":"thinking","subtype":"completed","session_id":"c6b62c6f-7ead-4fd6-9922-e952131177ff"}"#,
+                "Checking for updates...",
+            ],
+        );
     }
 
     #[test]
@@ -510,11 +475,7 @@ mod tests {
     #[test]
     fn partial_lines_yield_nothing() {
         let mut parser = Parser::new();
-        for line in [SUCCESS, READ_STARTED, ASSISTANT] {
-            for cut in [1, 10, line.len() / 2, line.len() - 1] {
-                assert_eq!(parser.push_line(&line[..cut]), vec![], "{}", &line[..cut]);
-            }
-        }
+        assert_cuts_yield_nothing(&mut parser, &[SUCCESS, READ_STARTED, ASSISTANT]);
         // A cut-off result line does not count as a result.
         assert_eq!(parser.finish(), vec![Event::Error(NO_RESULT.into())]);
     }
@@ -534,8 +495,6 @@ mod tests {
                 Event::Text("caf\u{FFFD}\u{FFFD}\u{FFFD}".into())
             ]
         );
-        let garbage = String::from_utf8_lossy(&[0xFF, 0xFE, b'{', 0x80]);
-        assert_eq!(Parser::new().push_line(&garbage), vec![]);
     }
 
     #[test]
@@ -564,9 +523,8 @@ mod tests {
     }
 
     #[test]
-    fn deeply_nested_json_does_not_panic() {
-        let line = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
-        assert_eq!(Parser::new().push_line(&line), vec![]);
+    fn hostile_lines_do_not_panic() {
+        assert_survives_hostile_lines::<Parser>();
         let line = format!(
             r#"{{"type":"tool_call","subtype":"started","tool_call":{{"shellToolCall":{{"args":"{}{}"}}}}}}"#,
             "[".repeat(100_000),

@@ -7,6 +7,7 @@
 use std::cell::{Cell, RefCell};
 use std::time::{Duration, Instant};
 
+pub use sanddune_cloud_http::exec::{Command, ExecOutcome, ExecSpec};
 use sanddune_cloud_http::shell_fs::{self, ShellFs};
 use sanddune_cloud_http::transport::{BaseUrl, Transport};
 use serde_json::{Value, json};
@@ -28,25 +29,6 @@ const POLL_MAX: Duration = Duration::from_millis(500);
 
 fn poll_wait(age: Duration) -> Duration {
     (age / 4).clamp(POLL_MIN, POLL_MAX)
-}
-
-pub enum Command {
-    Argv(Vec<String>),
-    Shell(String),
-}
-
-pub struct ExecSpec {
-    pub command: Command,
-    pub cwd: Option<String>,
-    pub env: Vec<(String, String)>,
-    pub stdin: Option<Vec<u8>>,
-    pub sudo: bool,
-    pub timeout_ms: Option<u64>,
-}
-
-pub struct ExecOutcome {
-    pub exit_code: i32,
-    pub timed_out: bool,
 }
 
 /// What `state` carries to another instance (`attach`).
@@ -595,33 +577,16 @@ impl<T: Transport> DaytonaSandbox<T> {
 
 impl<T: Transport> ShellFs for DaytonaSandbox<T> {
     fn run_script(&self, script: &str, args: &[&str]) -> Result<(i32, String, String), String> {
-        let mut argv = vec![
-            "sh".to_string(),
-            "-c".to_string(),
-            script.to_string(),
-            "sh".to_string(),
-        ];
-        argv.extend(args.iter().map(|a| a.to_string()));
         let (mut out, mut errout) = (String::new(), String::new());
-        let outcome = self.exec(
-            ExecSpec {
-                command: Command::Argv(argv),
-                cwd: None,
-                env: vec![],
-                stdin: None,
-                sudo: false,
-                timeout_ms: Some(600_000),
-            },
-            &mut |s, line| {
-                let buf = if s == Stream::Stdout {
-                    &mut out
-                } else {
-                    &mut errout
-                };
-                buf.push_str(&line);
-                buf.push('\n');
-            },
-        )?;
+        let outcome = self.exec(ExecSpec::script(script, args), &mut |s, line| {
+            let buf = if s == Stream::Stdout {
+                &mut out
+            } else {
+                &mut errout
+            };
+            buf.push_str(&line);
+            buf.push('\n');
+        })?;
         Ok((outcome.exit_code, out, errout))
     }
 

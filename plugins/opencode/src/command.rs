@@ -197,25 +197,12 @@ pub fn config(request: &Request) -> Result<Config, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request(prompt: &str) -> Request {
-        Request {
-            prompt: prompt.into(),
-            ..Request::default()
-        }
-    }
+    use sanddune_agent_sdk::testing::{assert_refuses_empty_prompt, options, request};
 
     /// The opencode command line inside the print command's sh wrapper.
     fn run_argv(cmd: &Command) -> Vec<String> {
         assert_eq!(cmd.argv[..3], ["sh".to_string(), "-c".into(), wrapper()]);
         cmd.argv[5..].to_vec()
-    }
-
-    fn options(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
     }
 
     #[test]
@@ -282,12 +269,7 @@ mod tests {
 
     #[test]
     fn empty_prompt_rejected() {
-        for prompt in ["", "  \n\t "] {
-            assert_eq!(
-                print_command(&request(prompt)).unwrap_err(),
-                "the prompt is empty: refusing to start opencode with nothing to do"
-            );
-        }
+        assert_refuses_empty_prompt(print_command, "opencode");
     }
 
     #[test]

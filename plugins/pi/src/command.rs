@@ -141,20 +141,7 @@ pub fn config(request: &Request) -> Result<Config, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn request(prompt: &str) -> Request {
-        Request {
-            prompt: prompt.into(),
-            ..Request::default()
-        }
-    }
-
-    fn options(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-        pairs
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect()
-    }
+    use sanddune_agent_sdk::testing::{assert_refuses_empty_prompt, options, request};
 
     #[test]
     fn print_minimal() {
@@ -210,12 +197,7 @@ mod tests {
 
     #[test]
     fn empty_prompt_rejected() {
-        for prompt in ["", "  \n\t "] {
-            assert_eq!(
-                print_command(&request(prompt)).unwrap_err(),
-                "the prompt is empty: refusing to start pi with nothing to do"
-            );
-        }
+        assert_refuses_empty_prompt(print_command, "pi");
     }
 
     #[test]

@@ -12,6 +12,7 @@ use crate::archive::{self, Entry};
 use crate::config::{self, Credentials, ENV_KEYS, Options};
 use crate::ndjson::{Event, OutputLines, Stream};
 use crate::transport::{Transport, TransportError};
+pub use sanddune_cloud_http::exec::{Command, ExecOutcome, ExecSpec};
 use sanddune_cloud_http::shell_fs::{self, ShellFs};
 
 /// Tag keys on every sandbox sanddune creates; `sanddune gc` finds
@@ -21,25 +22,6 @@ pub const TAG_NAME: &str = "sanddune-name";
 const SIGKILL: i32 = 9;
 /// How long `create` waits for a pending session to run.
 const START_WAIT: Duration = Duration::from_secs(120);
-
-pub enum Command {
-    Argv(Vec<String>),
-    Shell(String),
-}
-
-pub struct ExecSpec {
-    pub command: Command,
-    pub cwd: Option<String>,
-    pub env: Vec<(String, String)>,
-    pub stdin: Option<Vec<u8>>,
-    pub sudo: bool,
-    pub timeout_ms: Option<u64>,
-}
-
-pub struct ExecOutcome {
-    pub exit_code: i32,
-    pub timed_out: bool,
-}
 
 /// What `state` carries to another instance (`attach`).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -563,33 +545,16 @@ impl<T: Transport> VercelSandbox<T> {
 
 impl<T: Transport> ShellFs for VercelSandbox<T> {
     fn run_script(&self, script: &str, args: &[&str]) -> Result<(i32, String, String), String> {
-        let mut argv = vec![
-            "sh".to_string(),
-            "-c".to_string(),
-            script.to_string(),
-            "sh".to_string(),
-        ];
-        argv.extend(args.iter().map(|a| a.to_string()));
         let (mut out, mut errout) = (String::new(), String::new());
-        let outcome = self.exec(
-            ExecSpec {
-                command: Command::Argv(argv),
-                cwd: None,
-                env: vec![],
-                stdin: None,
-                sudo: false,
-                timeout_ms: Some(600_000),
-            },
-            &mut |s, line| {
-                let buf = if *s == Stream::Stdout {
-                    &mut out
-                } else {
-                    &mut errout
-                };
-                buf.push_str(&line);
-                buf.push('\n');
-            },
-        )?;
+        let outcome = self.exec(ExecSpec::script(script, args), &mut |s, line| {
+            let buf = if *s == Stream::Stdout {
+                &mut out
+            } else {
+                &mut errout
+            };
+            buf.push_str(&line);
+            buf.push('\n');
+        })?;
         Ok((outcome.exit_code, out, errout))
     }
 

@@ -29,6 +29,21 @@ const MAX_CAPTURE_BYTES: usize = 1 << 20;
 /// before returning anyway (a daemonised grandchild may hold the pipe).
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(3);
 
+/// A new exec's mark and its env (`KEY=VALUE`, the mark last); refused
+/// once the run is cancelled.
+fn marked_env(
+    brokered: &Brokered,
+    env: &[(String, String)],
+) -> Result<(String, Vec<String>), String> {
+    if brokered.is_cancelled() {
+        return Err("the run was cancelled: no new execs".into());
+    }
+    let mark = exec_mark();
+    let mut env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    env.push(format!("{EXEC_MARK}={mark}"));
+    Ok((mark, env))
+}
+
 /// A random-enough marker for one exec.
 fn exec_mark() -> String {
     use sha2::Digest;
@@ -186,16 +201,7 @@ pub(super) async fn exec(
     options: ExecOptions,
     sink: Option<mpsc::Sender<OutputLine>>,
 ) -> Result<ExecStatus, String> {
-    if brokered.is_cancelled() {
-        return Err("the run was cancelled: no new execs".into());
-    }
-    let mark = exec_mark();
-    let mut env: Vec<String> = options
-        .env
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    env.push(format!("{EXEC_MARK}={mark}"));
+    let (mark, env) = marked_env(brokered, &options.env)?;
     let exec = docker
         .create_exec(
             id,
@@ -262,16 +268,7 @@ pub(super) async fn exec_interactive(
             "an interactive exec needs a terminal: stdin and stdout are not both one".into(),
         );
     }
-    if brokered.is_cancelled() {
-        return Err("the run was cancelled: no new execs".into());
-    }
-    let mark = exec_mark();
-    let mut env: Vec<String> = options
-        .env
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect();
-    env.push(format!("{EXEC_MARK}={mark}"));
+    let (mark, mut env) = marked_env(brokered, &options.env)?;
     if !options.env.iter().any(|(k, _)| k == "TERM") {
         env.push(format!(
             "TERM={}",

@@ -1,12 +1,13 @@
 //! A live instance's exports, whatever its WIT version: one enum per world
 //! whose methods call the version's export and convert to `plugin::api`.
+//! The `sandbox` resource's functions are declared in
+//! `plugin::sandbox::calls`, which makes their methods with `each!`.
 
 use wasmtime::Store;
-use wasmtime::component::{InstancePre, Resource, ResourceAny};
+use wasmtime::component::{InstancePre, ResourceAny};
 
 use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4};
 use crate::capability::PluginState;
-use crate::capability::output::OutputSink;
 use crate::plugin::api;
 
 type Call<T> = wasmtime::Result<Result<T, String>>;
@@ -23,6 +24,36 @@ macro_rules! each {
         }
     };
 }
+pub(crate) use each;
+
+/// `version`'s bindings of one world (`$pre_type`: `SandboxPluginPre` or
+/// `AgentPluginPre`), as that world's enum.
+macro_rules! instantiate {
+    ($version:expr, $pre:expr, $store:expr, $pre_type:ident) => {
+        Ok(match $version {
+            ApiVersion::V0_1 => Self::V0_1(
+                v0_1::$pre_type::new($pre.clone())?
+                    .instantiate_async($store)
+                    .await?,
+            ),
+            ApiVersion::V0_2 => Self::V0_2(
+                v0_2::$pre_type::new($pre.clone())?
+                    .instantiate_async($store)
+                    .await?,
+            ),
+            ApiVersion::V0_3 => Self::V0_3(
+                v0_3::$pre_type::new($pre.clone())?
+                    .instantiate_async($store)
+                    .await?,
+            ),
+            ApiVersion::V0_4 => Self::V0_4(
+                v0_4::$pre_type::new($pre.clone())?
+                    .instantiate_async($store)
+                    .await?,
+            ),
+        })
+    };
+}
 
 pub enum SandboxBindings {
     V0_1(v0_1::SandboxPlugin),
@@ -37,28 +68,7 @@ impl SandboxBindings {
         pre: &InstancePre<PluginState>,
         store: &mut Store<PluginState>,
     ) -> wasmtime::Result<Self> {
-        Ok(match version {
-            ApiVersion::V0_1 => Self::V0_1(
-                v0_1::SandboxPluginPre::new(pre.clone())?
-                    .instantiate_async(store)
-                    .await?,
-            ),
-            ApiVersion::V0_2 => Self::V0_2(
-                v0_2::SandboxPluginPre::new(pre.clone())?
-                    .instantiate_async(store)
-                    .await?,
-            ),
-            ApiVersion::V0_3 => Self::V0_3(
-                v0_3::SandboxPluginPre::new(pre.clone())?
-                    .instantiate_async(store)
-                    .await?,
-            ),
-            ApiVersion::V0_4 => Self::V0_4(
-                v0_4::SandboxPluginPre::new(pre.clone())?
-                    .instantiate_async(store)
-                    .await?,
-            ),
-        })
+        instantiate!(version, pre, store, SandboxPluginPre)
     }
 
     pub async fn describe(&self, s: &mut Store<PluginState>) -> Call<api::ProviderInfo> {
@@ -103,134 +113,6 @@ impl SandboxBindings {
                 .map(Some),
         }
     }
-
-    pub async fn worktree_path(&self, s: &mut Store<PluginState>, h: ResourceAny) -> Call<String> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_worktree_path(s, h).await.map(Ok))
-    }
-
-    pub async fn state(&self, s: &mut Store<PluginState>, h: ResourceAny) -> Call<String> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_state(s, h).await.map(Ok))
-    }
-
-    pub async fn exec(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        r: api::ExecRequest,
-        sink: Resource<OutputSink>,
-    ) -> Call<api::ExecResult> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_exec(s, h, &r.into(), sink).await.map(|r| r.map(Into::into)))
-    }
-
-    pub async fn interactive_exec(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        r: api::ExecRequest,
-    ) -> Call<i32> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_interactive_exec(s, h, &r.into()).await)
-    }
-
-    pub async fn copy_in(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        host: &str,
-        path: &str,
-    ) -> Call<()> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_copy_in(s, h, host, path).await)
-    }
-
-    pub async fn copy_file_in(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        host: &str,
-        path: &str,
-    ) -> Call<()> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_copy_file_in(s, h, host, path).await)
-    }
-
-    pub async fn copy_file_out(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        path: &str,
-        host: &str,
-    ) -> Call<()> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_copy_file_out(s, h, path, host).await)
-    }
-
-    pub async fn read_file(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        path: &str,
-    ) -> Call<Vec<u8>> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_read_file(s, h, path).await)
-    }
-
-    pub async fn write_file(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        path: &str,
-        data: &[u8],
-    ) -> Call<()> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_write_file(s, h, path, data).await)
-    }
-
-    pub async fn stat(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        path: &str,
-    ) -> Call<api::FileStat> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_stat(s, h, path).await.map(|r| r.map(Into::into)))
-    }
-
-    pub async fn read_dir(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        path: &str,
-    ) -> Call<Vec<String>> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_read_dir(s, h, path).await)
-    }
-
-    pub async fn exists(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        path: &str,
-    ) -> Call<bool> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_exists(s, h, path).await)
-    }
-
-    pub async fn mkdir(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        path: &str,
-        recursive: bool,
-    ) -> Call<()> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_mkdir(s, h, path, recursive).await)
-    }
-
-    pub async fn remove(
-        &self,
-        s: &mut Store<PluginState>,
-        h: ResourceAny,
-        path: &str,
-        recursive: bool,
-        force: bool,
-    ) -> Call<()> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_remove(s, h, path, recursive, force).await)
-    }
-
-    pub async fn close(&self, s: &mut Store<PluginState>, h: ResourceAny) -> Call<()> {
-        each!(self, Self, b => b.sanddune_plugin_sandbox_provider().sandbox().call_close(s, h).await)
-    }
 }
 
 pub enum AgentBindings {
@@ -246,28 +128,7 @@ impl AgentBindings {
         pre: &InstancePre<PluginState>,
         store: &mut Store<PluginState>,
     ) -> wasmtime::Result<Self> {
-        Ok(match version {
-            ApiVersion::V0_1 => Self::V0_1(
-                v0_1::AgentPluginPre::new(pre.clone())?
-                    .instantiate_async(store)
-                    .await?,
-            ),
-            ApiVersion::V0_2 => Self::V0_2(
-                v0_2::AgentPluginPre::new(pre.clone())?
-                    .instantiate_async(store)
-                    .await?,
-            ),
-            ApiVersion::V0_3 => Self::V0_3(
-                v0_3::AgentPluginPre::new(pre.clone())?
-                    .instantiate_async(store)
-                    .await?,
-            ),
-            ApiVersion::V0_4 => Self::V0_4(
-                v0_4::AgentPluginPre::new(pre.clone())?
-                    .instantiate_async(store)
-                    .await?,
-            ),
-        })
+        instantiate!(version, pre, store, AgentPluginPre)
     }
 
     pub async fn describe(&self, s: &mut Store<PluginState>) -> wasmtime::Result<api::AgentInfo> {

@@ -18,6 +18,7 @@ pub mod v0_4;
 
 use wasmtime::component::Linker;
 
+pub(crate) use dispatch::each;
 pub use dispatch::{AgentBindings, SandboxBindings};
 
 use crate::capability::PluginState;

@@ -1,0 +1,119 @@
+//! What a sandbox's provider instance may do: its grants, from what it
+//! may ask for and this sandbox's paths (the worktree, the scratch dir and
+//! the user's declared mounts).
+
+use std::path::{Path, PathBuf};
+
+use super::spec::{ProviderConfig, SandboxSpec};
+use crate::capability::{Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant};
+use crate::error::{Error, Result};
+
+/// What a provider granted `caps` gets in one sandbox: `caps` resolved
+/// against its worktree, scratch dir and declared mounts, with outgoing
+/// HTTP to `http_origins`.
+pub(super) fn for_sandbox(
+    caps: &Capabilities,
+    http_origins: Result<Vec<String>>,
+    spec: &SandboxSpec,
+    scratch: Option<&Path>,
+    mounts: &[PathBuf],
+) -> Result<Grants> {
+    let (worktree, env) = (spec.worktree.as_path(), &spec.env);
+    let containers = if caps.containers {
+        Some(container_grant(spec, scratch, mounts)?)
+    } else {
+        None
+    };
+    let mut directories = Vec::new();
+    match caps.worktree {
+        DirectoryAccess::None => {}
+        DirectoryAccess::ReadOnly => directories.push((worktree.to_path_buf(), false)),
+        DirectoryAccess::ReadWrite => directories.push((worktree.to_path_buf(), true)),
+    }
+    Ok(Grants {
+        programs: caps.programs.clone(),
+        scratch_dir: scratch.map(Path::to_path_buf),
+        directories,
+        env: env
+            .iter()
+            .filter(|(k, _)| caps.env_keys.contains(k))
+            .cloned()
+            .collect(),
+        containers,
+        http: {
+            let origins = http_origins?;
+            if origins.is_empty() {
+                None
+            } else {
+                Some(HttpGrant::parse(&origins).map_err(Error::input)?)
+            }
+        },
+    })
+}
+
+/// The user's declared bind mounts: every `mount` entry of the provider's
+/// config (`SRC:DST[:ro]`). The host resolves SRC (`~`, relative to the
+/// current directory) before the provider sees it, and grants exactly these
+/// sources to the containers capability besides the worktree and git dir.
+pub(super) fn resolve_mounts(
+    config: &[(String, String)],
+) -> Result<(ProviderConfig, Vec<PathBuf>)> {
+    let mut sources = Vec::new();
+    let mut resolved = Vec::with_capacity(config.len());
+    for (key, value) in config {
+        if key != "mount" {
+            resolved.push((key.clone(), value.clone()));
+            continue;
+        }
+        let (source, rest) = value.split_once(':').ok_or_else(|| {
+            Error::input(format!(
+                "mount `{value}`: expected SOURCE:TARGET or SOURCE:TARGET:ro"
+            ))
+        })?;
+        let expanded = match source.strip_prefix('~') {
+            Some(tail) if tail.is_empty() || tail.starts_with('/') => {
+                let home = std::env::var_os("HOME")
+                    .ok_or_else(|| Error::input(format!("mount `{value}`: HOME is not set")))?;
+                PathBuf::from(home).join(tail.trim_start_matches('/'))
+            }
+            _ => PathBuf::from(source),
+        };
+        let absolute = std::fs::canonicalize(&expanded).map_err(|e| {
+            Error::input(format!(
+                "mount `{value}`: source {} does not exist ({e})",
+                expanded.display()
+            ))
+        })?;
+        resolved.push((key.clone(), format!("{}:{rest}", absolute.display())));
+        sources.push(absolute);
+    }
+    Ok((resolved, sources))
+}
+
+/// The containers grant for one sandbox: what its containers may mount,
+/// what `copy-in` may read and `copy-file-out` may write.
+fn container_grant(
+    spec: &SandboxSpec,
+    scratch: Option<&Path>,
+    mounts: &[PathBuf],
+) -> Result<ContainerGrant> {
+    let canonical = |p: &Path| {
+        std::fs::canonicalize(p)
+            .map_err(|e| Error::Other(anyhow::anyhow!("cannot resolve {}: {e}", p.display())))
+    };
+    let mut mount_sources = vec![canonical(&spec.worktree)?, canonical(&spec.git_dir)?];
+    mount_sources.extend(mounts.iter().cloned());
+    let mut writable = vec![canonical(&spec.worktree)?];
+    let mut readable = mount_sources.clone();
+    if let Some(dir) = scratch {
+        writable.push(canonical(dir)?);
+        readable.push(canonical(dir)?);
+    }
+    Ok(ContainerGrant {
+        run_id: spec.run_id.clone(),
+        name: spec.name.clone(),
+        mount_sources,
+        readable,
+        writable,
+    })
+}

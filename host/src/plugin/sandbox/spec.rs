@@ -1,0 +1,51 @@
+//! Where a new sandbox comes from: the host side of `create-options`.
+
+use std::path::{Path, PathBuf};
+
+use crate::plugin::api::{CreateOptions, EnvVar};
+
+/// A provider's options as the user gave them, in order (keys may repeat).
+pub(super) type ProviderConfig = Vec<(String, String)>;
+
+/// Where a new sandbox comes from: the host side of `create-options`.
+#[derive(Clone, Debug)]
+pub struct SandboxSpec {
+    pub run_id: String,
+    pub name: String,
+    pub worktree: PathBuf,
+    pub git_dir: PathBuf,
+    pub branch: String,
+    pub env: Vec<(String, String)>,
+    pub config: Vec<(String, String)>,
+}
+
+impl SandboxSpec {
+    /// What the provider's `create` (or `attach`) is told, with its options
+    /// (mounts resolved) and the granted scratch dir.
+    pub(super) fn create_options(
+        &self,
+        config: ProviderConfig,
+        scratch: Option<&Path>,
+    ) -> CreateOptions {
+        CreateOptions {
+            run_id: self.run_id.clone(),
+            name: self.name.clone(),
+            host_worktree_path: self.worktree.display().to_string(),
+            host_git_dir: self.git_dir.display().to_string(),
+            branch: self.branch.clone(),
+            env: env_vars(&self.env),
+            config,
+            scratch_dir: scratch.map(|p| p.display().to_string()),
+        }
+    }
+}
+
+/// Key-value pairs as the WIT's env records.
+pub fn env_vars(env: &[(String, String)]) -> Vec<EnvVar> {
+    env.iter()
+        .map(|(k, v)| EnvVar {
+            key: k.clone(),
+            value: v.clone(),
+        })
+        .collect()
+}
