@@ -538,6 +538,167 @@ fn attach_refuses_without_a_terminal_and_names_unknown_runs() {
     wait_exit(run, Duration::from_secs(20));
 }
 
+/// A workflow `six`: a plan of six items, each a slow agent run on its own
+/// branch (`w-1` ...), then the merge queue.
+fn six_item_workflow(repo: &TestRepo) {
+    let dir = repo.path().join(".sanddune");
+    std::fs::create_dir_all(dir.join("workflows")).unwrap();
+    let items: Vec<String> = (1..=6).map(|i| format!(r#"{{"id":"{i}"}}"#)).collect();
+    std::fs::write(
+        dir.join("workflows/six.toml"),
+        format!(
+            r#"
+[defaults]
+agent = "claude-code"
+
+[[steps]]
+name = "plan"
+prompt = 'plan FAKE:say:<plan>{{"items":[{}]}}</plan>'
+output = {{ tag = "plan", schemaFile = "plan.schema.json" }}
+
+[[steps]]
+name = "work"
+forEach = "plan.items"
+branch = "w-{{{{item.id}}}}"
+promptFile = "work.md"
+promptArgs = {{ ID = "{{{{item.id}}}}" }}
+
+[[steps]]
+name = "land"
+merge = "work"
+"#,
+            items.join(",")
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("plan.schema.json"),
+        r#"{"type":"object","required":["items"]}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("work.md"),
+        "work on {{ID}} FAKE:slow\nFAKE:file:{{ID}}.md\n",
+    )
+    .unwrap();
+    repo.git(&["add", ".sanddune"]);
+    repo.git(&["commit", "-q", "-m", "a workflow"]);
+}
+
+/// The rows of `screen` that start with `label` and a blank.
+fn rows_of<'a>(screen: &'a str, label: &str) -> Vec<&'a str> {
+    let prefix = format!("{label} ");
+    screen.lines().filter(|l| l.starts_with(&prefix)).collect()
+}
+
+fn the_live_view_shows_each_item_on_one_line_that_updates_in_place() {
+    tmux::require();
+    let repo = TestRepo::new();
+    six_item_workflow(&repo);
+    let line = repo.shell_line(&[
+        "workflow",
+        "run",
+        "six",
+        "--sandbox",
+        "test-isolated",
+        "--parallel",
+        "3",
+    ]);
+    let term = Tmux::start(&format!("TERM=xterm {line}"), repo.path(), 120, 40);
+    // While the items run: a line each with its branch, iteration and state.
+    let running = term.wait_for("three items running", Duration::from_secs(60), |s| {
+        (1..=6)
+            .filter(|i| {
+                rows_of(s, &format!("work-{i}")).iter().any(|r| {
+                    r.contains(&format!("w-{i}")) && r.contains("1/1") && r.contains("running")
+                })
+            })
+            .count()
+            == 3
+    });
+    let (code, screen) = term.wait_exit(Duration::from_secs(120));
+    assert_eq!(code, 0, "{screen}");
+    for i in 1..=6 {
+        // One line in the view, updated in place, and one in the summary.
+        let rows = rows_of(&screen, &format!("work-{i}"));
+        assert_eq!(
+            rows.len(),
+            2,
+            "work-{i} in:\n{screen}\nwhile running:\n{running}"
+        );
+        assert!(
+            rows[0].contains("succeeded") && rows[0].contains("tok"),
+            "{}",
+            rows[0]
+        );
+        let summary: Vec<&str> = rows[1].split_whitespace().collect();
+        assert_eq!(
+            summary[..5],
+            [
+                format!("work-{i}").as_str(),
+                "succeeded",
+                &format!("w-{i}"),
+                "1",
+                "landed"
+            ],
+            "{screen}"
+        );
+    }
+    assert!(screen.contains("ITEM    STATUS"), "{screen}");
+    assert!(
+        screen.contains("land: 6 landed, 0 up to date, 0 conflicted"),
+        "{screen}"
+    );
+    assert!(!screen.contains("logging to"), "{screen}");
+}
+
+fn without_a_capable_terminal_the_workflow_prints_plain_lines() {
+    tmux::require();
+    let repo = TestRepo::new();
+    six_item_workflow(&repo);
+    let line = repo.shell_line(&["workflow", "run", "six", "--sandbox", "test-isolated"]);
+    for env in ["TERM=dumb", "TERM=xterm NO_COLOR=1"] {
+        let term = Tmux::start(&format!("{env} {line} 2>&1 | cat -v"), repo.path(), 160, 60);
+        let (code, screen) = term.wait_exit(Duration::from_secs(120));
+        assert_eq!(code, 0, "{env}: {screen}");
+        for i in 1..=6 {
+            assert!(
+                screen.contains(&format!("[work-{i}] started on w-{i}")),
+                "{env}: {screen}"
+            );
+        }
+        assert!(
+            !screen.contains("^["),
+            "{env}: an escape sequence in:\n{screen}"
+        );
+        repo.git(&["reset", "-q", "--hard", "HEAD~6"]);
+        for i in 1..=6 {
+            repo.git(&["branch", "-q", "-D", &format!("w-{i}")]);
+        }
+    }
+}
+
+fn the_json_result_gives_tokens_and_time_per_item() {
+    let repo = TestRepo::new();
+    six_item_workflow(&repo);
+    let out = repo.sanddune(&[
+        "workflow",
+        "run",
+        "six",
+        "--sandbox",
+        "test-isolated",
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let items = result["steps"][1]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 6);
+    for item in items {
+        assert!(item["tokens"].as_u64().unwrap() > 0, "{item}");
+        assert!(item["durationMs"].as_u64().unwrap() > 0, "{item}");
+    }
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(ps_shows_a_live_run_and_stop_aborts_it_from_another_process),
@@ -549,5 +710,8 @@ fn main() -> std::process::ExitCode {
         trial!(attach_opens_a_shell_in_a_test_isolated_sandbox),
         trial!(attach_opens_a_shell_in_a_docker_sandbox),
         trial!(attach_refuses_without_a_terminal_and_names_unknown_runs),
+        trial!(the_live_view_shows_each_item_on_one_line_that_updates_in_place),
+        trial!(without_a_capable_terminal_the_workflow_prints_plain_lines),
+        trial!(the_json_result_gives_tokens_and_time_per_item),
     ])
 }

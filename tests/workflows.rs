@@ -361,11 +361,15 @@ fn blank_runs_the_users_prompt_with_progress_in_terminal_mode() {
     let text = stderr(&out);
     assert!(text.contains("[run] Added a note."), "{text}");
     assert!(text.contains("[run] done: 1 commit"), "{text}");
-    assert!(
-        stdout(&out).contains("run: succeeded, 1 commit on main"),
-        "{}",
-        stdout(&out)
-    );
+    // The summary table: item, status, branch, commits.
+    let summary = stdout(&out);
+    let row: Vec<&str> = summary
+        .lines()
+        .find(|l| l.starts_with("run "))
+        .unwrap_or_else(|| panic!("no row for `run`: {summary}"))
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..4], ["run", "succeeded", "main", "1"], "{summary}");
 }
 
 fn an_empty_plan_fans_out_to_nothing() {

@@ -8,6 +8,7 @@ mod gc;
 mod init;
 mod inspect;
 mod interactive;
+mod live_view;
 mod logs;
 mod plugin;
 mod plugin_test;
@@ -16,6 +17,7 @@ mod reference;
 mod run;
 mod scaffold;
 mod stop;
+mod table;
 mod workflow;
 
 use clap::{Parser, Subcommand};

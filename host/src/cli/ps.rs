@@ -91,7 +91,7 @@ fn table(runs: &[Found], with_repo: bool) -> String {
             r.branch.clone(),
             format!("{}/{}", r.iteration, r.max_iterations),
             if f.alive { r.state.label() } else { "dead" }.to_string(),
-            elapsed(f.elapsed),
+            super::table::elapsed(f.elapsed),
             r.tokens.to_string(),
             if with_repo {
                 r.repo.join(&log).display().to_string()
@@ -100,32 +100,8 @@ fn table(runs: &[Found], with_repo: bool) -> String {
             },
         ]);
     }
-    let widths: Vec<usize> = (0..rows[0].len())
-        .map(|c| {
-            rows.iter()
-                .map(|row| row[c].chars().count())
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let mut out = String::new();
-    for row in rows {
-        let cells: Vec<String> = row
-            .iter()
-            .zip(&widths)
-            .map(|(cell, w)| format!("{cell:w$}"))
-            .collect();
-        out += cells.join("  ").trim_end();
-        out += "\n";
-    }
-    out
-}
-
-/// `1h02m`, `3m05s`, `42s`.
-fn elapsed(secs: u64) -> String {
-    match secs {
-        s if s >= 3600 => format!("{}h{:02}m", s / 3600, s % 3600 / 60),
-        s if s >= 60 => format!("{}m{:02}s", s / 60, s % 60),
-        s => format!("{s}s"),
-    }
+    super::table::columns(&rows)
+        .into_iter()
+        .map(|line| line + "\n")
+        .collect()
 }

@@ -108,22 +108,35 @@ async fn run(args: RunArgs) -> Result<()> {
         copy_to_worktree: config.copy_to_worktree.clone(),
         log: LogMode::File,
         on_event: Some(Arc::new(print_progress)),
+        // Replaced by the live view's on a terminal.
         runtime: Some(args.approval.runtime()?),
         ..WorkflowOptions::default()
     };
     if let Some(ms) = config.timeouts.copy_to_worktree_ms {
         options.timeouts.copy_to_worktree = Duration::from_millis(ms);
     }
-    if matches!(args.log, LogArg::Terminal) {
-        options.on_stream_event = Some(Arc::new(|label: &str, event: &StreamEvent| match event {
-            StreamEvent::Text { text, .. } => {
-                for line in text.lines().filter(|l| !l.trim().is_empty()) {
-                    eprintln!("[{label}] {line}");
+    let terminal_log = matches!(args.log, LogArg::Terminal);
+    // On a terminal, the live view; else plain lines as things happen.
+    let view = super::live_view::wanted()
+        .then(|| super::live_view::LiveView::new(repo.git_dir(), &workflow.name));
+    if let Some(view) = &view {
+        // The view shows each run; `sanddune logs ITEM` finds its log.
+        options.log = LogMode::FileQuiet;
+        let on_event = view.clone();
+        options.on_event = Some(Arc::new(move |event: &WorkflowEvent| on_event.event(event)));
+        let on_stream = view.clone();
+        options.on_stream_event = Some(Arc::new(move |label: &str, event: &StreamEvent| {
+            on_stream.agent_event(label, event);
+            if terminal_log {
+                for line in event_lines(label, event) {
+                    on_stream.line(&line);
                 }
             }
-            StreamEvent::ToolCall { name, input, .. } => {
-                let input: String = input.chars().take(120).collect();
-                eprintln!("[{label}] > {name} {input}");
+        }));
+    } else if terminal_log {
+        options.on_stream_event = Some(Arc::new(|label: &str, event: &StreamEvent| {
+            for line in event_lines(label, event) {
+                eprintln!("{line}");
             }
         }));
     }
@@ -136,7 +149,13 @@ async fn run(args: RunArgs) -> Result<()> {
         options.parallel,
         if options.parallel == 1 { "" } else { "s" }
     );
-    let result = workflow.run(options).await?;
+    let ticking = view.as_ref().map(|v| v.start_ticking());
+    let result = workflow.run(options).await;
+    drop(ticking);
+    if let Some(view) = &view {
+        view.finish();
+    }
+    let result = result?;
     if args.json {
         println!(
             "{}",
@@ -157,7 +176,22 @@ async fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// One line per step, branch and landing, as they happen.
+/// An agent event as `--log terminal` prints it: `[label] ...` lines.
+fn event_lines(label: &str, event: &StreamEvent) -> Vec<String> {
+    match event {
+        StreamEvent::Text { text, .. } => text
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .map(|line| format!("[{label}] {line}"))
+            .collect(),
+        StreamEvent::ToolCall { name, input, .. } => {
+            let input: String = input.chars().take(120).collect();
+            vec![format!("[{label}] > {name} {input}")]
+        }
+    }
+}
+
+/// One line per step, branch and landing, as they happen (no terminal).
 fn print_progress(event: &WorkflowEvent) {
     match event {
         WorkflowEvent::StepStarted { step, items } => match items {
@@ -189,7 +223,7 @@ fn print_progress(event: &WorkflowEvent) {
     }
 }
 
-fn landing(l: &Landing) -> String {
+pub(super) fn landing(l: &Landing) -> String {
     match l {
         Landing::Landed { commit } => format!("landed ({})", &commit[..commit.len().min(10)]),
         Landing::UpToDate => "up to date (nothing ahead of the target)".into(),
@@ -202,38 +236,59 @@ fn landing(l: &Landing) -> String {
     }
 }
 
+/// The end: one table row per item (status, branch, commits, landing,
+/// tokens, time), each step's merge counts, then what went wrong and the
+/// worktrees kept.
 fn print_summary(result: &WorkflowResult) {
+    let mut rows = vec![
+        [
+            "ITEM", "STATUS", "BRANCH", "COMMITS", "LANDING", "TOKENS", "TIME",
+        ]
+        .map(String::from)
+        .to_vec(),
+    ];
+    let mut notes = Vec::new();
     for step in &result.steps {
         if let Some(error) = &step.error {
-            println!("{}: could not start: {error}", step.name);
+            notes.push(format!("{}: could not start: {error}", step.name));
         }
+        let landings = result
+            .steps
+            .iter()
+            .filter_map(|s| s.merge.as_ref())
+            .flatten()
+            .collect::<Vec<_>>();
         for item in &step.items {
-            let status = match item.status {
-                ItemStatus::Succeeded => "succeeded",
-                ItemStatus::Failed => "failed",
-                ItemStatus::Aborted => "aborted",
-                ItemStatus::NotStarted => "not started",
-            };
             let label = match item.index {
                 Some(i) => format!("{}-{i}", step.name),
                 None => step.name.clone(),
             };
-            print!(
-                "{label}: {status}, {} commit{}",
-                item.commits.len(),
-                if item.commits.len() == 1 { "" } else { "s" }
-            );
-            if let Some(branch) = &item.branch {
-                print!(" on {branch}");
+            let landing = landings
+                .iter()
+                .find(|q| Some(&q.branch) == item.branch.as_ref())
+                .map_or("-", |q| landing_word(&q.landing));
+            rows.push(vec![
+                label.clone(),
+                status_word(item.status).into(),
+                item.branch
+                    .clone()
+                    .or_else(|| item.runs.last().map(|r| r.branch.clone()))
+                    .unwrap_or_else(|| "-".into()),
+                item.commits.len().to_string(),
+                landing.into(),
+                super::table::tokens(item.tokens),
+                super::table::elapsed(item.duration_ms / 1000),
+            ]);
+            if let Some(error) = &item.error {
+                notes.push(format!("{label}: {}: {error}", status_word(item.status)));
             }
-            println!();
             if let Some(path) = &item.preserved_worktree_path {
-                println!("  worktree kept: {path}");
+                notes.push(format!("{label}: worktree kept: {path}"));
             }
         }
         if let Some(queue) = &step.merge {
             let count = |f: fn(&Landing) -> bool| queue.iter().filter(|q| f(&q.landing)).count();
-            println!(
+            notes.push(format!(
                 "{}: {} landed, {} up to date, {} conflicted, {} failed, {} pending",
                 step.name,
                 count(|l| matches!(l, Landing::Landed { .. })),
@@ -241,13 +296,42 @@ fn print_summary(result: &WorkflowResult) {
                 count(|l| matches!(l, Landing::Conflicted { .. })),
                 count(|l| matches!(l, Landing::Failed { .. })),
                 count(|l| matches!(l, Landing::Pending)),
-            );
+            ));
             for q in queue {
-                println!("  {}: {}", q.branch, landing(&q.landing));
+                if let Landing::Conflicted { .. } | Landing::Failed { .. } = q.landing {
+                    notes.push(format!("  {}: {}", q.branch, landing(&q.landing)));
+                }
             }
         }
     }
+    if rows.len() > 1 {
+        for line in super::table::columns(&rows) {
+            println!("{line}");
+        }
+    }
+    for note in notes {
+        println!("{note}");
+    }
     if let Some(reason) = &result.aborted {
         println!("aborted: {reason}; the worktrees are kept");
+    }
+}
+
+pub(super) fn status_word(status: ItemStatus) -> &'static str {
+    match status {
+        ItemStatus::Succeeded => "succeeded",
+        ItemStatus::Failed => "failed",
+        ItemStatus::Aborted => "aborted",
+        ItemStatus::NotStarted => "not started",
+    }
+}
+
+fn landing_word(l: &Landing) -> &'static str {
+    match l {
+        Landing::Landed { .. } => "landed",
+        Landing::UpToDate => "up to date",
+        Landing::Conflicted { .. } => "conflicted",
+        Landing::Failed { .. } => "failed",
+        Landing::Pending => "pending",
     }
 }

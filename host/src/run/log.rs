@@ -27,6 +27,9 @@ pub enum LogMode {
     /// print only where it is.
     #[default]
     File,
+    /// A log file, and nothing on stderr: the caller shows the run (the
+    /// workflow's live view; `sanddune logs` finds the file).
+    FileQuiet,
     /// Spinner and styled summaries on stderr.
     Terminal,
 }
@@ -52,7 +55,7 @@ impl RunLog {
     pub fn open(mode: &LogMode, logs_dir: &Path, name: Option<&str>) -> Result<Self> {
         let prefix = name.map(|n| format!("[{n}] ")).unwrap_or_default();
         match mode {
-            LogMode::File => {
+            LogMode::File | LogMode::FileQuiet => {
                 std::fs::create_dir_all(logs_dir).map_err(|e| {
                     Error::Other(anyhow::anyhow!("create {}: {e}", logs_dir.display()))
                 })?;
@@ -64,10 +67,12 @@ impl RunLog {
                         events_path(&path).display()
                     ))
                 })?;
-                eprintln!(
-                    "{prefix}sanddune: logging to {0}\n{prefix}  follow it with: tail -f {0}",
-                    path.display()
-                );
+                if *mode == LogMode::File {
+                    eprintln!(
+                        "{prefix}sanddune: logging to {0}\n{prefix}  follow it with: tail -f {0}",
+                        path.display()
+                    );
+                }
                 Ok(Self {
                     inner: Arc::new(Inner {
                         timings: Timings::default(),

@@ -112,7 +112,7 @@ pub(super) async fn load_sandbox_provider(
 /// The run log; in file mode under `.sanddune/logs/`, kept out of the
 /// user's `git status`.
 pub(super) fn open_log(repo: &Repo, mode: &LogMode, name: Option<&str>) -> Result<RunLog> {
-    if *mode == LogMode::File {
+    if matches!(mode, LogMode::File | LogMode::FileQuiet) {
         repo.exclude_sanddune_dirs()?;
     }
     RunLog::open(mode, &repo.root().join(".sanddune/logs"), name)

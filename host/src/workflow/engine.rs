@@ -157,6 +157,11 @@ pub struct ItemResult {
     pub preserved_worktree_path: Option<String>,
     /// The run results, one per agent run of the step.
     pub runs: Vec<RunResult>,
+    /// Tokens the agent reported over the runs that ended (cached ones
+    /// included).
+    pub tokens: u64,
+    /// From the item's start to its end.
+    pub duration_ms: u64,
 }
 
 impl ItemResult {
@@ -171,6 +176,8 @@ impl ItemResult {
             output: None,
             preserved_worktree_path: None,
             runs: vec![],
+            tokens: 0,
+            duration_ms: 0,
         }
     }
 
@@ -435,6 +442,7 @@ async fn run_item(
             branch,
         },
     );
+    let started = std::time::Instant::now();
     let outcome = match strategy {
         Ok(strategy) => run_runs(&ctx, a, &scope, &label, strategy, &mut result).await,
         Err(e) => Err(e),
@@ -442,6 +450,14 @@ async fn run_item(
     if let Err(e) = outcome {
         result.fail(&e);
     }
+    result.duration_ms = started.elapsed().as_millis() as u64;
+    result.tokens = result
+        .runs
+        .iter()
+        .flat_map(|r| &r.iterations)
+        .filter_map(|i| i.usage.as_ref())
+        .map(|u| u.total())
+        .sum();
     emit(
         &ctx,
         WorkflowEvent::ItemFinished {
