@@ -407,7 +407,7 @@ promptArgs = { ID = "{{item.id}}", MODE = "FAKE:{{item.mode}}" }
     assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
 }
 
-fn ps_and_stop_a_docker_run() {
+fn ps_logs_and_stop_a_docker_run() {
     require_engine("docker");
     let repo = TestRepo::new();
     let image = format!("image={IMAGE}");
@@ -437,11 +437,22 @@ fn ps_and_stop_a_docker_run() {
     let runs = wait_running(&repo, 1);
     assert_eq!(runs[0]["sandbox"], "docker");
     assert_eq!(runs[0]["branch"], "boxed");
+    let log = runs[0]["logFile"].as_str().unwrap().to_string();
+    let follow = logs_in_background(&repo, &["boxed", "-f"]);
     let out = repo.sanddune(&["stop", "boxed"]);
     assert!(out.status.success(), "stop: {}", stderr(&out));
     assert_eq!(
         wait_exit(run, Duration::from_secs(30)).status.code(),
         Some(130)
+    );
+    // The follower printed the whole log, the stop included, and ended.
+    let follow = wait_exit(follow, Duration::from_secs(10));
+    assert!(follow.status.success(), "{}", stderr(&follow));
+    assert_eq!(stdout(&follow), std::fs::read_to_string(&log).unwrap());
+    assert!(
+        stdout(&follow).contains("stopped by `sanddune stop`"),
+        "{}",
+        stdout(&follow)
     );
     common::engines::assert_no_container_left("docker", "run", runs[0]["runId"].as_str().unwrap());
 }
@@ -706,7 +717,7 @@ fn main() -> std::process::ExitCode {
         trial!(a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it),
         trial!(two_runs_with_one_name_are_told_apart_by_id),
         trial!(stopping_one_workflow_item_leaves_the_others_to_finish),
-        trial!(ps_and_stop_a_docker_run),
+        trial!(ps_logs_and_stop_a_docker_run),
         trial!(attach_opens_a_shell_in_a_test_isolated_sandbox),
         trial!(attach_opens_a_shell_in_a_docker_sandbox),
         trial!(attach_refuses_without_a_terminal_and_names_unknown_runs),
