@@ -4,9 +4,10 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Child;
+use std::time::Duration;
 
+use common::live::{hanging_run, wait_running};
 use common::tmux::{self, Tmux};
 use common::trials::{self, trial};
 use common::{TestRepo, stderr, stdout};
@@ -33,34 +34,11 @@ fn offered(repo: &TestRepo, words: &[&str], index: usize) -> Vec<String> {
         .collect()
 }
 
-/// A run of the fake agent that hangs until stopped, once it runs.
-fn hanging_run(repo: &TestRepo, name: &str) -> Child {
-    let child = repo
-        .command(&[
-            "run",
-            "--sandbox",
-            "test-isolated",
-            "--agent",
-            "claude-code",
-            "--prompt",
-            "note FAKE:hang",
-            "--name",
-            name,
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(60);
-    // Running its agent: a stop during set-up waits for the set-up step.
-    while !stdout(&repo.sanddune(&["ps"]))
-        .lines()
-        .any(|l| l.starts_with(name) && l.contains("running"))
-    {
-        assert!(Instant::now() < deadline, "run `{name}` never showed in ps");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    child
+/// A run that hangs until stopped, once it runs its agent.
+fn running(repo: &TestRepo, name: &str) -> Child {
+    let run = hanging_run(repo, name, &[]);
+    wait_running(repo, 1);
+    run
 }
 
 fn stop(repo: &TestRepo, name: &str, mut run: Child) {
@@ -123,7 +101,7 @@ fn commands_providers_and_workflows_are_offered() {
 
 fn live_run_names_are_offered_to_logs_stop_and_attach() {
     let repo = TestRepo::new();
-    let run = hanging_run(&repo, "fix-login");
+    let run = running(&repo, "fix-login");
     for command in ["logs", "stop", "attach"] {
         let names = offered(&repo, &["sanddune", command, "fix"], 2);
         assert_eq!(names, ["fix-login"], "{command}");
@@ -135,7 +113,7 @@ fn live_run_names_are_offered_to_logs_stop_and_attach() {
 fn bash_completes_a_live_run_at_tab() {
     tmux::require();
     let repo = TestRepo::new();
-    let run = hanging_run(&repo, "fix-login");
+    let run = running(&repo, "fix-login");
     // A person's bash: sanddune on PATH (as `cargo install` puts it), the
     // script sourced as the README says.
     let bin = std::path::Path::new(common::BIN).parent().unwrap();

@@ -8,69 +8,11 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use common::engines::{IMAGE, fake_mounts, require_engine};
+use common::live::{hanging_run, ps, wait_exit, wait_running};
 use common::tmux::{self, Tmux};
 use common::trials::{self, trial};
 use common::{TestRepo, stderr, stdout};
 use serde_json::Value;
-
-/// A run of the fake agent that hangs, started in the background.
-fn hanging_run(repo: &TestRepo, name: &str, extra: &[&str]) -> Child {
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        "test-isolated",
-        "--agent",
-        "claude-code",
-        "--prompt",
-        "note FAKE:hang",
-        "--name",
-        name,
-    ];
-    args.extend_from_slice(extra);
-    repo.command(&args)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// `ps --json`, parsed.
-fn ps(repo: &TestRepo, extra: &[&str]) -> Vec<Value> {
-    let mut args = vec!["ps", "--json"];
-    args.extend_from_slice(extra);
-    let out = repo.sanddune(&args);
-    assert!(out.status.success(), "ps: {}", stderr(&out));
-    serde_json::from_str::<Value>(&stdout(&out))
-        .unwrap()
-        .as_array()
-        .unwrap()
-        .clone()
-}
-
-/// Polls `ps` until `count` runs are running their agent (60 s at most).
-fn wait_running(repo: &TestRepo, count: usize) -> Vec<Value> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    loop {
-        let runs = ps(repo, &[]);
-        if runs.iter().filter(|r| r["state"] == "running").count() == count {
-            return runs;
-        }
-        assert!(Instant::now() < deadline, "never {count} running: {runs:?}");
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-fn wait_exit(mut child: Child, within: Duration) -> std::process::Output {
-    let deadline = Instant::now() + within;
-    while child.try_wait().unwrap().is_none() {
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("the run did not end within {within:?}");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    child.wait_with_output().unwrap()
-}
 
 /// The worktrees git knows besides the repository itself.
 fn extra_worktrees(repo: &TestRepo) -> usize {
@@ -309,40 +251,12 @@ fn two_runs_with_one_name_are_told_apart_by_id() {
 
 fn stopping_one_workflow_item_leaves_the_others_to_finish() {
     let repo = TestRepo::new();
-    let dir = repo.path().join(".sanddune");
-    std::fs::create_dir_all(dir.join("workflows")).unwrap();
-    std::fs::write(
-        dir.join("workflows/three.toml"),
-        r#"
-[defaults]
-agent = "claude-code"
-
-[[steps]]
-name = "plan"
-prompt = 'plan FAKE:say:<plan>{"items":[{"id":"a","mode":"hang"},{"id":"b","mode":"slow"},{"id":"c","mode":"slow"}]}</plan>'
-output = { tag = "plan", schemaFile = "plan.schema.json" }
-
-[[steps]]
-name = "work"
-forEach = "plan.items"
-branch = "w-{{item.id}}"
-promptFile = "work.md"
-promptArgs = { ID = "{{item.id}}", MODE = "FAKE:{{item.mode}}" }
-"#,
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("plan.schema.json"),
-        r#"{"type":"object","required":["items"]}"#,
-    )
-    .unwrap();
-    std::fs::write(
-        dir.join("work.md"),
-        "work on {{ID}} {{MODE}} FAKE:file:{{ID}}.md\n",
-    )
-    .unwrap();
-    repo.git(&["add", ".sanddune"]);
-    repo.git(&["commit", "-q", "-m", "a workflow"]);
+    fan_out_workflow(
+        &repo,
+        "three",
+        &[("a", "hang"), ("b", "slow"), ("c", "slow")],
+        false,
+    );
 
     let workflow = repo
         .command(&[
@@ -549,16 +463,18 @@ fn attach_refuses_without_a_terminal_and_names_unknown_runs() {
     wait_exit(run, Duration::from_secs(20));
 }
 
-/// A workflow `six`: a plan of six items, each a slow agent run on its own
-/// branch (`w-1` ...), then the merge queue.
-fn six_item_workflow(repo: &TestRepo) {
+/// A workflow `name`: a plan of `items` (id, fake agent mode), each item a
+/// run on its own branch `w-<id>` writing `<id>.md`, then (`merge`) the
+/// merge queue.
+fn fan_out_workflow(repo: &TestRepo, name: &str, items: &[(&str, &str)], merge: bool) {
     let dir = repo.path().join(".sanddune");
     std::fs::create_dir_all(dir.join("workflows")).unwrap();
-    let items: Vec<String> = (1..=6).map(|i| format!(r#"{{"id":"{i}"}}"#)).collect();
-    std::fs::write(
-        dir.join("workflows/six.toml"),
-        format!(
-            r#"
+    let plan: Vec<String> = items
+        .iter()
+        .map(|(id, mode)| format!(r#"{{"id":"{id}","mode":"{mode}"}}"#))
+        .collect();
+    let mut file = format!(
+        r#"
 [defaults]
 agent = "claude-code"
 
@@ -572,16 +488,14 @@ name = "work"
 forEach = "plan.items"
 branch = "w-{{{{item.id}}}}"
 promptFile = "work.md"
-promptArgs = {{ ID = "{{{{item.id}}}}" }}
-
-[[steps]]
-name = "land"
-merge = "work"
+promptArgs = {{ ID = "{{{{item.id}}}}", MODE = "FAKE:{{{{item.mode}}}}" }}
 "#,
-            items.join(",")
-        ),
-    )
-    .unwrap();
+        plan.join(",")
+    );
+    if merge {
+        file += "\n[[steps]]\nname = \"land\"\nmerge = \"work\"\n";
+    }
+    std::fs::write(dir.join(format!("workflows/{name}.toml")), file).unwrap();
     std::fs::write(
         dir.join("plan.schema.json"),
         r#"{"type":"object","required":["items"]}"#,
@@ -589,11 +503,18 @@ merge = "work"
     .unwrap();
     std::fs::write(
         dir.join("work.md"),
-        "work on {{ID}} FAKE:slow\nFAKE:file:{{ID}}.md\n",
+        "work on {{ID}} {{MODE}} FAKE:file:{{ID}}.md\n",
     )
     .unwrap();
     repo.git(&["add", ".sanddune"]);
     repo.git(&["commit", "-q", "-m", "a workflow"]);
+}
+
+/// `six`: six slow items, then the merge queue.
+fn six_item_workflow(repo: &TestRepo) {
+    let ids = ["1", "2", "3", "4", "5", "6"];
+    let items: Vec<(&str, &str)> = ids.iter().map(|id| (*id, "slow")).collect();
+    fan_out_workflow(repo, "six", &items, true);
 }
 
 /// The rows of `screen` that start with `label` and a blank.
