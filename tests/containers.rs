@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -170,6 +171,9 @@ fn docker_reports_only_what_the_agent_left_uncommitted_and_round_trips_its_sessi
     let root = repo.path().canonicalize().unwrap();
     let text = std::fs::read_to_string(path).unwrap();
     assert!(text.contains(root.to_str().unwrap()), "{text}");
+    // As private on the host as the CLI made it in the container.
+    let mode = std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600, "{path}: {mode:o}");
 
     // A fresh container: the agent finds the session where it keeps it.
     repo.git(&["checkout", "--", "README.md"]);

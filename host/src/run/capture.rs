@@ -4,6 +4,7 @@
 //! directory rewritten to the host repository root, so the agent's own
 //! resume works there. Resume: the reverse, before iteration 1.
 
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use super::sync::q;
@@ -122,7 +123,12 @@ pub async fn capture(
     let content = agent
         .rewrite_session_cwd(&content, &sandbox_cwd, root)
         .await?;
+    // Private, as the agent CLIs keep them: a session holds the whole
+    // conversation, and a provider's copy-out may have made the file anew.
     std::fs::write(staged.path(), &content)
+        .and_then(|_| {
+            std::fs::set_permissions(staged.path(), std::fs::Permissions::from_mode(0o600))
+        })
         .and_then(|_| staged.persist(&outside).map_err(|e| e.error))
         .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", outside.display())))?;
     Ok(Some((outside, content)))
