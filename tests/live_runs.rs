@@ -440,6 +440,17 @@ fn attach_opens_a_shell_in_a_docker_sandbox() {
     attach_while_the_agent_works(&repo, &args);
 }
 
+fn attach_opens_a_shell_in_a_podman_sandbox() {
+    tmux::require();
+    require_engine("podman");
+    let repo = TestRepo::new();
+    let image = format!("image={IMAGE}");
+    let mounts = fake_mounts(&repo);
+    let mut args = vec!["--sandbox", "podman", "--sandbox-opt", &image];
+    args.extend(mounts.iter().map(String::as_str));
+    attach_while_the_agent_works(&repo, &args);
+}
+
 fn attach_refuses_without_a_terminal_and_names_unknown_runs() {
     let repo = TestRepo::new();
     let run = hanging_run(&repo, "busy", &[]);
@@ -641,6 +652,7 @@ fn main() -> std::process::ExitCode {
         trial!(ps_logs_and_stop_a_docker_run),
         trial!(attach_opens_a_shell_in_a_test_isolated_sandbox),
         trial!(attach_opens_a_shell_in_a_docker_sandbox),
+        trial!(attach_opens_a_shell_in_a_podman_sandbox),
         trial!(attach_refuses_without_a_terminal_and_names_unknown_runs),
         trial!(the_live_view_shows_each_item_on_one_line_that_updates_in_place),
         trial!(without_a_capable_terminal_the_workflow_prints_plain_lines),
