@@ -423,6 +423,94 @@ fn env_layers_reach_the_agent_and_undeclared_keys_do_not() {
 }
 
 #[test]
+fn secrets_by_reference_reach_the_agent_and_are_masked_in_everything_sanddune_writes() {
+    let repo = TestRepo::new();
+    let vault = tempfile::tempdir().unwrap();
+    let file = vault.path().join("token");
+    std::fs::write(&file, "file-secret-4242\n").unwrap();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/.env"),
+        format!(
+            "SANDDUNE_TEST_FROM_FILE=file:{}\nSANDDUNE_TEST_FROM_CMD=cmd:printf 'cmd-secret-%s' 77\n\
+             SANDDUNE_TEST_FROM_ENV=env:OUTER_SECRET\nSANDDUNE_TEST_LITERAL=literal:file:test.db\n",
+            file.display()
+        ),
+    )
+    .unwrap();
+    let out = repo.sanddune_with_env(
+        &[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "note\nFAKE:say-env:SANDDUNE_TEST_FROM_FILE\nFAKE:say-env:SANDDUNE_TEST_FROM_CMD\nFAKE:say-env:SANDDUNE_TEST_FROM_ENV",
+            "--json",
+        ],
+        &[("OUTER_SECRET", "env-secret-9999")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The agent got the values.
+    let env = &repo.calls("claude")[0]["env"];
+    assert_eq!(env["SANDDUNE_TEST_FROM_FILE"], "file-secret-4242");
+    assert_eq!(env["SANDDUNE_TEST_FROM_CMD"], "cmd-secret-77");
+    assert_eq!(env["SANDDUNE_TEST_FROM_ENV"], "env-secret-9999");
+    assert_eq!(env["SANDDUNE_TEST_LITERAL"], "file:test.db");
+    // What it printed of them is masked in the result, the log and the
+    // captured session.
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = std::fs::read_to_string(result["logFilePath"].as_str().unwrap()).unwrap();
+    let session =
+        std::fs::read_to_string(result["iterations"][0]["sessionFilePath"].as_str().unwrap())
+            .unwrap();
+    let said = result["stdout"].as_str().unwrap();
+    assert!(said.contains("Added a note. *** *** ***"), "{said}");
+    for (what, text) in [
+        ("result", stdout(&out)),
+        ("stderr", stderr(&out)),
+        ("log", log),
+        ("session", session.clone()),
+    ] {
+        for secret in ["file-secret-4242", "cmd-secret-77", "env-secret-9999"] {
+            assert!(!text.contains(secret), "{secret} in the {what}:\n{text}");
+        }
+    }
+    assert!(session.contains("***"), "{session}");
+}
+
+#[test]
+fn a_secret_reference_that_cannot_resolve_is_refused_before_anything_is_created() {
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/.env"),
+        "ANTHROPIC_API_KEY=file:~/.config/nowhere/key\n",
+    )
+    .unwrap();
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("ANTHROPIC_API_KEY in")
+            && err.contains("`file:~/.config/nowhere/key` cannot be read"),
+        "{err}"
+    );
+    assert!(err.contains("literal:file:"), "{err}");
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+    assert!(!repo.path().join(".sanddune/logs").exists());
+}
+
+#[test]
 fn the_agents_optional_env_passes_from_the_shell_without_env_flags() {
     // A user behind a gateway: ANTHROPIC_BASE_URL is set in the shell only.
     let repo = TestRepo::new();

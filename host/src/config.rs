@@ -100,7 +100,12 @@ impl ProjectConfig {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(e) => return Err(Error::input(format!("cannot read {}: {e}", path.display()))),
         };
-        Self::parse(&text, &path)
+        let mut config = Self::parse(&text, &path)?;
+        // Secrets by reference (`file:`, `env:`, `cmd:`) resolve here, once.
+        for (key, value) in config.env.iter_mut() {
+            *value = crate::run::secrets::resolve(key, value, repo_root, CONFIG_FILE)?;
+        }
+        Ok(config)
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Self> {

@@ -15,7 +15,7 @@ use super::iteration::{AgentInvoker, Invocation, StreamEvent, StreamEventCallbac
 use super::lanes::{self, Outcome};
 use super::log::RunLog;
 use super::registry::{Live, State};
-use super::{setup, sync};
+use super::{secrets, setup, sync};
 use crate::capability::output::OutputStream;
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentEvent, AgentProvider, CommandRequest};
@@ -300,7 +300,8 @@ impl AgentInvoker for SandboxInvoker<'_> {
             let (tx, mut rx) = mpsc::unbounded_channel::<Option<String>>();
             let run = self.sandbox.exec(exec, move |line| {
                 let stdout = line.stream == OutputStream::Stdout;
-                let _ = tx.send(stdout.then(|| line.text.clone()));
+                // A secret the agent prints is masked before anything sees it.
+                let _ = tx.send(stdout.then(|| secrets::mask(&line.text).into_owned()));
             });
             let (agent, on_event, parsed) = (&mut *self.agent, &self.on_event, &mut parsed);
             let (parser, stalled) = (&parser, &mut stalled);
@@ -510,6 +511,7 @@ impl Stall {
 /// error (a CLI often prints the cause first and a stack or usage after),
 /// then the last lines, each once.
 fn stderr_summary(stderr: &str) -> String {
+    let stderr = &*secrets::mask(stderr);
     let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail_from = lines.len().saturating_sub(5);
     let causes = lines[..tail_from].iter().filter(|l| {

@@ -31,6 +31,7 @@ pub mod outcome;
 mod prerequisites;
 pub mod reclaim;
 pub mod registry;
+pub mod secrets;
 mod setup;
 pub mod strategy;
 pub mod structured;

@@ -10,7 +10,7 @@ use super::hooks::{self, HookLog};
 use super::identity::{self, CommitIdentity, CommitOptions};
 use super::log::{LogMode, RunLog};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
-use super::{AgentOptions, Prompt, SandboxOptions, leftover, sync};
+use super::{AgentOptions, Prompt, SandboxOptions, leftover, secrets, sync};
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider, SandboxSpec};
@@ -121,7 +121,13 @@ pub(super) fn open_log(repo: &Repo, mode: &LogMode, name: Option<&str>) -> Resul
 fn read_dotenv(root: &Path) -> Result<EnvMap> {
     let path = root.join(".sanddune/.env");
     match std::fs::read_to_string(&path) {
-        Ok(text) => env::parse_dotenv(&text, &path.display().to_string()),
+        Ok(text) => {
+            let source = path.display().to_string();
+            env::parse_dotenv(&text, &source)?
+                .into_iter()
+                .map(|(k, v)| secrets::resolve(&k, &v, root, &source).map(|v| (k, v)))
+                .collect()
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(EnvMap::new()),
         Err(e) => Err(Error::input(format!("cannot read {}: {e}", path.display()))),
     }
