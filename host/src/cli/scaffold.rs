@@ -174,7 +174,7 @@ fn files(name: &str, kind: Kind) -> Vec<(String, String)> {
         format!(
             "[package]\nname = \"{name}\"\nversion = \"0.1.0\"\nedition = \"2024\"\npublish = false\n\n\
              [lib]\ncrate-type = [\"cdylib\", \"rlib\"]\n\n\
-             [dependencies]\nwit-bindgen = \"0.61\"\n{extra_deps}\n\
+             [dependencies]\nwit-bindgen = \"0.63\"\n{extra_deps}\n\
              [profile.release]\nopt-level = \"s\"\nlto = true\n\n\
              # A project of its own, even inside another workspace.\n[workspace]\n"
         ),

@@ -17,6 +17,7 @@ pub mod wit;
 use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use wasmtime::component::{Component, InstancePre};
 use wasmtime::{Engine, Store};
@@ -153,7 +154,7 @@ struct RuntimeInner {
     store: Option<store::PluginStore>,
     limits: Limits,
     file_approval: FileApproval,
-    _ticker: engine::EpochTicker,
+    ticker: engine::EpochTicker,
 }
 
 /// A loaded, linked component, ready to instantiate.
@@ -192,7 +193,7 @@ impl PluginRuntime {
                 store: config.store_dir.map(store::PluginStore::open),
                 limits: config.limits,
                 file_approval: config.file_approval,
-                _ticker: ticker,
+                ticker,
             }),
         })
     }
@@ -357,18 +358,29 @@ impl PluginRuntime {
         let state = PluginState::new(name.into(), Arc::new(grants), wasi, self.inner.limits);
         let mut store = Store::new(&self.inner.engine, state);
         store.limiter(|s| s);
-        store.epoch_deadline_callback(|mut ctx| {
-            ctx.data_mut().charge_cpu_tick()?;
-            Ok(wasmtime::UpdateDeadline::Yield(1))
-        });
         // Time in the host (waiting for a line, a sleep, a response) is not
         // wasm execution: entering wasm again (the return, or the host's
         // `cabi_realloc` call lowering the result), the next tick starts
         // afresh. Without this every wait of 10 ms or more cost a tick, and
         // an agent printing 300 lines 20 ms apart ran out of a 2 s budget.
-        store.call_hook(|mut ctx, hook| {
+        // The hook notes the epoch wasm was entered at (it may not move the
+        // deadline itself); a deadline that passed while in the host fires
+        // in that same epoch and only moves the deadline to the next tick.
+        let epoch = self.inner.ticker.epoch();
+        let entered = Arc::new(AtomicU64::new(u64::MAX));
+        store.epoch_deadline_callback({
+            let (epoch, entered) = (epoch.clone(), entered.clone());
+            move |mut ctx| {
+                if epoch.now() == entered.load(Ordering::Relaxed) {
+                    return Ok(wasmtime::UpdateDeadline::Continue(1));
+                }
+                ctx.data_mut().charge_cpu_tick()?;
+                Ok(wasmtime::UpdateDeadline::Yield(1))
+            }
+        });
+        store.call_hook(move |_, hook| {
             if hook.exiting_host() {
-                ctx.set_epoch_deadline(1);
+                entered.store(epoch.now(), Ordering::Relaxed);
             }
             Ok(())
         });
