@@ -12,6 +12,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::outcome_words::{landing, status_word};
 use super::table;
 use crate::capability::containers::owner_id;
 use crate::run::StreamEvent;
@@ -118,11 +119,7 @@ impl LiveView {
                 self.draw(&mut screen);
             }
             WorkflowEvent::Landing(q) => {
-                let line = format!(
-                    "merge {}: {}",
-                    q.branch,
-                    super::workflow::landing(&q.landing)
-                );
+                let line = format!("merge {}: {}", q.branch, landing(&q.landing));
                 self.print_above(&mut screen, &line);
             }
         }
@@ -236,7 +233,7 @@ fn render(rows: &[Row], cols: usize, max: usize) -> Vec<String> {
         .iter()
         .map(|r| {
             let (state, elapsed) = match r.ended {
-                Some((status, took)) => (super::workflow::status_word(status), took),
+                Some((status, took)) => (status_word(status), took),
                 None => (
                     r.state.map_or("starting", State::label),
                     r.started.elapsed(),

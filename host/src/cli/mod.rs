@@ -10,6 +10,7 @@ mod inspect;
 mod interactive;
 mod live_view;
 mod logs;
+mod outcome_words;
 mod plugin;
 mod plugin_test;
 mod ps;

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
+use super::outcome_words::{landing, landing_word, status_word};
 use super::run::{LogArg, call_site_env, hooks, project_config};
 use crate::error::{Error, Result};
 use crate::run::{LogMode, StreamEvent};
@@ -223,19 +224,6 @@ fn print_progress(event: &WorkflowEvent) {
     }
 }
 
-pub(super) fn landing(l: &Landing) -> String {
-    match l {
-        Landing::Landed { commit } => format!("landed ({})", &commit[..commit.len().min(10)]),
-        Landing::UpToDate => "up to date (nothing ahead of the target)".into(),
-        Landing::Conflicted { paths } => format!(
-            "CONFLICT in {}; the queue stops here, the branch keeps its commits",
-            paths.join(", ")
-        ),
-        Landing::Failed { error } => format!("failed: {error}"),
-        Landing::Pending => "pending (the queue stopped before it)".into(),
-    }
-}
-
 /// The end: one table row per item (status, branch, commits, landing,
 /// tokens, time), each step's merge counts, then what went wrong and the
 /// worktrees kept.
@@ -314,24 +302,5 @@ fn print_summary(result: &WorkflowResult) {
     }
     if let Some(reason) = &result.aborted {
         println!("aborted: {reason}; the worktrees are kept");
-    }
-}
-
-pub(super) fn status_word(status: ItemStatus) -> &'static str {
-    match status {
-        ItemStatus::Succeeded => "succeeded",
-        ItemStatus::Failed => "failed",
-        ItemStatus::Aborted => "aborted",
-        ItemStatus::NotStarted => "not started",
-    }
-}
-
-fn landing_word(l: &Landing) -> &'static str {
-    match l {
-        Landing::Landed { .. } => "landed",
-        Landing::UpToDate => "up to date",
-        Landing::Conflicted { .. } => "conflicted",
-        Landing::Failed { .. } => "failed",
-        Landing::Pending => "pending",
     }
 }
