@@ -429,26 +429,24 @@ fn attach_opens_a_shell_in_a_test_isolated_sandbox() {
     attach_while_the_agent_works(&TestRepo::new(), &["--sandbox", "test-isolated"]);
 }
 
-fn attach_opens_a_shell_in_a_docker_sandbox() {
+/// `attach_while_the_agent_works` in a container of `engine` (docker, podman).
+fn attach_in_a_container(engine: &str) {
     tmux::require();
-    require_engine("docker");
+    require_engine(engine);
     let repo = TestRepo::new();
     let image = format!("image={IMAGE}");
     let mounts = fake_mounts(&repo);
-    let mut args = vec!["--sandbox", "docker", "--sandbox-opt", &image];
+    let mut args = vec!["--sandbox", engine, "--sandbox-opt", &image];
     args.extend(mounts.iter().map(String::as_str));
     attach_while_the_agent_works(&repo, &args);
 }
 
+fn attach_opens_a_shell_in_a_docker_sandbox() {
+    attach_in_a_container("docker");
+}
+
 fn attach_opens_a_shell_in_a_podman_sandbox() {
-    tmux::require();
-    require_engine("podman");
-    let repo = TestRepo::new();
-    let image = format!("image={IMAGE}");
-    let mounts = fake_mounts(&repo);
-    let mut args = vec!["--sandbox", "podman", "--sandbox-opt", &image];
-    args.extend(mounts.iter().map(String::as_str));
-    attach_while_the_agent_works(&repo, &args);
+    attach_in_a_container("podman");
 }
 
 fn attach_refuses_without_a_terminal_and_names_unknown_runs() {

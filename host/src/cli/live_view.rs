@@ -30,8 +30,8 @@ pub fn wanted() -> bool {
         && std::env::var("TERM").is_ok_and(|t| !t.is_empty() && t != "dumb")
 }
 
-/// The view; every method redraws it. Shared by the workflow's callbacks
-/// and the ticker.
+/// The view, shared by the workflow's callbacks and the ticker. Workflow
+/// events redraw it at once; agent events wait for the next tick.
 pub struct LiveView {
     git_dir: PathBuf,
     workflow: String,
@@ -138,13 +138,13 @@ impl LiveView {
                 input.split_whitespace().collect::<Vec<_>>().join(" ")
             )),
         };
+        // Agents print often: the next tick draws it.
         let mut screen = self.lock();
         if let (Some(activity), Some(row)) =
             (activity, screen.rows.iter_mut().find(|r| r.label == item))
         {
             row.activity = activity;
         }
-        self.draw(&mut screen);
     }
 
     /// A line that stays (an agent's output with `--log terminal`).
