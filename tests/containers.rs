@@ -324,6 +324,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        side_by_side: 1,
     }
 }
 

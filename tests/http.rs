@@ -190,6 +190,7 @@ async fn sandbox(rt: &PluginRuntime) -> (Sandbox, tempfile::TempDir) {
         branch: "main".into(),
         env: vec![],
         config: vec![],
+        side_by_side: 1,
     };
     (provider.create(&spec).await.unwrap(), dir)
 }

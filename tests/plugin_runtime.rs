@@ -39,6 +39,7 @@ fn spec(dir: &std::path::Path, config: &[(&str, &str)]) -> SandboxSpec {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
+        side_by_side: 1,
     }
 }
 

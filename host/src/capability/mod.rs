@@ -2,6 +2,7 @@
 //! they check every call against: what this plugin was granted.
 
 pub mod containers;
+pub mod egress;
 pub mod filesystem;
 pub mod http;
 pub mod logging;

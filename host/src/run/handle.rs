@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::capture::{self, HostSessions};
+use super::containment;
 use super::env::EnvMap;
 use super::invoker::SandboxInvoker;
 use super::iteration::{self, StreamEvent, StreamEventCallback};
@@ -180,6 +181,10 @@ impl SandboxHandle {
             .sandbox
             .as_mut()
             .ok_or_else(|| Error::Plugin("the sandbox is closed".into()))?;
+        containment::allow_agent(sandbox, agent.name(), &env, &log);
+        if let (Some(live), Some(words)) = (&self.live, containment::describe(sandbox)) {
+            live.set_containment(words);
+        }
         let isolated = self.provider.info().kind == SandboxKind::Isolated;
         // A reused sandbox gets what its branch gained on the host since it
         // last synced (nothing, unless someone committed there).
@@ -259,10 +264,12 @@ impl SandboxHandle {
                 return Err(Error::Aborted(o.abort.reason()));
             }
             Err(e) => {
+                let e = containment::explain(sandbox, e).await;
                 log.line(&format!("error: {e}"));
                 return Err(e);
             }
         };
+        let (limits, denied_egress) = containment::report(sandbox, &log);
         let uncommitted = log
             .timings()
             .clone()
@@ -314,6 +321,8 @@ impl SandboxHandle {
             output,
             // Since the sandbox was created; `run` adds its teardown.
             timings: log.timings().phases(),
+            limits,
+            denied_egress,
         })
     }
 
@@ -820,5 +829,6 @@ fn registry_record(
         log_file: log.path().map(std::path::Path::to_path_buf),
         repo: repo.to_path_buf(),
         owner: String::new(),
+        containment: None,
     }
 }

@@ -98,6 +98,7 @@ impl InteractiveOptions {
             log: LogMode::Terminal,
             abort: self.abort.clone(),
             runtime: Some(runtime.clone()),
+            side_by_side: 1,
             workflow_item: None,
         }
     }

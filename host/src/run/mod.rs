@@ -17,6 +17,7 @@ pub mod abort;
 mod agent_files;
 mod attach;
 pub mod capture;
+mod containment;
 pub mod env;
 mod handle;
 pub mod hooks;
@@ -61,6 +62,8 @@ pub use setup::NO_SANDBOX;
 pub use strategy::{BranchStrategy, WorktreeStrategy};
 pub use structured::{OutputError, StructuredOutput};
 
+use crate::capability::containers::ResourceLimits;
+use crate::capability::egress::Denial;
 use crate::error::Result;
 use crate::plugin::{PluginRef, PluginRuntime};
 
@@ -144,6 +147,9 @@ pub struct RunOptions {
     pub runtime: Option<PluginRuntime>,
     /// The workflow item this run is, for the live-runs registry.
     pub workflow_item: Option<WorkflowItem>,
+    /// How many sandboxes run side by side with this one (a workflow's
+    /// fan-out): see `SandboxSpec::side_by_side`.
+    pub side_by_side: u32,
 }
 
 impl RunOptions {
@@ -177,6 +183,7 @@ impl RunOptions {
             abort: AbortHandle::new(),
             runtime: None,
             workflow_item: None,
+            side_by_side: 1,
         }
     }
 
@@ -197,6 +204,7 @@ impl RunOptions {
             abort: self.abort.clone(),
             runtime: self.runtime,
             workflow_item: self.workflow_item,
+            side_by_side: self.side_by_side,
         };
         let agent = AgentOptions {
             agent: self.agent,
@@ -243,6 +251,9 @@ pub struct SandboxOptions {
     /// The workflow item whose runs use this sandbox, for the live-runs
     /// registry.
     pub workflow_item: Option<WorkflowItem>,
+    /// How many sandboxes run side by side with this one (a workflow's
+    /// fan-out): see `SandboxSpec::side_by_side`.
+    pub side_by_side: u32,
 }
 
 impl SandboxOptions {
@@ -317,6 +328,13 @@ pub struct RunResult {
     /// How long each phase took, in the order they ended.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timings: Vec<timings::Phase>,
+    /// The sandbox's resource limits, when it has any (container
+    /// providers: `cpus=`, `memory=`, `pids=`, `disk=`, or a fan-out's share).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub limits: Option<ResourceLimits>,
+    /// Connections the sandbox's egress proxy refused, oldest first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub denied_egress: Vec<Denial>,
 }
 
 /// Run an agent in a sandbox until a completion signal or `max_iterations`,

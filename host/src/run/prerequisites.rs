@@ -117,6 +117,7 @@ pub(super) async fn check_sandbox_provider(
     env: &EnvMap,
     git_dir: &Path,
 ) -> Result<()> {
+    provider.check_containment(config)?;
     let Some(name) = builtin_name(provider) else {
         return Ok(());
     };

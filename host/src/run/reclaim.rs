@@ -229,6 +229,7 @@ pub(super) async fn load_for(
         branch: record.branch.clone(),
         env: env.into_iter().collect(),
         config: record.config.clone(),
+        side_by_side: 1,
     };
     Ok((loaded, spec))
 }

@@ -71,6 +71,10 @@ pub struct Record {
     pub repo: PathBuf,
     /// `<pid>:<start time>` of the run's process (see `containers::owner_id`).
     pub owner: String,
+    /// The sandbox's limits and egress policy, as the user would write
+    /// them (`memory=512m egress=deny-all`), once it is up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub containment: Option<String>,
 }
 
 /// A workflow item's run: which workflow, which item.
@@ -128,6 +132,10 @@ impl Live {
             r.iteration = n;
             r.state = State::Running;
         });
+    }
+
+    pub(crate) fn set_containment(&self, containment: String) {
+        self.update(|r| r.containment = Some(containment));
     }
 
     pub(crate) fn add_tokens(&self, tokens: u64) {

@@ -433,6 +433,7 @@ pub(super) async fn start_sandbox(
         branch: place.branch.clone(),
         env: env.into_iter().collect(),
         config,
+        side_by_side: o.side_by_side,
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
     let timings = log.timings();

@@ -270,12 +270,14 @@ impl Workflow {
                                 items: Some(items.len()),
                             },
                         );
+                        let side_by_side = ctx.options.parallel.min(items.len()) as u32;
                         let results = fan_out(
                             items,
                             ctx.options.parallel,
                             |i, item| {
                                 let mut scope = scope.clone();
                                 scope.item = Some((item, i + 1));
+                                scope.side_by_side = side_by_side;
                                 run_item(ctx.clone(), step.name.clone(), scope, Some(i + 1))
                             },
                             |i, panic| {
@@ -476,7 +478,7 @@ async fn run_runs(
     strategy: Option<BranchStrategy>,
     result: &mut ItemResult,
 ) -> Result<()> {
-    let so = sandbox_options(ctx, a, label);
+    let so = sandbox_options(ctx, a, label, scope.side_by_side);
     let multi = a.runs.len() > 1;
     let mut agents = Vec::with_capacity(a.runs.len());
     for run in &a.runs {
@@ -574,6 +576,7 @@ fn one_shot(so: SandboxOptions, ao: AgentOptions, strategy: Option<BranchStrateg
     o.abort = ao.abort;
     o.strategy = strategy;
     o.workflow_item = so.workflow_item;
+    o.side_by_side = so.side_by_side;
     o
 }
 
@@ -591,7 +594,7 @@ fn record(result: &mut ItemResult, run: RunResult) {
     result.runs.push(run);
 }
 
-fn sandbox_options(ctx: &Context, a: &AgentStep, label: &str) -> SandboxOptions {
+fn sandbox_options(ctx: &Context, a: &AgentStep, label: &str, side_by_side: u32) -> SandboxOptions {
     let o = &ctx.options;
     let w = &ctx.workflow;
     let name = o
@@ -618,6 +621,7 @@ fn sandbox_options(ctx: &Context, a: &AgentStep, label: &str) -> SandboxOptions 
     so.log = o.log.clone();
     so.abort = o.abort.clone();
     so.runtime = Some(ctx.runtime.clone());
+    so.side_by_side = side_by_side.max(1);
     so.workflow_item = Some(crate::run::WorkflowItem {
         workflow: w.name.clone(),
         item: label.to_string(),

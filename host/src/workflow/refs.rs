@@ -18,6 +18,8 @@ pub struct Scope {
     pub outputs: BTreeMap<String, Value>,
     /// The fan-out item and its position from 1.
     pub item: Option<(Value, usize)>,
+    /// How many of the fan-out's items run at once (0 or 1: alone).
+    pub side_by_side: u32,
 }
 
 /// The roots a reference may start with besides a step name.
@@ -136,6 +138,7 @@ mod tests {
                 json!({"issues": [{"id": "7", "title": "Fix auth", "n": 3}]}),
             )]),
             item: Some((json!({"id": "7", "branch": "sanddune/issue-7"}), 2)),
+            side_by_side: 1,
         }
     }
 

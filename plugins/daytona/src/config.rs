@@ -143,10 +143,11 @@ pub const OPTIONS: &[(&str, &str, Option<&str>)] = &[
         Some("0"),
     ),
     (
-        "network",
-        "Egress: allow-all, block-all, or comma-separated CIDR blocks to allow",
+        "egress",
+        "Egress: allow-all, deny-all (or none, block-all), or comma-separated CIDR blocks to allow (Daytona filters by address, not by domain); the key every sandbox provider takes",
         Some("allow-all"),
     ),
+    ("network", "Another name for egress", Some("allow-all")),
 ];
 
 fn number(key: &str, value: &str, range: std::ops::RangeInclusive<i64>) -> Result<i64, String> {
@@ -210,15 +211,24 @@ pub fn options(
                     n => Some(n),
                 }
             }
-            "network" => {
+            "egress" | "network" => {
                 o.network = match value {
                     "allow-all" | "" => Network::AllowAll,
-                    "block-all" => Network::BlockAll,
+                    "block-all" | "deny-all" | "none" => Network::BlockAll,
                     list => Network::Allow(
                         list.split(',')
                             .map(|d| d.trim().to_string())
                             .filter(|d| !d.is_empty())
-                            .collect(),
+                            .map(|d| {
+                                if is_cidr(&d) {
+                                    Ok(d)
+                                } else {
+                                    Err(format!(
+                                        "{key} entry `{d}`: Daytona allows egress by CIDR block (10.0.0.0/8), not by domain"
+                                    ))
+                                }
+                            })
+                            .collect::<Result<_, _>>()?,
                     ),
                 }
             }
@@ -245,6 +255,14 @@ pub fn options(
         return Err("snapshot and image cannot be used together".into());
     }
     Ok(o)
+}
+
+/// `a.b.c.d/n`, the form Daytona's allow list takes.
+fn is_cidr(value: &str) -> bool {
+    let Some((addr, bits)) = value.split_once('/') else {
+        return false;
+    };
+    addr.parse::<std::net::Ipv4Addr>().is_ok() && bits.parse::<u8>().is_ok_and(|b| b <= 32)
 }
 
 #[cfg(test)]
@@ -355,5 +373,16 @@ mod tests {
         )
         .unwrap();
         assert_eq!(o.api_url.origin(), "https://daytona.example.com");
+    }
+
+    #[test]
+    fn egress_is_network_by_the_key_every_provider_takes() {
+        let none = env(&[]);
+        let o = options(&cfg(&[("egress", "deny-all")]), &none).unwrap();
+        assert_eq!(o.network, Network::BlockAll);
+        let o = options(&cfg(&[("egress", "10.0.0.0/8")]), &none).unwrap();
+        assert_eq!(o.network, Network::Allow(vec!["10.0.0.0/8".into()]));
+        let e = options(&cfg(&[("egress", "github.com")]), &none).unwrap_err();
+        assert!(e.contains("`github.com`") && e.contains("CIDR"), "{e}");
     }
 }

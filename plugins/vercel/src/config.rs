@@ -140,10 +140,11 @@ pub const OPTIONS: &[(&str, &str, Option<&str>)] = &[
     ),
     ("ports", "Ports to expose, comma-separated", None),
     (
-        "network",
-        "Egress: allow-all, deny-all, or comma-separated domains to allow",
+        "egress",
+        "Egress: allow-all, deny-all (none is the same here), or comma-separated domains to allow; the key every sandbox provider takes",
         Some("allow-all"),
     ),
+    ("network", "Another name for egress", Some("allow-all")),
 ];
 
 pub fn options(config: &[(String, String)]) -> Result<Options, String> {
@@ -187,10 +188,10 @@ pub fn options(config: &[(String, String)]) -> Result<Options, String> {
                     })
                     .collect::<Result<_, _>>()?
             }
-            "network" => {
+            "egress" | "network" => {
                 o.network = match value {
                     "allow-all" | "" => Network::AllowAll,
-                    "deny-all" => Network::DenyAll,
+                    "deny-all" | "none" => Network::DenyAll,
                     list => Network::Allow(
                         list.split(',')
                             .map(|d| d.trim().to_string())
@@ -357,5 +358,18 @@ mod tests {
             let e = cfg(&pairs).unwrap_err();
             assert!(e.contains(needle), "{e}");
         }
+    }
+
+    #[test]
+    fn egress_is_network_by_the_key_every_provider_takes() {
+        let cfg = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        assert_eq!(
+            options(&cfg("egress", "none")).unwrap().network,
+            Network::DenyAll
+        );
+        assert_eq!(
+            options(&cfg("egress", "github.com")).unwrap().network,
+            Network::Allow(vec!["github.com".into()])
+        );
     }
 }

@@ -17,12 +17,14 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::exec::{exec, exec_interactive};
+use super::limits::LimitHit;
 use super::policy::{
     ContainerGrant, PLUGIN_LABEL, RUN_LABEL, check_spec, container_labels, labelled_mine,
     readable_source, split_container_path, writable_target,
 };
 use super::{ContainerSpec, Engine, EngineInfo, ExecOptions, ExecStatus, InteractiveExecOptions};
 use crate::capability::PluginState;
+use crate::capability::egress::{EgressPolicy, PROXY_PORT, Proxy, listen_in_netns};
 use crate::capability::output::OutputLine;
 
 /// Per-instance state: the connected engine and what this instance created.
@@ -31,6 +33,8 @@ pub struct ContainerState {
     client: Option<Docker>,
     engine: Option<Engine>,
     created: Vec<String>,
+    /// The egress proxy of each created container that has one.
+    proxies: HashMap<String, Proxy>,
 }
 
 impl ContainerState {
@@ -39,12 +43,43 @@ impl ContainerState {
     /// the plugin did.
     pub fn remove_all(&mut self) -> impl Future<Output = ()> + Send + 'static {
         let ids = std::mem::take(&mut self.created);
+        self.proxies.clear();
         let client = self.client.clone();
         async move {
             let Some(docker) = client else { return };
             for id in ids {
                 let _ = force_remove(&docker, &id).await;
             }
+        }
+    }
+
+    /// The resource limits the containers this instance created have hit,
+    /// read from their cgroups. (A future that owns what it needs: the
+    /// state is not `Sync`.)
+    pub fn limit_hits(
+        &self,
+        grant: &ContainerGrant,
+    ) -> impl Future<Output = Vec<LimitHit>> + Send + 'static {
+        let ids = self.created.clone();
+        let client = self.client.clone();
+        let limits = grant.containment.limits;
+        async move {
+            let Some(docker) = client else {
+                return vec![];
+            };
+            let mut hits = Vec::new();
+            for id in ids {
+                let pid = docker
+                    .inspect_container(&id, None)
+                    .await
+                    .ok()
+                    .and_then(|c| c.state?.pid)
+                    .filter(|pid| *pid > 0);
+                if let Some(pid) = pid {
+                    hits.extend(limits.hits(pid as u32));
+                }
+            }
+            hits
         }
     }
 }
@@ -261,29 +296,48 @@ impl Ctx {
 
     /// Create and start; the id is returned even when starting failed (the
     /// container then needs removing).
-    async fn create(&self, spec: ContainerSpec) -> Result<String, (String, Option<String>)> {
+    async fn create(
+        &self,
+        spec: ContainerSpec,
+    ) -> Result<(String, Option<Proxy>), (String, Option<String>)> {
         let binds = check_spec(&spec, &self.grant).map_err(|e| (e, None))?;
         let labels = container_labels(spec.labels, &self.grant, &self.plugin);
+        let containment = &self.grant.containment;
         let mut networks = spec.networks.into_iter();
+        let mut env: Vec<String> = spec
+            .env
+            .into_iter()
+            .map(|(k, v)| format!("{k}={v}"))
+            .collect();
+        let network_mode = match containment.egress {
+            EgressPolicy::AllowAll => networks.next().or(spec.network_mode),
+            // Only loopback; the proxy, if any, listens there.
+            EgressPolicy::None | EgressPolicy::Allow(_) => Some("none".to_string()),
+        };
+        if containment.egress.needs_proxy() {
+            let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
+            for key in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
+                env.push(format!("{key}={proxy}"));
+            }
+            env.push("NO_PROXY=localhost,127.0.0.1,::1".into());
+            env.push("no_proxy=localhost,127.0.0.1,::1".into());
+        }
+        let mut host_config = HostConfig {
+            binds: Some(binds),
+            network_mode,
+            userns_mode: spec.userns,
+            ..Default::default()
+        };
+        containment.limits.apply(&mut host_config);
         let body = ContainerCreateBody {
             image: Some(spec.image.clone()),
             cmd: (!spec.cmd.is_empty()).then_some(spec.cmd),
             entrypoint: spec.entrypoint,
             user: spec.user,
             working_dir: spec.workdir,
-            env: Some(
-                spec.env
-                    .into_iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect(),
-            ),
+            env: Some(env),
             labels: Some(labels),
-            host_config: Some(HostConfig {
-                binds: Some(binds),
-                network_mode: networks.next().or(spec.network_mode),
-                userns_mode: spec.userns,
-                ..Default::default()
-            }),
+            host_config: Some(host_config),
             ..Default::default()
         };
         let id = self
@@ -291,10 +345,14 @@ impl Ctx {
             .create_container(None::<CreateContainerOptions>, body)
             .await
             .map_err(|e| {
-                (
-                    format!("cannot create a container from `{}`: {e}", spec.image),
-                    None,
-                )
+                let e = format!("cannot create a container from `{}`: {e}", spec.image);
+                let e = match containment.limits.disk {
+                    Some(_) if e.contains("storage-opt") || e.contains("storage opt") => format!(
+                        "{e}: disk= needs a storage driver that can cap a container's size (overlay2 on xfs mounted with pquota, btrfs or zfs)"
+                    ),
+                    _ => e,
+                };
+                (e, None)
             })?
             .id;
         let started = async {
@@ -313,10 +371,41 @@ impl Ctx {
                 .await
                 .map_err(|e| format!("cannot start the container: {e}"))
         };
-        match started.await {
-            Ok(()) => Ok(id),
+        let proxy = match started.await {
+            Ok(()) => self.start_proxy(&id).await,
+            Err(e) => Err(e),
+        };
+        match proxy {
+            Ok(proxy) => Ok((id, proxy)),
             Err(e) => Err((e, Some(id))),
         }
+    }
+
+    /// Serve the egress proxy inside the started container's network
+    /// namespace, when its policy needs one.
+    async fn start_proxy(&self, id: &str) -> Result<Option<Proxy>, String> {
+        let Some(log) = &self.grant.containment.egress_log else {
+            return Ok(None);
+        };
+        let pid = self
+            .docker
+            .inspect_container(id, None)
+            .await
+            .ok()
+            .and_then(|c| c.state?.pid)
+            .filter(|pid| *pid > 0)
+            .ok_or("cannot find the container's first process for its egress proxy")?;
+        let listener = listen_in_netns(pid as u32).map_err(|e| {
+            format!(
+                "egress={}: cannot serve the sandbox's proxy inside its network namespace ({e}); \
+                 a domain list or deny-all needs sanddune to run as root with a rootful engine. \
+                 egress=none and egress=allow-all work everywhere",
+                self.grant.containment.egress
+            )
+        })?;
+        Proxy::serve(listener, log.clone())
+            .map(Some)
+            .map_err(|e| format!("cannot start the egress proxy: {e}"))
     }
 
     async fn copy_in(
@@ -485,8 +574,11 @@ impl PluginState {
     pub async fn containers_create(&mut self, spec: ContainerSpec) -> Result<String, String> {
         let r = match self.ctx() {
             Ok(ctx) => match ctx.create(spec).await {
-                Ok(id) => {
+                Ok((id, proxy)) => {
                     self.containers.created.push(id.clone());
+                    if let Some(proxy) = proxy {
+                        self.containers.proxies.insert(id.clone(), proxy);
+                    }
                     Ok(id)
                 }
                 Err((e, half_made)) => {
@@ -577,7 +669,10 @@ impl PluginState {
             },
             Err(e) => Err(e),
         };
-        let r = r.map(|id| self.containers.created.retain(|c| c != &id));
+        let r = r.map(|id| {
+            self.containers.created.retain(|c| c != &id);
+            self.containers.proxies.remove(&id);
+        });
         self.logged(r).await
     }
 

@@ -11,14 +11,20 @@
 //!
 //! `policy` decides what a plugin may ask, with no engine; `engine` makes
 //! the calls it allowed; `exec` runs and kills execs inside a container.
+//! `containment` is the user's policy on top: `limits` and the egress
+//! policy (`capability::egress`), which the host applies to every container.
 
+mod containment;
 mod engine;
 mod exec;
+mod limits;
 mod policy;
 
+pub use containment::Containment;
 pub use engine::{
     ContainerState, connect_negotiated, default_image, engine_name, engine_socket, force_remove,
 };
+pub use limits::{LimitHit, ResourceLimits};
 pub use policy::{
     ContainerGrant, NAME_LABEL, OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, check_spec, owner_alive,
     owner_id, process_start,

@@ -6,6 +6,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use super::ContainerSpec;
+use super::containment::Containment;
+use crate::capability::egress::EgressPolicy;
 
 /// Label keys the host sets on every container it creates for a plugin.
 pub const RUN_LABEL: &str = "sanddune.run";
@@ -30,6 +32,8 @@ pub struct ContainerGrant {
     pub readable: Vec<PathBuf>,
     /// Host paths `copy-file-out` may write (the worktree and the scratch dir).
     pub writable: Vec<PathBuf>,
+    /// The user's limits and egress policy, applied to every container.
+    pub containment: Containment,
 }
 
 impl ContainerGrant {
@@ -147,6 +151,16 @@ pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<St
     check_namespace("network-mode", &spec.network_mode)?;
     for network in &spec.networks {
         check_namespace("network", &Some(network.clone()))?;
+    }
+    // Under an egress policy the host decides the network: any the
+    // provider names would be a way around it.
+    let egress = &grant.containment.egress;
+    if *egress != EgressPolicy::AllowAll
+        && let Some(network) = spec.networks.first().or(spec.network_mode.as_ref())
+    {
+        return Err(format!(
+            "refused: network `{network}`: the sandbox's egress policy (egress={egress}) decides its network"
+        ));
     }
     match spec.userns.as_deref() {
         None => {}
@@ -282,6 +296,7 @@ mod tests {
             mount_sources: vec![worktree.clone()],
             readable: vec![worktree.clone()],
             writable: vec![worktree.clone()],
+            containment: Containment::default(),
         };
         Fixture {
             _dir: dir,

@@ -92,6 +92,7 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         branch: "main".into(),
         env: declared_env(provider),
         config: config.to_vec(),
+        side_by_side: 1,
     };
     let sandbox = match provider.create(&spec).await {
         Ok(sandbox) => sandbox,

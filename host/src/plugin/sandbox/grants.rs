@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 
 use super::spec::{ProviderConfig, SandboxSpec};
+use crate::capability::containers::Containment;
 use crate::capability::{Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant};
 use crate::error::{Error, Result};
+use crate::plugin::api::ProviderInfo;
 
 /// What a provider granted `caps` gets in one sandbox: `caps` resolved
 /// against its worktree, scratch dir and declared mounts, with outgoing
@@ -16,11 +18,16 @@ pub(super) fn for_sandbox(
     http_origins: Result<Vec<String>>,
     spec: &SandboxSpec,
     scratch: Option<&Path>,
-    mounts: &[PathBuf],
+    resolved: &Resolved,
 ) -> Result<Grants> {
     let (worktree, env) = (spec.worktree.as_path(), &spec.env);
     let containers = if caps.containers {
-        Some(container_grant(spec, scratch, mounts)?)
+        Some(container_grant(
+            spec,
+            scratch,
+            &resolved.mounts,
+            resolved.containment.clone(),
+        )?)
     } else {
         None
     };
@@ -51,13 +58,74 @@ pub(super) fn for_sandbox(
     })
 }
 
+/// A provider's options after the host took its part of them.
+pub(super) struct Resolved {
+    /// What the provider is told.
+    pub(super) config: ProviderConfig,
+    /// The declared mounts' sources, granted to the containers capability.
+    pub(super) mounts: Vec<PathBuf>,
+    /// The limits and egress policy a container provider's grant applies.
+    pub(super) containment: Containment,
+}
+
+/// Resolve the user's declared mounts (see [`resolve_mounts`]) and, for a
+/// provider with the containers capability, take the containment keys
+/// (`egress`, `cpus`, `memory`, `pids`, `disk`) out of its options: the host
+/// applies them. Another provider keeps a key it declares as an option of
+/// its own (vercel's and daytona's `egress`); one it does not is refused,
+/// before anything is created, rather than silently not enforced.
+pub(super) fn resolve(
+    spec: &SandboxSpec,
+    caps: &Capabilities,
+    info: &ProviderInfo,
+) -> Result<Resolved> {
+    let (mut config, mounts) = resolve_mounts(&spec.config)?;
+    let mut containment = take_containment(&mut config, caps, info)?;
+    containment.share_memory(spec.side_by_side);
+    Ok(Resolved {
+        config,
+        mounts,
+        containment,
+    })
+}
+
+/// The containment keys of `config`, taken out of it for a provider with
+/// the containers capability; refused for one that neither has it nor
+/// takes the key itself. A policy that needs the egress proxy is refused
+/// unless sanddune runs as root (see ADR 0022).
+pub(super) fn take_containment(
+    config: &mut ProviderConfig,
+    caps: &Capabilities,
+    info: &ProviderInfo,
+) -> Result<Containment> {
+    let refuse = |why: String| Error::input(format!("sandbox provider `{}`: {why}", info.name));
+    if !caps.containers {
+        if let Some((key, value)) = config
+            .iter()
+            .find(|(k, _)| Containment::is_key(k) && !info.config.iter().any(|o| &o.name == k))
+        {
+            return Err(refuse(format!(
+                "cannot enforce {key}={value}: only providers that run containers through the host (docker, podman) and those that take `{key}` as an option of their own contain a sandbox that way; nothing was created"
+            )));
+        }
+        return Ok(Containment::default());
+    }
+    let containment = Containment::take_from(config).map_err(refuse)?;
+    // SAFETY: geteuid has no preconditions.
+    if containment.egress.needs_proxy() && unsafe { libc::geteuid() } != 0 {
+        return Err(refuse(format!(
+            "egress={} needs sanddune to run as root with a rootful engine: the host serves the sandbox's proxy inside its network namespace. egress=none (no network) and egress=allow-all work as any user; nothing was created",
+            containment.egress
+        )));
+    }
+    Ok(containment)
+}
+
 /// The user's declared bind mounts: every `mount` entry of the provider's
 /// config (`SRC:DST[:ro]`). The host resolves SRC (`~`, relative to the
 /// current directory) before the provider sees it, and grants exactly these
 /// sources to the containers capability besides the worktree and git dir.
-pub(super) fn resolve_mounts(
-    config: &[(String, String)],
-) -> Result<(ProviderConfig, Vec<PathBuf>)> {
+fn resolve_mounts(config: &[(String, String)]) -> Result<(ProviderConfig, Vec<PathBuf>)> {
     let mut sources = Vec::new();
     let mut resolved = Vec::with_capacity(config.len());
     for (key, value) in config {
@@ -96,6 +164,7 @@ fn container_grant(
     spec: &SandboxSpec,
     scratch: Option<&Path>,
     mounts: &[PathBuf],
+    containment: Containment,
 ) -> Result<ContainerGrant> {
     let canonical = |p: &Path| {
         std::fs::canonicalize(p)
@@ -115,5 +184,6 @@ fn container_grant(
         mount_sources,
         readable,
         writable,
+        containment,
     })
 }

@@ -7,6 +7,7 @@ use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::{CLOSING, flatten, instantiate, with_refusals};
+use crate::capability::containers::{Containment, LimitHit};
 use crate::capability::{Brokered, Grants, PluginState};
 use crate::error::{Error, Result};
 use crate::plugin::api::CreateOptions;
@@ -91,6 +92,24 @@ impl Sandbox {
 
     pub fn provider_name(&self) -> &str {
         &self.name
+    }
+
+    /// The user's limits and egress policy on this sandbox, when its
+    /// provider runs containers through the host (which applies them).
+    pub fn containment(&self) -> Option<&Containment> {
+        self.origin
+            .grants
+            .containers
+            .as_ref()
+            .map(|g| &g.containment)
+    }
+
+    /// The resource limits this sandbox's containers have hit.
+    pub async fn limit_hits(&self) -> Vec<LimitHit> {
+        match &self.origin.grants.containers {
+            Some(grant) => self.store.data().containers.limit_hits(grant).await,
+            None => vec![],
+        }
     }
 
     /// Kills what this sandbox's provider is running, from anywhere: its

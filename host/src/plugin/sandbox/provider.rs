@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::grants::{self, resolve_mounts};
+use super::grants::{self, Resolved};
 use super::live::{Origin, Sandbox};
 use super::spec::SandboxSpec;
 use super::{flatten, instantiate, scratch_prefix, with_refusals};
@@ -124,7 +124,7 @@ impl SandboxProvider {
         &self,
         spec: &SandboxSpec,
         scratch: Option<&Path>,
-        mounts: &[PathBuf],
+        resolved: &Resolved,
     ) -> Result<Grants> {
         if self.plugin.approval == Approval::Unapproved && !self.info.capabilities.is_empty() {
             // `load` approves; after `from_plugin`, the caller must.
@@ -136,7 +136,19 @@ impl SandboxProvider {
         let origins = self
             .http_origins(&spec.config)
             .map_err(|e| Error::input(format!("sandbox provider `{}`: {e}", self.info.name)));
-        grants::for_sandbox(&self.capabilities(), origins, spec, scratch, mounts)
+        grants::for_sandbox(&self.capabilities(), origins, spec, scratch, resolved)
+    }
+
+    /// Refuse, before anything is created, containment options (`egress`,
+    /// `cpus`, `memory`, ...) this provider cannot have enforced or that
+    /// do not parse.
+    pub fn check_containment(&self, config: &[(String, String)]) -> Result<()> {
+        grants::take_containment(&mut config.to_vec(), &self.capabilities(), &self.info).map(drop)
+    }
+
+    /// `spec`'s options with the host's part taken out (`grants::resolve`).
+    fn resolve(&self, spec: &SandboxSpec) -> Result<Resolved> {
+        grants::resolve(spec, &self.capabilities(), &self.info)
     }
 
     /// The origins this provider may reach with outgoing HTTP under
@@ -168,14 +180,14 @@ impl SandboxProvider {
                 let _ = std::fs::remove_dir_all(dir);
             }
         };
-        let (config, mounts) = match resolve_mounts(&spec.config) {
+        let resolved = match self.resolve(spec) {
             Ok(resolved) => resolved,
             Err(e) => {
                 remove_scratch();
                 return Err(e);
             }
         };
-        let grants = match self.grants(spec, scratch.as_deref(), &mounts) {
+        let grants = match self.grants(spec, scratch.as_deref(), &resolved) {
             Ok(grants) if !http => Grants {
                 http: Some(HttpGrant::default()),
                 ..grants
@@ -188,7 +200,7 @@ impl SandboxProvider {
         };
         let (mut store, bindings) =
             instantiate(&self.plugin, &self.info.name, grants.clone()).await?;
-        let options = spec.create_options(config, scratch.as_deref());
+        let options = spec.create_options(resolved.config, scratch.as_deref());
         begin_call(&mut store);
         let created = bindings.create(&mut store, &options).await;
         let name = self.info.name.clone();
@@ -221,11 +233,11 @@ impl SandboxProvider {
         state: &str,
         scratch: Option<PathBuf>,
     ) -> Result<Sandbox> {
-        let (config, mounts) = resolve_mounts(&spec.config)?;
-        let grants = self.grants(spec, scratch.as_deref(), &mounts)?;
+        let resolved = self.resolve(spec)?;
+        let grants = self.grants(spec, scratch.as_deref(), &resolved)?;
         let (mut store, bindings) =
             instantiate(&self.plugin, &self.info.name, grants.clone()).await?;
-        let options = spec.create_options(config, scratch.as_deref());
+        let options = spec.create_options(resolved.config, scratch.as_deref());
         begin_call(&mut store);
         let attached = bindings.attach(&mut store, state, &options).await;
         let name = self.info.name.clone();
@@ -244,10 +256,10 @@ impl SandboxProvider {
     /// died inside `create`. None when the provider's contract has no
     /// `find`.
     pub async fn find(&self, spec: &SandboxSpec) -> Result<Option<Vec<String>>> {
-        let (config, mounts) = resolve_mounts(&spec.config)?;
-        let grants = self.grants(spec, None, &mounts)?;
+        let resolved = self.resolve(spec)?;
+        let grants = self.grants(spec, None, &resolved)?;
         let (mut store, bindings) = instantiate(&self.plugin, &self.info.name, grants).await?;
-        let options = spec.create_options(config, None);
+        let options = spec.create_options(resolved.config, None);
         begin_call(&mut store);
         let Some(found) = bindings.find(&mut store, &options).await.transpose() else {
             return Ok(None);

@@ -17,6 +17,10 @@ pub struct SandboxSpec {
     pub branch: String,
     pub env: Vec<(String, String)>,
     pub config: Vec<(String, String)>,
+    /// How many sandboxes run side by side with this one (a workflow's
+    /// fan-out): a container provider gives each an equal share of the
+    /// machine's memory unless `memory=` says otherwise. 1 when alone.
+    pub side_by_side: u32,
 }
 
 impl SandboxSpec {

@@ -104,7 +104,8 @@ impl Guest for Hostile {
                 ConfigOption {
                     name: "attack".into(),
                     description: "privileged, mount-root, cap-add, device, pid-host, \
-                                  network-host, ipc-host, userns-host, label, foreign"
+                                  network-host, network-bridge, network-mode-bridge, \
+                                  ipc-host, userns-host, label, foreign"
                         .into(),
                     default_value: None,
                 },
@@ -179,6 +180,15 @@ impl Guest for Hostile {
             }
             "network-host" => {
                 s.network_mode = Some("host".into());
+                try_create(s)
+            }
+            // Around an egress policy: any network the provider names.
+            "network-bridge" => {
+                s.networks = vec!["bridge".into()];
+                try_create(s)
+            }
+            "network-mode-bridge" => {
+                s.network_mode = Some("bridge".into());
                 try_create(s)
             }
             "ipc-host" => {

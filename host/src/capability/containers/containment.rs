@@ -1,0 +1,114 @@
+//! What the user's policy contains in a container sandbox: its resource
+//! limits and its egress policy. The host takes these keys out of a
+//! container provider's options before the provider sees them and applies
+//! them to every container the grant creates (ADR 0022).
+
+use std::sync::Arc;
+
+use super::limits::{self, ResourceLimits};
+use crate::capability::egress::{self, EgressLog, EgressPolicy};
+
+/// A sandbox's containment, part of its containers grant.
+#[derive(Clone, Debug, Default)]
+pub struct Containment {
+    pub limits: ResourceLimits,
+    pub egress: EgressPolicy,
+    /// The proxy's rules and refusals, for a policy that needs the proxy;
+    /// shared by the grant's instances and the run.
+    pub egress_log: Option<Arc<EgressLog>>,
+}
+
+impl Containment {
+    /// Whether `key` is one the host takes for containment.
+    pub fn is_key(key: &str) -> bool {
+        key == egress::KEY || limits::KEYS.contains(&key)
+    }
+
+    /// The containment `config` asks for; its keys are removed from it.
+    /// A key given twice takes the last value, as other options do.
+    pub fn take_from(config: &mut Vec<(String, String)>) -> Result<Self, String> {
+        let mut containment = Containment::default();
+        let mut rest = Vec::with_capacity(config.len());
+        for (key, value) in config.drain(..) {
+            if key == egress::KEY {
+                containment.egress = EgressPolicy::parse(&value)?;
+            } else if !containment.limits.set(&key, &value)? {
+                rest.push((key, value));
+            }
+        }
+        *config = rest;
+        if let EgressPolicy::Allow(rules) = &containment.egress {
+            containment.egress_log = Some(EgressLog::new(rules.clone()));
+        }
+        Ok(containment)
+    }
+
+    /// Give each of `share` sandboxes run side by side an equal part of the
+    /// machine's memory, when the user set no `memory=`: the parts never add
+    /// up to more than the machine has, less a quarter kept for the host.
+    pub fn share_memory(&mut self, share: u32) {
+        if self.limits.memory.is_some() || share <= 1 {
+            return;
+        }
+        if let Some(total) = machine_memory() {
+            let part = total / 4 * 3 / u64::from(share);
+            // Below this an agent CLI cannot start; leave it to the engine.
+            if part >= 256 << 20 {
+                self.limits.memory = Some(part);
+            }
+        }
+    }
+}
+
+/// The machine's memory in bytes, from /proc/meminfo.
+fn machine_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let kib: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kib * 1024)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_containment_keys_leave_the_providers_options() {
+        let mut config = vec![
+            ("image".to_string(), "x".to_string()),
+            ("memory".into(), "1g".into()),
+            ("egress".into(), "github.com".into()),
+            ("pids".into(), "100".into()),
+        ];
+        let c = Containment::take_from(&mut config).unwrap();
+        assert_eq!(config, [("image".to_string(), "x".to_string())]);
+        assert_eq!(c.limits.memory, Some(1 << 30));
+        assert_eq!(c.egress.to_string(), "github.com");
+        assert!(c.egress_log.is_some());
+        let mut bad = vec![("memory".to_string(), "lots".to_string())];
+        assert!(
+            Containment::take_from(&mut bad)
+                .unwrap_err()
+                .contains("memory")
+        );
+    }
+
+    #[test]
+    fn a_fan_out_shares_memory_without_overcommitting() {
+        let total = machine_memory().unwrap();
+        let mut c = Containment::default();
+        c.share_memory(4);
+        let part = c.limits.memory.unwrap();
+        assert!(part * 4 <= total, "{part} x 4 > {total}");
+        let mut given = Containment::default();
+        given.limits.memory = Some(1 << 30);
+        given.share_memory(4);
+        assert_eq!(given.limits.memory, Some(1 << 30), "the user's value wins");
+    }
+}

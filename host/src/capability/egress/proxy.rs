@@ -1,0 +1,293 @@
+//! The egress proxy: an HTTP proxy the host serves on 127.0.0.1:3128 inside
+//! a container's network namespace, connecting out from the host's.
+//!
+//! `CONNECT host:port` (TLS and anything else tunnelled) is checked by the
+//! name the client asked for; a plain request (`GET http://host/...`) by its
+//! absolute URL. Nothing is decrypted: a TLS client may still present
+//! another name inside an allowed tunnel, and a request on a kept-alive
+//! plain connection reaches the host the connection was opened to.
+
+use std::fs::File;
+use std::os::fd::AsRawFd;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::task::JoinHandle;
+
+use super::EgressLog;
+
+/// Where programs in the sandbox find the proxy.
+pub const PROXY_PORT: u16 = 3128;
+/// A request head larger than this is refused.
+const MAX_HEAD: usize = 16 * 1024;
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A listening socket on 127.0.0.1:[`PROXY_PORT`] in the network namespace
+/// of process `pid` (a container's first process). Only this thread enters
+/// the namespace, and it ends with the socket made: the socket stays in the
+/// container's namespace while the host accepts on it and connects out from
+/// its own. Needs CAP_SYS_ADMIN over that namespace: root, with a rootful
+/// engine.
+pub fn listen_in_netns(pid: u32) -> std::io::Result<std::net::TcpListener> {
+    let ns = File::open(format!("/proc/{pid}/ns/net"))?;
+    std::thread::spawn(move || {
+        // SAFETY: setns on this short-lived thread only; `ns` is an open
+        // namespace file for the call's duration.
+        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let listener = std::net::TcpListener::bind(("127.0.0.1", PROXY_PORT))?;
+        listener.set_nonblocking(true)?;
+        Ok(listener)
+    })
+    .join()
+    .map_err(|_| std::io::Error::other("the namespace thread panicked"))?
+}
+
+/// A running proxy; dropping it stops accepting and ends its connections.
+pub struct Proxy {
+    task: JoinHandle<()>,
+}
+
+impl Proxy {
+    /// Serve `listener` by `log`'s rules on the current tokio runtime.
+    pub fn serve(listener: std::net::TcpListener, log: Arc<EgressLog>) -> std::io::Result<Self> {
+        let listener = TcpListener::from_std(listener)?;
+        let task = tokio::spawn(async move {
+            let mut connections = tokio::task::JoinSet::new();
+            while let Ok((client, _)) = listener.accept().await {
+                let log = log.clone();
+                connections.spawn(async move {
+                    let _ = handle(client, &log).await;
+                });
+                // Reap finished connections as we go.
+                while connections.try_join_next().is_some() {}
+            }
+        });
+        Ok(Self { task })
+    }
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        // Aborting the accept task drops its JoinSet, which aborts every
+        // connection in flight.
+        self.task.abort();
+    }
+}
+
+/// One client connection: read the request head, check, connect, splice.
+async fn handle(mut client: TcpStream, log: &EgressLog) -> std::io::Result<()> {
+    let (head, rest) = read_head(&mut client).await?;
+    let Some(request) = Request::parse(&head) else {
+        return respond(
+            &mut client,
+            "400 Bad Request",
+            "sanddune egress proxy: not an HTTP proxy request\n",
+        )
+        .await;
+    };
+    if !log.check(&request.host, request.port) {
+        let body = format!(
+            "sanddune: egress to {}:{} is not allowed by this sandbox's egress policy\n",
+            request.host, request.port
+        );
+        return respond(&mut client, "403 Forbidden", &body).await;
+    }
+    let upstream = tokio::time::timeout(
+        CONNECT_TIMEOUT,
+        TcpStream::connect((request.host.as_str(), request.port)),
+    )
+    .await;
+    let mut upstream = match upstream {
+        Ok(Ok(stream)) => stream,
+        Ok(Err(e)) => {
+            let body = format!(
+                "sanddune egress proxy: cannot reach {}:{}: {e}\n",
+                request.host, request.port
+            );
+            return respond(&mut client, "502 Bad Gateway", &body).await;
+        }
+        Err(_) => {
+            return respond(
+                &mut client,
+                "504 Gateway Timeout",
+                "sanddune egress proxy: connect timed out\n",
+            )
+            .await;
+        }
+    };
+    if request.connect {
+        client
+            .write_all(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            .await?;
+    } else {
+        upstream.write_all(&request.forward_head).await?;
+    }
+    upstream.write_all(&rest).await?;
+    tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
+    Ok(())
+}
+
+async fn respond(client: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
+    let response = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    client.write_all(response.as_bytes()).await?;
+    client.shutdown().await
+}
+
+/// The request head (through the blank line) and any bytes read past it.
+async fn read_head(client: &mut TcpStream) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 4096];
+    loop {
+        if let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            let rest = buf.split_off(end + 4);
+            return Ok((buf, rest));
+        }
+        if buf.len() > MAX_HEAD {
+            return Err(std::io::Error::other("request head too large"));
+        }
+        let n = client.read(&mut chunk).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::UnexpectedEof.into());
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+}
+
+/// A proxy request: where to, and for plain HTTP the head to send there.
+#[derive(Debug, PartialEq)]
+struct Request {
+    connect: bool,
+    host: String,
+    port: u16,
+    /// The head rewritten to origin form, without proxy headers.
+    forward_head: Vec<u8>,
+}
+
+impl Request {
+    fn parse(head: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(head).ok()?;
+        let mut lines = text.split("\r\n");
+        let mut first = lines.next()?.split(' ');
+        let (method, target, version) = (first.next()?, first.next()?, first.next()?);
+        if method == "CONNECT" {
+            let (host, port) = split_host_port(target, None)?;
+            return Some(Self {
+                connect: true,
+                host,
+                port,
+                forward_head: vec![],
+            });
+        }
+        // Plain HTTP only: an https:// URL would need the proxy to speak TLS.
+        let rest = target.strip_prefix("http://")?;
+        let (authority, path) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, "/"),
+        };
+        let (host, port) = split_host_port(authority, Some(80))?;
+        let mut forward = format!("{method} {path} {version}\r\n");
+        for line in lines.filter(|l| !l.is_empty()) {
+            let name = line.split(':').next().unwrap_or("").to_ascii_lowercase();
+            if !name.starts_with("proxy-") {
+                forward.push_str(line);
+                forward.push_str("\r\n");
+            }
+        }
+        forward.push_str("\r\n");
+        Some(Self {
+            connect: false,
+            host,
+            port,
+            forward_head: forward.into_bytes(),
+        })
+    }
+}
+
+/// `host:port`, `[v6]:port`, or `host` with `default` port.
+fn split_host_port(authority: &str, default: Option<u16>) -> Option<(String, u16)> {
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (host, rest) = v6.split_once(']')?;
+        (host, rest.strip_prefix(':'))
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    let port = match port {
+        Some(p) => p.parse().ok()?,
+        None => default?,
+    };
+    (!host.is_empty()).then(|| (host.to_ascii_lowercase(), port))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::capability::egress::HostRule;
+
+    #[test]
+    fn connect_and_absolute_requests_name_their_destination() {
+        let c = Request::parse(b"CONNECT api.example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        assert!(c.connect);
+        assert_eq!((c.host.as_str(), c.port), ("api.example.com", 443));
+        let g = Request::parse(
+            b"GET http://Example.com:8080/a?b HTTP/1.1\r\nHost: example.com\r\nProxy-Connection: keep-alive\r\n\r\n",
+        )
+        .unwrap();
+        assert_eq!((g.host.as_str(), g.port), ("example.com", 8080));
+        assert_eq!(
+            String::from_utf8(g.forward_head).unwrap(),
+            "GET /a?b HTTP/1.1\r\nHost: example.com\r\n\r\n"
+        );
+        assert!(
+            Request::parse(b"GET /local HTTP/1.1\r\n\r\n").is_none(),
+            "not a proxy request"
+        );
+        assert!(Request::parse(b"CONNECT nohost HTTP/1.1\r\n\r\n").is_none());
+    }
+
+    #[tokio::test]
+    async fn the_proxy_tunnels_to_an_allowed_host_and_refuses_another() {
+        // An upstream that answers one line.
+        let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = upstream.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut s, _) = upstream.accept().await.unwrap();
+            s.write_all(b"hello from upstream").await.unwrap();
+        });
+        let log = EgressLog::new(vec![HostRule::parse(&format!("127.0.0.1:{port}")).unwrap()]);
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        listener.set_nonblocking(true).unwrap();
+        let addr = listener.local_addr().unwrap();
+        let _proxy = Proxy::serve(listener, log.clone()).unwrap();
+
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut got = String::new();
+        c.read_to_string(&mut got).await.unwrap();
+        assert_eq!(
+            got,
+            "HTTP/1.1 200 Connection established\r\n\r\nhello from upstream"
+        );
+
+        let mut c = TcpStream::connect(addr).await.unwrap();
+        c.write_all(b"CONNECT example.com:443 HTTP/1.1\r\n\r\n")
+            .await
+            .unwrap();
+        let mut got = String::new();
+        c.read_to_string(&mut got).await.unwrap();
+        assert!(got.starts_with("HTTP/1.1 403"), "{got}");
+        assert!(got.contains("example.com:443"), "{got}");
+        assert_eq!(log.denied().len(), 1);
+    }
+}

@@ -1,0 +1,162 @@
+//! What a run does with its sandbox's containment (ADR 0022): lets the
+//! agent's model API through the egress proxy, explains a failure a
+//! resource limit caused, and reports the limits and refusals.
+
+use super::env::EnvMap;
+use super::log::RunLog;
+use crate::capability::containers::ResourceLimits;
+use crate::capability::egress::{Denial, EgressPolicy};
+use crate::error::Error;
+use crate::plugin::sandbox::Sandbox;
+
+/// The hosts the built-in agents' CLIs need to think, allowed by a
+/// `deny-all` or domain-list policy without the user listing them. (The
+/// agent contract has no field for them yet; a third-party agent's come
+/// from the URLs in its env, below, or from the user's list.)
+fn model_api_hosts(agent: &str) -> &'static [&'static str] {
+    match agent {
+        "claude-code" => &["api.anthropic.com"],
+        "codex" => &["api.openai.com", "chatgpt.com"],
+        "opencode" => &[
+            "api.anthropic.com",
+            "api.openai.com",
+            "models.dev",
+            "opencode.ai",
+        ],
+        "pi" => &["api.anthropic.com", "api.openai.com"],
+        "copilot" => &[
+            "api.githubcopilot.com",
+            "*.githubcopilot.com",
+            "api.github.com",
+        ],
+        "cursor" => &["api2.cursor.sh", "*.cursor.sh"],
+        _ => &[],
+    }
+}
+
+/// The hosts the agent may reach through the proxy: its model APIs, and
+/// every http(s) URL in the env it gets (a gateway in ANTHROPIC_BASE_URL,
+/// a local model server), so that the agent can still think.
+pub(super) fn agent_hosts(agent: &str, env: &EnvMap) -> Vec<String> {
+    let mut hosts: Vec<String> = model_api_hosts(agent)
+        .iter()
+        .map(|h| h.to_string())
+        .collect();
+    for value in env.values() {
+        if let Some(host) = url_host(value) {
+            hosts.push(host);
+        }
+    }
+    hosts
+}
+
+/// `host:port` of an `http://` or `https://` URL.
+fn url_host(value: &str) -> Option<String> {
+    let (scheme, rest) = value.trim().split_once("://")?;
+    let default = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, a)| a);
+    if authority.is_empty() {
+        return None;
+    }
+    Some(match authority.rsplit_once(':') {
+        Some((_, port)) if port.parse::<u16>().is_ok() => authority.to_string(),
+        _ => format!("{authority}:{default}"),
+    })
+}
+
+/// Let the agent's hosts through the sandbox's egress proxy, if it has one.
+pub(super) fn allow_agent(sandbox: &Sandbox, agent: &str, env: &EnvMap, log: &RunLog) {
+    let Some(egress) = sandbox.containment().and_then(|c| c.egress_log.as_ref()) else {
+        return;
+    };
+    let hosts = agent_hosts(agent, env);
+    if !hosts.is_empty() {
+        log.line(&format!("egress: the agent may reach {}", hosts.join(", ")));
+    }
+    egress.allow(&hosts);
+}
+
+/// The sandbox's limits and egress policy as the user would write them,
+/// when it has any: what `ps` shows.
+pub(super) fn describe(sandbox: &Sandbox) -> Option<String> {
+    let c = sandbox.containment()?;
+    let mut words = c.limits.to_string();
+    if c.egress != EgressPolicy::AllowAll {
+        if !words.is_empty() {
+            words.push(' ');
+        }
+        words.push_str(&format!("egress={}", c.egress));
+    }
+    (!words.is_empty()).then_some(words)
+}
+
+/// A failed run's error, with the limit that caused it when the sandbox
+/// hit one.
+pub(super) async fn explain(sandbox: &Sandbox, error: Error) -> Error {
+    let hits = sandbox.limit_hits().await;
+    if hits.is_empty() {
+        return error;
+    }
+    let why: Vec<String> = hits.iter().map(ToString::to_string).collect();
+    match error {
+        Error::Agent(message) | Error::Plugin(message) => {
+            Error::Agent(format!("{message}: {}", why.join("; ")))
+        }
+        other => other,
+    }
+}
+
+/// The sandbox's limits (when any) and the egress the proxy refused, for
+/// the run's result; each refusal is also said in the log.
+pub(super) fn report(sandbox: &Sandbox, log: &RunLog) -> (Option<ResourceLimits>, Vec<Denial>) {
+    let Some(containment) = sandbox.containment() else {
+        return (None, vec![]);
+    };
+    let denied = containment
+        .egress_log
+        .as_ref()
+        .map(|e| e.denied())
+        .unwrap_or_default();
+    for d in &denied {
+        log.line(&format!(
+            "egress refused: {}:{} (egress={})",
+            d.host, d.port, containment.egress
+        ));
+    }
+    let limits = (!containment.limits.is_empty()).then_some(containment.limits);
+    (limits, denied)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn urls_in_the_agents_env_become_hosts_it_may_reach() {
+        let env: EnvMap = [
+            (
+                "ANTHROPIC_BASE_URL".to_string(),
+                "http://127.0.0.1:8080/v1".to_string(),
+            ),
+            (
+                "OPENAI_BASE_URL".into(),
+                "https://user:pw@gw.example.com/api".into(),
+            ),
+            ("ANTHROPIC_API_KEY".into(), "sk-not-a-url".into()),
+        ]
+        .into_iter()
+        .collect();
+        let mut hosts = agent_hosts("claude-code", &env);
+        hosts.sort();
+        assert_eq!(
+            hosts,
+            ["127.0.0.1:8080", "api.anthropic.com", "gw.example.com:443"]
+        );
+        assert!(agent_hosts("someone-elses", &EnvMap::new()).is_empty());
+    }
+}

@@ -1,0 +1,479 @@
+//! Containment of container sandboxes on real engines: the egress policy
+//! (`egress=`) and the resource limits (`memory=`, `pids=`, `cpus=`, a
+//! fan-out's share), applied by the host to every container (ADR 0022).
+//!
+//! The egress tests serve two HTTP servers on one of the host's own
+//! non-loopback addresses: one on the list, one not. From inside the
+//! sandbox the listed one is reachable through the proxy only, and nothing
+//! is reachable without it.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, TcpListener};
+use std::process::Command;
+
+use common::engines::*;
+use common::trials::{self, trial};
+use common::{TestRepo, plugin_file, stderr, stdout};
+use sanddune::capability::{Capabilities, Limits};
+use sanddune::plugin::sandbox::{
+    Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
+};
+use sanddune::plugin::{Approval, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
+use serde_json::Value;
+
+fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
+}
+
+/// One of this host's addresses that is not loopback: reachable from the
+/// host's proxy, and, without a policy, from a container on the engine's
+/// default network.
+fn host_address() -> IpAddr {
+    let routed = std::net::UdpSocket::bind("0.0.0.0:0")
+        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
+        .and_then(|s| s.local_addr());
+    if let Ok(addr) = routed
+        && !addr.ip().is_loopback()
+        && !addr.ip().is_unspecified()
+    {
+        return addr.ip();
+    }
+    let out = Command::new("hostname").arg("-I").output().unwrap();
+    stdout(&out)
+        .split_whitespace()
+        .filter_map(|a| a.parse::<IpAddr>().ok())
+        .find(|a| a.is_ipv4() && !a.is_loopback())
+        .expect("the host has no non-loopback IPv4 address")
+}
+
+/// An HTTP server on the host's address answering every request with
+/// `body`, until the test process ends. Returns `ip:port`.
+fn serve(body: &'static str) -> String {
+    let listener = TcpListener::bind((host_address(), 0)).unwrap();
+    let addr = listener.local_addr().unwrap().to_string();
+    std::thread::spawn(move || {
+        for mut stream in listener.incoming().flatten() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    addr
+}
+
+fn runtime() -> PluginRuntime {
+    PluginRuntime::new(RuntimeConfig {
+        cache_dir: Some(common::cache_dir()),
+        store_dir: None,
+        limits: Limits {
+            memory_bytes: 64 << 20,
+            cpu_ticks_per_call: 3_000,
+            http: Default::default(),
+        },
+        ..Default::default()
+    })
+    .unwrap()
+}
+
+fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)], side_by_side: u32) -> SandboxSpec {
+    let mut config: Vec<(String, String)> = config
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    config.push(("image".into(), IMAGE.into()));
+    SandboxSpec {
+        run_id: run_id.into(),
+        name: run_id.into(),
+        worktree: repo.path().to_path_buf(),
+        git_dir: repo.path().join(".git"),
+        branch: "main".into(),
+        env: vec![],
+        config,
+        side_by_side,
+    }
+}
+
+async fn sandbox(engine: &str, repo: &TestRepo, config: &[(&str, &str)]) -> Sandbox {
+    let provider = SandboxProvider::load(&runtime(), &PluginRef::Builtin(engine.into()))
+        .await
+        .unwrap();
+    provider
+        .create(&spec(repo, &unique("contain"), config, 1))
+        .await
+        .unwrap()
+}
+
+/// `sh -c line` in the sandbox: (exit code, stdout + stderr).
+async fn sh(sandbox: &mut Sandbox, line: &str) -> (i32, String) {
+    let request = ExecRequest {
+        command: SandboxCommand::Shell(line.into()),
+        cwd: None,
+        env: vec![],
+        stdin: None,
+        sudo: false,
+        timeout_ms: Some(60_000),
+    };
+    let out = sandbox.exec(request, |_| {}).await.unwrap();
+    let text = format!("{}{}", out.stdout, out.stderr);
+    (out.exit_code, text.trim_end().to_string())
+}
+
+async fn docker_egress_lets_the_listed_host_through_the_proxy_and_nothing_else() {
+    egress_list("docker").await
+}
+
+async fn podman_egress_lets_the_listed_host_through_the_proxy_and_nothing_else() {
+    egress_list("podman").await
+}
+
+async fn egress_list(engine: &str) {
+    require_engine(engine);
+    let (allowed, other) = (serve("allowed"), serve("other"));
+    let repo = TestRepo::new();
+    let policy = format!("{allowed},example.com");
+    let mut sb = sandbox(engine, &repo, &[("egress", &policy)]).await;
+    // Plain HTTP through the proxy (absolute URL), and a CONNECT tunnel.
+    let (code, out) = sh(
+        &mut sb,
+        &format!("curl -sS --max-time 20 http://{allowed}/"),
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (0, "allowed"), "plain http");
+    let (code, out) = sh(
+        &mut sb,
+        &format!("curl -sS --max-time 20 --proxytunnel http://{allowed}/"),
+    )
+    .await;
+    assert_eq!((code, out.as_str()), (0, "allowed"), "CONNECT");
+    // Not on the list: the proxy refuses, naming it.
+    let (_, out) = sh(
+        &mut sb,
+        &format!("curl -s --max-time 20 -w ' %{{http_code}}' http://{other}/"),
+    )
+    .await;
+    assert!(out.ends_with(" 403") && out.contains(&other), "{out}");
+    // Around the proxy there is nothing: curl told not to use it, a raw
+    // TCP connect, and DNS all fail, even for the listed host.
+    let (code, out) = sh(
+        &mut sb,
+        &format!("curl -sS --noproxy '*' --max-time 10 http://{allowed}/"),
+    )
+    .await;
+    assert_ne!(code, 0, "a direct connection got through: {out}");
+    let (host, port) = allowed.rsplit_once(':').unwrap();
+    let (code, out) = sh(
+        &mut sb,
+        &format!(
+            "python3 -c 'import socket; socket.create_connection((\"{host}\", {port}), timeout=10)'"
+        ),
+    )
+    .await;
+    assert_ne!(code, 0, "a raw TCP connect got through: {out}");
+    assert!(out.contains("unreachable"), "{out}");
+    let (code, _) = sh(&mut sb, "getent hosts example.com").await;
+    assert_ne!(code, 0, "DNS resolved a name");
+    let denied = sb
+        .containment()
+        .unwrap()
+        .egress_log
+        .as_ref()
+        .unwrap()
+        .denied();
+    let (other_host, other_port) = other.rsplit_once(':').unwrap();
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(denied[0].host, other_host);
+    assert_eq!(denied[0].port.to_string(), other_port);
+    sb.close().await.unwrap();
+}
+
+async fn docker_egress_deny_all_and_none_reach_nothing() {
+    require_engine("docker");
+    let target = serve("reached");
+    let repo = TestRepo::new();
+    let mut sb = sandbox("docker", &repo, &[("egress", "deny-all")]).await;
+    let (_, out) = sh(
+        &mut sb,
+        &format!("curl -s --max-time 20 -w ' %{{http_code}}' http://{target}/"),
+    )
+    .await;
+    assert!(out.ends_with(" 403"), "deny-all: {out}");
+    sb.close().await.unwrap();
+
+    let mut sb = sandbox("docker", &repo, &[("egress", "none")]).await;
+    let (code, out) = sh(
+        &mut sb,
+        "env | grep -ci _proxy; ip route 2>/dev/null; tail -n +2 /proc/net/route",
+    )
+    .await;
+    assert_eq!(
+        out.trim(),
+        "0",
+        "no proxy variables and no routes: {code} {out}"
+    );
+    let (code, out) = sh(&mut sb, &format!("curl -sS --max-time 10 http://{target}/")).await;
+    assert_ne!(code, 0, "none: {out}");
+    sb.close().await.unwrap();
+}
+
+/// The egress run end to end: the agent's request to a host not on the list
+/// is in the result's `deniedEgress` and the log, and the run still lands.
+fn docker_a_runs_refused_egress_is_in_its_result_and_log() {
+    require_engine("docker");
+    let (allowed, other) = (serve("allowed"), serve("other"));
+    let repo = TestRepo::new();
+    let branch = unique("egress");
+    let policy = format!("egress={allowed}");
+    let prompt = format!(
+        "add a note\nFAKE:run:curl -s http://{allowed}/\nFAKE:run:curl -s -o /dev/null -w %{{http_code}} http://{other}/"
+    );
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        &prompt,
+        "--branch",
+        &branch,
+        "--json",
+        "--sandbox-opt",
+        &policy,
+        "--sandbox-opt",
+    ];
+    let image = format!("image={IMAGE}");
+    args.push(&image);
+    let mounts = fake_mounts(&repo);
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let text = result["stdout"].as_str().unwrap();
+    assert!(
+        text.contains("allowed (exit 0)") && text.contains("403 (exit 0)"),
+        "{text}"
+    );
+    let denied = result["deniedEgress"].as_array().unwrap();
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(
+        format!(
+            "{}:{}",
+            denied[0]["host"].as_str().unwrap(),
+            denied[0]["port"]
+        ),
+        other
+    );
+    assert!(denied[0]["atMs"].as_u64().unwrap() > 0);
+    let log = std::fs::read_to_string(result["logFilePath"].as_str().unwrap()).unwrap();
+    assert!(log.contains(&format!("egress refused: {other}")), "{log}");
+    assert!(
+        log.contains("the agent may reach api.anthropic.com"),
+        "{log}"
+    );
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", &branch]).is_empty(),
+        false
+    );
+    assert_no_container_left("docker", "name", &branch);
+}
+
+fn run_limited(repo: &TestRepo, branch: &str, prompt: &str, limit: &str) -> std::process::Output {
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        prompt,
+        "--branch",
+        branch,
+        "--sandbox-opt",
+        &image,
+        "--sandbox-opt",
+        limit,
+    ];
+    let mounts = fake_mounts(repo);
+    args.extend(mounts.iter().map(String::as_str));
+    repo.sanddune(&args)
+}
+
+fn docker_an_agent_killed_at_its_memory_limit_fails_naming_memory() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let branch = unique("hog");
+    let out = run_limited(&repo, &branch, "eat memory FAKE:hog-memory", "memory=128m");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("memory=128m") && err.contains("OOM"), "{err}");
+    assert_no_container_left("docker", "name", &branch);
+}
+
+fn docker_a_fork_bomb_stops_at_the_pids_limit_and_fails_naming_pids() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let branch = unique("forks");
+    let out = run_limited(&repo, &branch, "fork FAKE:fork-bomb", "pids=64");
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("pids=64"), "{err}");
+    assert_no_container_left("docker", "name", &branch);
+}
+
+/// What the engine was told, from `inspect`.
+fn inspect(engine: &str, id: &str, format: &str) -> String {
+    let out = Command::new(engine)
+        .args(["inspect", "--format", format, id])
+        .output()
+        .unwrap();
+    stdout(&out).trim().to_string()
+}
+
+async fn docker_limits_reach_the_engine_and_a_fan_out_shares_memory() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let mut sb = sandbox(
+        "docker",
+        &repo,
+        &[("cpus", "1.5"), ("memory", "300m"), ("pids", "200")],
+    )
+    .await;
+    let id = sb.state().await.unwrap();
+    assert_eq!(
+        inspect(
+            "docker",
+            &id,
+            "{{.HostConfig.NanoCpus}} {{.HostConfig.Memory}} {{.HostConfig.MemorySwap}} {{.HostConfig.PidsLimit}}"
+        ),
+        format!("1500000000 {m} {m} 200", m = 300 << 20)
+    );
+    assert_eq!(
+        sb.containment().unwrap().limits.to_string(),
+        "cpus=1.5 memory=300m pids=200"
+    );
+    sb.close().await.unwrap();
+
+    // Four side by side without memory=: each a quarter of three quarters.
+    let provider = SandboxProvider::load(&runtime(), &PluginRef::Builtin("docker".into()))
+        .await
+        .unwrap();
+    let mut sb = provider
+        .create(&spec(&repo, &unique("share"), &[], 4))
+        .await
+        .unwrap();
+    let id = sb.state().await.unwrap();
+    let total: u64 = std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .unwrap()
+        * 1024;
+    let memory: u64 = inspect("docker", &id, "{{.HostConfig.Memory}}")
+        .parse()
+        .unwrap();
+    assert_eq!(memory, total / 4 * 3 / 4);
+    assert!(memory * 4 <= total, "the shares overcommit the machine");
+    sb.close().await.unwrap();
+}
+
+fn a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists() {
+    let repo = TestRepo::new();
+    for opt in ["egress=none", "memory=1g"] {
+        let out = repo.sanddune(&[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "x",
+            "--branch",
+            "nope",
+            "--sandbox-opt",
+            opt,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{opt}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(err.contains(&format!("cannot enforce {opt}")), "{err}");
+        assert!(
+            repo.git(&["branch", "--list", "nope"]).is_empty(),
+            "a branch was made"
+        );
+    }
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "x",
+        "--sandbox-opt",
+        "egress=https://github.com",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("not a URL"), "{}", stderr(&out));
+}
+
+/// The hostile container provider names a network under an egress policy:
+/// refused, every time, and nothing is left.
+async fn a_hostile_provider_cannot_name_a_network_around_the_egress_policy() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    for attack in ["network-bridge", "network-mode-bridge"] {
+        for policy in ["deny-all", "none", "example.com"] {
+            let run_id = unique("hostile");
+            let mut plugin = runtime()
+                .load(
+                    &PluginRef::File(plugin_file("sanddune-test-plugin-hostile-containers")),
+                    Some(PluginKind::Sandbox),
+                )
+                .unwrap();
+            plugin.approval =
+                Approval::Approved(Capabilities::from_requests([("containers", "")]).unwrap());
+            let provider = SandboxProvider::from_plugin(plugin).await.unwrap();
+            let config = [("attack", attack), ("egress", policy)];
+            let err = match provider.create(&spec(&repo, &run_id, &config, 1)).await {
+                Ok(_) => panic!("{attack} under egress={policy} succeeded"),
+                Err(e) => e.to_string(),
+            };
+            assert!(!err.contains("LEAKED"), "{attack}/{policy}: {err}");
+            assert!(
+                err.contains("refused: network `bridge`")
+                    && err.contains(&format!("egress={policy}")),
+                "{attack}/{policy}: {err}"
+            );
+            assert_no_container_left("docker", "run", &run_id);
+        }
+    }
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(async docker_egress_lets_the_listed_host_through_the_proxy_and_nothing_else),
+        trial!(async podman_egress_lets_the_listed_host_through_the_proxy_and_nothing_else),
+        trial!(async docker_egress_deny_all_and_none_reach_nothing),
+        trial!(docker_a_runs_refused_egress_is_in_its_result_and_log),
+        trial!(docker_an_agent_killed_at_its_memory_limit_fails_naming_memory),
+        trial!(docker_a_fork_bomb_stops_at_the_pids_limit_and_fails_naming_pids),
+        trial!(async docker_limits_reach_the_engine_and_a_fan_out_shares_memory),
+        trial!(a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists),
+        trial!(async a_hostile_provider_cannot_name_a_network_around_the_egress_policy),
+    ])
+}
