@@ -331,6 +331,58 @@ fn docker_a_fork_bomb_stops_at_the_pids_limit_and_fails_naming_pids() {
     assert_no_container_left("docker", "name", &branch);
 }
 
+/// `ps` shows a running sandbox's limits and policy as the user wrote them.
+fn docker_ps_shows_the_containment_of_a_running_sandbox() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "wait FAKE:wait-attached",
+        "--sandbox-opt",
+        &image,
+        "--sandbox-opt",
+        "memory=256m",
+        "--sandbox-opt",
+        "egress=none",
+    ];
+    let mounts = fake_mounts(&repo);
+    args.extend(mounts.iter().map(String::as_str));
+    let mut run = repo
+        .command(&args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let runs = loop {
+        let runs: Value = serde_json::from_str(&stdout(&repo.sanddune(&["ps", "--json"]))).unwrap();
+        if runs[0]["containment"].is_string() {
+            break runs;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no containment in ps: {runs}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert_eq!(runs[0]["containment"], "memory=256m egress=none");
+    let table = stdout(&repo.sanddune(&["ps"]));
+    let header = table.lines().next().unwrap();
+    assert!(
+        header.contains("CONTAINMENT") && table.contains("memory=256m egress=none"),
+        "{table}"
+    );
+    // The fake goes on once `attached` is in the git dir.
+    std::fs::write(repo.path().join(".git/attached"), "").unwrap();
+    assert!(run.wait().unwrap().success());
+}
+
 /// What the engine was told, from `inspect`.
 fn inspect(engine: &str, id: &str, format: &str) -> String {
     let out = Command::new(engine)
@@ -473,6 +525,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_an_agent_killed_at_its_memory_limit_fails_naming_memory),
         trial!(docker_a_fork_bomb_stops_at_the_pids_limit_and_fails_naming_pids),
         trial!(async docker_limits_reach_the_engine_and_a_fan_out_shares_memory),
+        trial!(docker_ps_shows_the_containment_of_a_running_sandbox),
         trial!(a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists),
         trial!(async a_hostile_provider_cannot_name_a_network_around_the_egress_policy),
     ])

@@ -540,6 +540,11 @@ fn the_agents_optional_env_passes_from_the_shell_without_env_flags() {
         inspect.contains("optional env: ANTHROPIC_BASE_URL"),
         "{inspect}"
     );
+    // And which hosts an egress policy lets through for it.
+    assert!(
+        inspect.contains("egress hosts: api.anthropic.com, the host of each http(s) URL"),
+        "{inspect}"
+    );
 }
 
 #[test]

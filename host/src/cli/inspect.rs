@@ -145,6 +145,14 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 println!("  {}: {}", req.any_of.join(" or "), req.description);
             }
             println!("optional env: {}", list(&info.optional_env));
+            // What a container sandbox's egress=deny-all or domain list
+            // lets through for this agent (ADR 0022).
+            let hosts: Vec<String> = crate::run::model_api_hosts(&info.name)
+                .iter()
+                .map(|h| h.to_string())
+                .chain(["the host of each http(s) URL in its env".to_string()])
+                .collect();
+            println!("egress hosts: {}", hosts.join(", "));
             print_imports(agent.plugin());
         }
     }

@@ -53,25 +53,29 @@ pub fn ps(args: PsArgs) -> Result<()> {
     Ok(())
 }
 
-/// One line per run, columns aligned.
+/// One line per run, columns aligned. A CONTAINMENT column (limits and
+/// egress policy) joins when some run has one.
 fn table(runs: &[Found], with_repo: bool) -> String {
-    let mut rows = vec![
-        [
-            "NAME",
-            "RUN ID",
-            "WORKFLOW/ITEM",
-            "SANDBOX",
-            "AGENT",
-            "BRANCH",
-            "ITER",
-            "STATE",
-            "ELAPSED",
-            "TOKENS",
-            "LOG",
-        ]
-        .map(String::from)
-        .to_vec(),
-    ];
+    let contained = runs.iter().any(|f| f.record.containment.is_some());
+    let mut header = [
+        "NAME",
+        "RUN ID",
+        "WORKFLOW/ITEM",
+        "SANDBOX",
+        "AGENT",
+        "BRANCH",
+        "ITER",
+        "STATE",
+        "ELAPSED",
+        "TOKENS",
+    ]
+    .map(String::from)
+    .to_vec();
+    if contained {
+        header.push("CONTAINMENT".into());
+    }
+    header.push("LOG".into());
+    let mut rows = vec![header];
     for f in runs {
         let r = &f.record;
         let log = r
@@ -79,7 +83,7 @@ fn table(runs: &[Found], with_repo: bool) -> String {
             .as_ref()
             .map(|p| p.strip_prefix(&r.repo).unwrap_or(p).display().to_string())
             .unwrap_or_else(|| "-".into());
-        rows.push(vec![
+        let mut row = vec![
             r.name.clone(),
             r.run_id.clone(),
             match (&r.workflow, &r.item) {
@@ -93,12 +97,16 @@ fn table(runs: &[Found], with_repo: bool) -> String {
             if f.alive { r.state.label() } else { "dead" }.to_string(),
             super::table::elapsed(f.elapsed),
             r.tokens.to_string(),
-            if with_repo {
-                r.repo.join(&log).display().to_string()
-            } else {
-                log
-            },
-        ]);
+        ];
+        if contained {
+            row.push(r.containment.clone().unwrap_or_else(|| "-".into()));
+        }
+        row.push(if with_repo {
+            r.repo.join(&log).display().to_string()
+        } else {
+            log
+        });
+        rows.push(row);
     }
     super::table::columns(&rows)
         .into_iter()

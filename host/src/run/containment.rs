@@ -13,7 +13,7 @@ use crate::plugin::sandbox::Sandbox;
 /// `deny-all` or domain-list policy without the user listing them. (The
 /// agent contract has no field for them yet; a third-party agent's come
 /// from the URLs in its env, below, or from the user's list.)
-fn model_api_hosts(agent: &str) -> &'static [&'static str] {
+pub fn model_api_hosts(agent: &str) -> &'static [&'static str] {
     match agent {
         "claude-code" => &["api.anthropic.com"],
         "codex" => &["api.openai.com", "chatgpt.com"],

@@ -18,6 +18,7 @@ mod agent_files;
 mod attach;
 pub mod capture;
 mod containment;
+pub use containment::model_api_hosts;
 pub mod env;
 mod handle;
 pub mod hooks;
