@@ -331,6 +331,39 @@ fn docker_a_fork_bomb_stops_at_the_pids_limit_and_fails_naming_pids() {
     assert_no_container_left("docker", "name", &branch);
 }
 
+/// `disk=` where the storage driver can cap a container (xfs with pquota,
+/// btrfs, zfs) reaches the engine; elsewhere (overlay2 on ext4, as here)
+/// create fails saying what it needs, and leaves no container.
+async fn docker_disk_is_applied_or_refused_naming_what_it_needs() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let run_id = unique("disk");
+    let provider = SandboxProvider::load(&runtime(), &PluginRef::Builtin("docker".into()))
+        .await
+        .unwrap();
+    match provider
+        .create(&spec(&repo, &run_id, &[("disk", "1g")], 1))
+        .await
+    {
+        Ok(mut sb) => {
+            let id = sb.state().await.unwrap();
+            assert_eq!(
+                inspect("docker", &id, "{{.HostConfig.StorageOpt.size}}"),
+                (1u64 << 30).to_string()
+            );
+            sb.close().await.unwrap();
+        }
+        Err(e) => {
+            let e = e.to_string();
+            assert!(
+                e.contains("disk= needs a storage driver that can cap"),
+                "{e}"
+            );
+        }
+    }
+    assert_no_container_left("docker", "run", &run_id);
+}
+
 /// `ps` shows a running sandbox's limits and policy as the user wrote them.
 fn docker_ps_shows_the_containment_of_a_running_sandbox() {
     require_engine("docker");
@@ -526,6 +559,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_a_fork_bomb_stops_at_the_pids_limit_and_fails_naming_pids),
         trial!(async docker_limits_reach_the_engine_and_a_fan_out_shares_memory),
         trial!(docker_ps_shows_the_containment_of_a_running_sandbox),
+        trial!(async docker_disk_is_applied_or_refused_naming_what_it_needs),
         trial!(a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists),
         trial!(async a_hostile_provider_cannot_name_a_network_around_the_egress_policy),
     ])
