@@ -182,10 +182,63 @@ fn docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix() {
     assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
 }
 
+/// As a user in the docker group, `egress=none` works (the engine makes
+/// the container's network) and a proxied policy is refused before
+/// anything exists: sanddune cannot enter a root-owned network namespace.
+fn docker_as_a_non_root_user_egress_none_works_and_deny_all_is_refused_up_front() {
+    let user = user();
+    let repo = repo_of(&user);
+    let (image, mounts) = (
+        "image=sanddune-test-non-root:latest".to_string(),
+        mounts(&repo),
+    );
+    let none = branch("docker-egress-none");
+    let mut args = run_args("docker", &image, &none, &mounts);
+    args.extend(["--sandbox-opt", "egress=none"]);
+    let out = sanddune_as(&user, &repo, &args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let deny = branch("docker-egress-deny");
+    let mut args = run_args("docker", &image, &deny, &mounts);
+    args.extend(["--sandbox-opt", "egress=deny-all"]);
+    let out = sanddune_as(&user, &repo, &args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("egress=deny-all needs sanddune to run as root"),
+        "{err}"
+    );
+    assert!(
+        git(&repo, &["branch", "--list", &deny]).is_empty(),
+        "a branch was made"
+    );
+}
+
+/// A limit rootless podman cannot apply (cgroup v1) is refused, never
+/// silently dropped; where it can (cgroup v2), the run goes through.
+fn rootless_podman_applies_a_memory_limit_or_refuses_it() {
+    let user = user();
+    let repo = repo_of(&user);
+    let (image, mounts) = ("image=sanddune-test:latest".to_string(), mounts(&repo));
+    let branch = branch("podman-memory");
+    let mut args = run_args("podman", &image, &branch, &mounts);
+    args.extend(["--sandbox-opt", "memory=256m"]);
+    let out = sanddune_as(&user, &repo, &args);
+    if !out.status.success() {
+        let err = stderr(&out);
+        assert!(err.contains("the engine did not apply memory="), "{err}");
+        assert!(
+            repo.calls("claude").is_empty(),
+            "the agent ran without its limit"
+        );
+    }
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(rootless_podman_commits_as_the_user_and_everything_written_is_theirs),
         trial!(docker_as_a_non_root_user_commits_with_an_image_of_their_uid),
         trial!(docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix),
+        trial!(docker_as_a_non_root_user_egress_none_works_and_deny_all_is_refused_up_front),
+        trial!(rootless_podman_applies_a_memory_limit_or_refuses_it),
     ])
 }

@@ -372,7 +372,7 @@ impl Ctx {
                 .map_err(|e| format!("cannot start the container: {e}"))
         };
         let proxy = match started.await {
-            Ok(()) => self.start_proxy(&id).await,
+            Ok(()) => self.contain(&id).await,
             Err(e) => Err(e),
         };
         match proxy {
@@ -381,18 +381,48 @@ impl Ctx {
         }
     }
 
-    /// Serve the egress proxy inside the started container's network
-    /// namespace, when its policy needs one.
-    async fn start_proxy(&self, id: &str) -> Result<Option<Proxy>, String> {
-        let Some(log) = &self.grant.containment.egress_log else {
+    /// Check the engine kept the limits (rootless engines on cgroup v1
+    /// drop them with a warning: a limit not in force is refused, never
+    /// ignored), then serve the egress proxy inside the started
+    /// container's network namespace when its policy needs one.
+    async fn contain(&self, id: &str) -> Result<Option<Proxy>, String> {
+        let containment = &self.grant.containment;
+        if containment.limits.is_empty() && containment.egress_log.is_none() {
             return Ok(None);
-        };
-        let pid = self
+        }
+        let info = self
             .docker
             .inspect_container(id, None)
             .await
-            .ok()
-            .and_then(|c| c.state?.pid)
+            .map_err(|e| format!("cannot inspect the new container: {e}"))?;
+        let kept = info.host_config.unwrap_or_default();
+        let limits = containment.limits;
+        let dropped = [
+            (
+                "memory",
+                limits.memory.is_some() && kept.memory.unwrap_or(0) == 0,
+            ),
+            (
+                "pids",
+                limits.pids.is_some() && kept.pids_limit.unwrap_or(0) <= 0,
+            ),
+            (
+                "cpus",
+                limits.cpus.is_some() && kept.nano_cpus.unwrap_or(0) == 0,
+            ),
+        ];
+        if let Some((key, _)) = dropped.iter().find(|(_, dropped)| *dropped) {
+            return Err(format!(
+                "the engine did not apply {key}= to the container (a rootless engine on cgroup v1 cannot); \
+                 run with a rootful engine or on cgroup v2, or drop {key}="
+            ));
+        }
+        let Some(log) = &containment.egress_log else {
+            return Ok(None);
+        };
+        let pid = info
+            .state
+            .and_then(|s| s.pid)
             .filter(|pid| *pid > 0)
             .ok_or("cannot find the container's first process for its egress proxy")?;
         let listener = listen_in_netns(pid as u32).map_err(|e| {
@@ -400,7 +430,7 @@ impl Ctx {
                 "egress={}: cannot serve the sandbox's proxy inside its network namespace ({e}); \
                  a domain list or deny-all needs sanddune to run as root with a rootful engine. \
                  egress=none and egress=allow-all work everywhere",
-                self.grant.containment.egress
+                containment.egress
             )
         })?;
         Proxy::serve(listener, log.clone())
