@@ -280,10 +280,7 @@ fn docker_a_runs_refused_egress_is_in_its_result_and_log() {
         log.contains("the agent may reach api.anthropic.com"),
         "{log}"
     );
-    assert_eq!(
-        repo.git(&["log", "-1", "--format=%s", &branch]).is_empty(),
-        false
-    );
+    assert!(!repo.git(&["log", "-1", "--format=%s", &branch]).is_empty());
     assert_no_container_left("docker", "name", &branch);
 }
 
