@@ -16,11 +16,10 @@ use common::engines::*;
 use common::trials::{self, trial};
 use common::{TestRepo, fakes_dir, plugin_file, stderr};
 use sanddune::capability::Capabilities;
-use sanddune::capability::Limits;
 use sanddune::plugin::sandbox::{
     Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
 };
-use sanddune::plugin::{Approval, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
+use sanddune::plugin::{Approval, PluginKind, PluginRef};
 
 /// A unique name for one test's branch (the provider labels with it).
 fn unique(prefix: &str) -> String {
@@ -296,20 +295,6 @@ fn docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container() {
         started.elapsed()
     );
     assert_no_container_left("docker", "name", &branch);
-}
-
-fn runtime() -> PluginRuntime {
-    PluginRuntime::new(RuntimeConfig {
-        cache_dir: Some(common::cache_dir()),
-        store_dir: None,
-        limits: Limits {
-            memory_bytes: 64 << 20,
-            cpu_ticks_per_call: 3_000,
-            http: Default::default(),
-        },
-        ..Default::default()
-    })
-    .unwrap()
 }
 
 fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {

@@ -16,11 +16,11 @@ use std::process::Command;
 use common::engines::*;
 use common::trials::{self, trial};
 use common::{TestRepo, plugin_file, stderr, stdout};
-use sanddune::capability::{Capabilities, Limits};
+use sanddune::capability::Capabilities;
 use sanddune::plugin::sandbox::{
     Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
 };
-use sanddune::plugin::{Approval, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
+use sanddune::plugin::{Approval, PluginKind, PluginRef};
 use serde_json::Value;
 
 fn unique(prefix: &str) -> String {
@@ -69,20 +69,6 @@ fn serve(body: &'static str) -> String {
         }
     });
     addr
-}
-
-fn runtime() -> PluginRuntime {
-    PluginRuntime::new(RuntimeConfig {
-        cache_dir: Some(common::cache_dir()),
-        store_dir: None,
-        limits: Limits {
-            memory_bytes: 64 << 20,
-            cpu_ticks_per_call: 3_000,
-            http: Default::default(),
-        },
-        ..Default::default()
-    })
-    .unwrap()
 }
 
 fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)], side_by_side: u32) -> SandboxSpec {
@@ -236,26 +222,13 @@ fn docker_a_runs_refused_egress_is_in_its_result_and_log() {
     let prompt = format!(
         "add a note\nFAKE:run:curl -s http://{allowed}/\nFAKE:run:curl -s -o /dev/null -w %{{http_code}} http://{other}/"
     );
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        "docker",
-        "--agent",
-        "claude-code",
-        "--prompt",
+    let out = docker_run(
+        &repo,
         &prompt,
-        "--branch",
-        &branch,
-        "--json",
-        "--sandbox-opt",
-        &policy,
-        "--sandbox-opt",
-    ];
-    let image = format!("image={IMAGE}");
-    args.push(&image);
-    let mounts = fake_mounts(&repo);
-    args.extend(mounts.iter().map(String::as_str));
-    let out = repo.sanddune(&args);
+        &["--branch", &branch, "--json", "--sandbox-opt", &policy],
+    )
+    .output()
+    .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let text = result["stdout"].as_str().unwrap();
@@ -284,7 +257,9 @@ fn docker_a_runs_refused_egress_is_in_its_result_and_log() {
     assert_no_container_left("docker", "name", &branch);
 }
 
-fn run_limited(repo: &TestRepo, branch: &str, prompt: &str, limit: &str) -> std::process::Output {
+/// `sanddune run --sandbox docker` of the fake claude in the test image,
+/// with `extra` arguments.
+fn docker_run(repo: &TestRepo, prompt: &str, extra: &[&str]) -> Command {
     let image = format!("image={IMAGE}");
     let mut args = vec![
         "run",
@@ -294,16 +269,19 @@ fn run_limited(repo: &TestRepo, branch: &str, prompt: &str, limit: &str) -> std:
         "claude-code",
         "--prompt",
         prompt,
-        "--branch",
-        branch,
         "--sandbox-opt",
         &image,
-        "--sandbox-opt",
-        limit,
     ];
     let mounts = fake_mounts(repo);
     args.extend(mounts.iter().map(String::as_str));
-    repo.sanddune(&args)
+    args.extend_from_slice(extra);
+    repo.command(&args)
+}
+
+fn run_limited(repo: &TestRepo, branch: &str, prompt: &str, limit: &str) -> std::process::Output {
+    docker_run(repo, prompt, &["--branch", branch, "--sandbox-opt", limit])
+        .output()
+        .unwrap()
 }
 
 fn docker_an_agent_killed_at_its_memory_limit_fails_naming_memory() {
@@ -365,30 +343,20 @@ async fn docker_disk_is_applied_or_refused_naming_what_it_needs() {
 fn docker_ps_shows_the_containment_of_a_running_sandbox() {
     require_engine("docker");
     let repo = TestRepo::new();
-    let image = format!("image={IMAGE}");
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        "docker",
-        "--agent",
-        "claude-code",
-        "--prompt",
+    let mut run = docker_run(
+        &repo,
         "wait FAKE:wait-attached",
-        "--sandbox-opt",
-        &image,
-        "--sandbox-opt",
-        "memory=256m",
-        "--sandbox-opt",
-        "egress=none",
-    ];
-    let mounts = fake_mounts(&repo);
-    args.extend(mounts.iter().map(String::as_str));
-    let mut run = repo
-        .command(&args)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+        &[
+            "--sandbox-opt",
+            "memory=256m",
+            "--sandbox-opt",
+            "egress=none",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let runs = loop {
         let runs: Value = serde_json::from_str(&stdout(&repo.sanddune(&["ps", "--json"]))).unwrap();

@@ -3,8 +3,11 @@
 
 use std::process::Command;
 
+use sanddune::capability::Limits;
+use sanddune::plugin::{PluginRuntime, RuntimeConfig};
+
 use super::trials::skip;
-use super::{TestRepo, fakes_dir, stderr};
+use super::{TestRepo, cache_dir, fakes_dir, stderr};
 
 pub const IMAGE: &str = "sanddune-test:latest";
 
@@ -86,4 +89,20 @@ pub fn fake_mounts(repo: &TestRepo) -> Vec<String> {
     .into_iter()
     .flat_map(|m| ["--sandbox-opt".to_string(), m])
     .collect()
+}
+
+/// A plugin runtime for the tests that load container providers through
+/// the library: the shared component cache, a 64 MiB instance limit.
+pub fn runtime() -> PluginRuntime {
+    PluginRuntime::new(RuntimeConfig {
+        cache_dir: Some(cache_dir()),
+        store_dir: None,
+        limits: Limits {
+            memory_bytes: 64 << 20,
+            cpu_ticks_per_call: 3_000,
+            http: Default::default(),
+        },
+        ..Default::default()
+    })
+    .unwrap()
 }
