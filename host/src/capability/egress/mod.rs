@@ -204,16 +204,22 @@ impl EgressLog {
             .iter()
             .any(|r| r.allows(&host, port));
         if !allowed {
-            let at_ms = SystemTime::now()
-                .duration_since(SystemTime::UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64);
-            tracing::warn!("egress refused: {host}:{port}");
-            self.denied
-                .lock()
-                .unwrap()
-                .push(Denial { host, port, at_ms });
+            self.refuse(&host, port);
         }
         allowed
+    }
+
+    /// Record a refusal of `host:port`.
+    pub fn refuse(&self, host: &str, port: u16) {
+        let at_ms = SystemTime::now()
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64);
+        tracing::warn!("egress refused: {host}:{port}");
+        self.denied.lock().unwrap().push(Denial {
+            host: host.to_string(),
+            port,
+            at_ms,
+        });
     }
 
     /// Every refusal so far, oldest first.

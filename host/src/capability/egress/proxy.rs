@@ -8,6 +8,7 @@
 //! plain connection reaches the host the connection was opened to.
 
 use std::fs::File;
+use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +18,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::task::JoinHandle;
 
 use super::EgressLog;
+use crate::capability::http::{AddressClass, classify};
 
 /// Where programs in the sandbox find the proxy.
 pub const PROXY_PORT: u16 = 3128;
@@ -96,13 +98,18 @@ async fn handle(mut client: TcpStream, log: &EgressLog) -> std::io::Result<()> {
         );
         return respond(&mut client, "403 Forbidden", &body).await;
     }
-    let upstream = tokio::time::timeout(
-        CONNECT_TIMEOUT,
-        TcpStream::connect((request.host.as_str(), request.port)),
-    )
-    .await;
+    let upstream =
+        tokio::time::timeout(CONNECT_TIMEOUT, connect(&request.host, request.port)).await;
     let mut upstream = match upstream {
         Ok(Ok(stream)) => stream,
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            log.refuse(&request.host, request.port);
+            let body = format!(
+                "sanddune: egress to {}:{} refused: {e}\n",
+                request.host, request.port
+            );
+            return respond(&mut client, "403 Forbidden", &body).await;
+        }
         Ok(Err(e)) => {
             let body = format!(
                 "sanddune egress proxy: cannot reach {}:{}: {e}\n",
@@ -129,6 +136,43 @@ async fn handle(mut client: TcpStream, log: &EgressLog) -> std::io::Result<()> {
     upstream.write_all(&rest).await?;
     tokio::io::copy_bidirectional(&mut client, &mut upstream).await?;
     Ok(())
+}
+
+/// Connect to `host:port` as the rule named it.
+async fn connect(host: &str, port: u16) -> std::io::Result<TcpStream> {
+    if let Ok(ip) = host.parse::<IpAddr>() {
+        return TcpStream::connect((ip, port)).await;
+    }
+    let resolved: Vec<SocketAddr> = tokio::net::lookup_host((host, port)).await?.collect();
+    TcpStream::connect(&reachable(host, &resolved)?[..]).await
+}
+
+/// The addresses a name may be reached at: public ones, and loopback for
+/// `localhost`. A DNS answer must not turn an allowed domain into the
+/// host's own services or its network (as in the http capability); an
+/// address literal in the rule reaches that address.
+fn reachable(host: &str, resolved: &[SocketAddr]) -> std::io::Result<Vec<SocketAddr>> {
+    let allowed: Vec<SocketAddr> = resolved
+        .iter()
+        .copied()
+        .filter(|a| match classify(a.ip()) {
+            AddressClass::Public => true,
+            AddressClass::Loopback => host == "localhost",
+            _ => false,
+        })
+        .collect();
+    if allowed.is_empty() {
+        let class = resolved
+            .first()
+            .map_or("no".to_string(), |a| classify(a.ip()).to_string());
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::PermissionDenied,
+            format!(
+                "{host} resolves to a {class} address, which a domain rule does not reach (name the address itself)"
+            ),
+        ));
+    }
+    Ok(allowed)
 }
 
 async fn respond(client: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
@@ -252,6 +296,30 @@ mod tests {
             "not a proxy request"
         );
         assert!(Request::parse(b"CONNECT nohost HTTP/1.1\r\n\r\n").is_none());
+    }
+
+    #[test]
+    fn a_name_reaches_public_addresses_only_and_localhost_loopback() {
+        let at = |a: &str| a.parse::<SocketAddr>().unwrap();
+        let public = at("93.184.216.34:443");
+        let both = [at("127.0.0.1:443"), public];
+        assert_eq!(reachable("example.com", &both).unwrap(), [public]);
+        for inside in [
+            "127.0.0.1:443",
+            "10.0.0.5:443",
+            "169.254.169.254:80",
+            "[::1]:443",
+        ] {
+            let e = reachable("rebound.example.com", &[at(inside)]).unwrap_err();
+            assert_eq!(e.kind(), std::io::ErrorKind::PermissionDenied, "{inside}");
+            assert!(e.to_string().contains("name the address itself"), "{e}");
+        }
+        assert_eq!(
+            reachable("localhost", &[at("127.0.0.1:8080")])
+                .unwrap()
+                .len(),
+            1
+        );
     }
 
     #[tokio::test]

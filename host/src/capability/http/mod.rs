@@ -25,7 +25,7 @@ use wasmtime_wasi_http::{
 };
 
 pub use option::origin_of_option;
-pub use policy::Origin;
+pub use policy::{AddressClass, Origin, classify};
 
 use super::PluginState;
 use super::process::{Brokered, Killer};
