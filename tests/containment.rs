@@ -15,7 +15,7 @@ use std::process::Command;
 
 use common::engines::*;
 use common::trials::{self, trial};
-use common::{TestRepo, plugin_file, stderr, stdout};
+use common::{TestRepo, plugin_file, scaffolded, stderr, stdout};
 use sanddune::capability::Capabilities;
 use sanddune::plugin::sandbox::{
     Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
@@ -381,6 +381,80 @@ fn docker_ps_shows_the_containment_of_a_running_sandbox() {
     assert!(run.wait().unwrap().success());
 }
 
+/// A workflow fan-out onto docker: each item's sandbox gets an equal share
+/// of the machine's memory (2 at once here), and the result says so.
+fn docker_a_workflow_fan_out_gives_each_sandbox_a_share_of_memory() {
+    require_engine("docker");
+    let repo = scaffolded(
+        "parallel-planner",
+        &[("1", "one"), ("2", "two"), ("3", "three")],
+    );
+    // The planner runs on the host's test-isolated sandbox (the scripted
+    // agent is on its PATH); the implementers in docker run the test
+    // image's fake claude.
+    let file = repo
+        .path()
+        .join(".sanddune/workflows/parallel-planner.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let text = text
+        .replacen(
+            "name = \"plan\"\n",
+            "name = \"plan\"\nsandbox = \"test-isolated\"\n",
+            1,
+        )
+        .replacen(
+            "name = \"implement\"\n",
+            &format!("name = \"implement\"\nsandbox = \"docker\"\nsandboxOptions = {{ image = \"{IMAGE}\" }}\n"),
+            1,
+        )
+        // Its prompt without the template's `gh` calls, which the image's
+        // PATH does not serve.
+        .replacen(
+            "promptFile = \"prompts/implement.md\"",
+            "prompt = \"implement the task\"",
+            1,
+        )
+        .lines()
+        .filter(|l| !l.starts_with("promptArgs"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&file, text).unwrap();
+    let out = repo.sanddune(&[
+        "workflow",
+        "run",
+        "parallel-planner",
+        "--parallel",
+        "2",
+        "--json",
+    ]);
+    let result: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", stderr(&out)));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let total = machine_memory();
+    let items = result["steps"][1]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 3);
+    for item in items {
+        let memory = item["runs"][0]["limits"]["memory"].as_u64().unwrap();
+        assert_eq!(memory, total / 4 * 3 / 2, "{item}");
+    }
+    // The planner's sandbox is no container: no limits.
+    assert!(result["steps"][0]["items"][0]["runs"][0]["limits"].is_null());
+}
+
+fn machine_memory() -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap()
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:"))
+        .unwrap()
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse::<u64>()
+        .unwrap()
+        * 1024
+}
+
 /// What the engine was told, from `inspect`.
 fn inspect(engine: &str, id: &str, format: &str) -> String {
     let out = Command::new(engine)
@@ -423,17 +497,7 @@ async fn docker_limits_reach_the_engine_and_a_fan_out_shares_memory() {
         .await
         .unwrap();
     let id = sb.state().await.unwrap();
-    let total: u64 = std::fs::read_to_string("/proc/meminfo")
-        .unwrap()
-        .lines()
-        .find_map(|l| l.strip_prefix("MemTotal:"))
-        .unwrap()
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse::<u64>()
-        .unwrap()
-        * 1024;
+    let total = machine_memory();
     let memory: u64 = inspect("docker", &id, "{{.HostConfig.Memory}}")
         .parse()
         .unwrap();
@@ -524,6 +588,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_a_fork_bomb_stops_at_the_pids_limit_and_fails_naming_pids),
         trial!(async docker_limits_reach_the_engine_and_a_fan_out_shares_memory),
         trial!(docker_ps_shows_the_containment_of_a_running_sandbox),
+        trial!(docker_a_workflow_fan_out_gives_each_sandbox_a_share_of_memory),
         trial!(async docker_disk_is_applied_or_refused_naming_what_it_needs),
         trial!(a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists),
         trial!(async a_hostile_provider_cannot_name_a_network_around_the_egress_policy),

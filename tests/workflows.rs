@@ -9,57 +9,8 @@ use std::path::Path;
 use std::process::Output;
 
 use common::trials::{self, skip, trial};
-use common::{TestRepo, fakes_dir, stderr, stdout};
+use common::{TestRepo, scaffolded, stderr, stdout};
 use serde_json::{Value, json};
-
-/// A repository scaffolded by init with `template`, the scripted agent as
-/// `claude`, and `issues` in the fake backlog.
-fn scaffolded(template: &str, issues: &[(&str, &str)]) -> TestRepo {
-    let repo = TestRepo::new();
-    let bin = repo.bin();
-    std::fs::remove_file(bin.join("claude")).unwrap();
-    std::os::unix::fs::symlink(fakes_dir().join("workflow-claude"), bin.join("claude")).unwrap();
-    let issues: Vec<Value> = issues
-        .iter()
-        .map(|(id, title)| json!({"id": id, "title": title, "body": format!("do {title}")}))
-        .collect();
-    std::fs::write(
-        repo.home.path().join("issues.json"),
-        Value::from(issues).to_string(),
-    )
-    .unwrap();
-    let out = repo.sanddune(&[
-        "init",
-        "--agent",
-        "claude-code",
-        "--sandbox",
-        "docker",
-        "--backlog",
-        "github-issues",
-        "--template",
-        template,
-        "--no-build",
-    ]);
-    assert!(out.status.success(), "init: {}", stderr(&out));
-    // What a user has: an identity for the agent's commits.
-    std::fs::write(
-        repo.path().join(".sanddune/.env"),
-        "GIT_AUTHOR_NAME=agent\nGIT_AUTHOR_EMAIL=agent@t.invalid\nGIT_COMMITTER_NAME=agent\nGIT_COMMITTER_EMAIL=agent@t.invalid\n",
-    )
-    .unwrap();
-    repo.git(&["add", ".sanddune"]);
-    repo.git(&[
-        "-c",
-        "user.name=t",
-        "-c",
-        "user.email=t@t.invalid",
-        "commit",
-        "-q",
-        "-m",
-        "sanddune init",
-    ]);
-    repo
-}
 
 fn workflow(repo: &TestRepo, name: &str, parallel: &str) -> (Output, Value) {
     let out = repo.sanddune(&[

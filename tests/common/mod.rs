@@ -9,6 +9,7 @@ pub mod tmux;
 #[allow(unused_macros, unused_imports)]
 pub mod trials;
 
+use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -203,4 +204,53 @@ pub fn kill_once(mut child: std::process::Child, what: &str, ready: impl Fn() ->
     }
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+/// A repository scaffolded by init with `template`, the scripted agent as
+/// `claude`, and `issues` in the fake backlog.
+pub fn scaffolded(template: &str, issues: &[(&str, &str)]) -> TestRepo {
+    let repo = TestRepo::new();
+    let bin = repo.bin();
+    std::fs::remove_file(bin.join("claude")).unwrap();
+    std::os::unix::fs::symlink(fakes_dir().join("workflow-claude"), bin.join("claude")).unwrap();
+    let issues: Vec<Value> = issues
+        .iter()
+        .map(|(id, title)| json!({"id": id, "title": title, "body": format!("do {title}")}))
+        .collect();
+    std::fs::write(
+        repo.home.path().join("issues.json"),
+        Value::from(issues).to_string(),
+    )
+    .unwrap();
+    let out = repo.sanddune(&[
+        "init",
+        "--agent",
+        "claude-code",
+        "--sandbox",
+        "docker",
+        "--backlog",
+        "github-issues",
+        "--template",
+        template,
+        "--no-build",
+    ]);
+    assert!(out.status.success(), "init: {}", stderr(&out));
+    // What a user has: an identity for the agent's commits.
+    std::fs::write(
+        repo.path().join(".sanddune/.env"),
+        "GIT_AUTHOR_NAME=agent\nGIT_AUTHOR_EMAIL=agent@t.invalid\nGIT_COMMITTER_NAME=agent\nGIT_COMMITTER_EMAIL=agent@t.invalid\n",
+    )
+    .unwrap();
+    repo.git(&["add", ".sanddune"]);
+    repo.git(&[
+        "-c",
+        "user.name=t",
+        "-c",
+        "user.email=t@t.invalid",
+        "commit",
+        "-q",
+        "-m",
+        "sanddune init",
+    ]);
+    repo
 }
