@@ -1,0 +1,63 @@
+//! Discovery: what kubectl reads to map `pod` and `ns` to their resources.
+//! Served in the legacy (unaggregated) shapes with `application/json`, which
+//! every client falls back to.
+
+use serde_json::{Value, json};
+
+/// The version the mock reports: kubectl's dispatcher picks its client by
+/// it, and 1.30+ clients exec over WebSocket (v5) instead of SPDY.
+pub const GIT_VERSION: &str = "v1.32.4";
+
+pub fn version() -> Value {
+    json!({
+        "major": "1",
+        "minor": "32",
+        "gitVersion": GIT_VERSION,
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2025-04-22T16:03:38Z",
+        "goVersion": "go1.23.6",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+pub fn api_versions() -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}],
+    })
+}
+
+/// No API groups: only the core group is served.
+pub fn api_groups() -> Value {
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+}
+
+pub fn core_v1_resources() -> Value {
+    let rw = json!([
+        "create",
+        "delete",
+        "deletecollection",
+        "get",
+        "list",
+        "patch",
+        "update",
+        "watch"
+    ]);
+    json!({
+        "kind": "APIResourceList",
+        "groupVersion": "v1",
+        "resources": [
+            {"name": "namespaces", "singularName": "namespace", "namespaced": false, "kind": "Namespace",
+             "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"], "shortNames": ["ns"]},
+            {"name": "pods", "singularName": "pod", "namespaced": true, "kind": "Pod",
+             "verbs": rw, "shortNames": ["po"], "categories": ["all"]},
+            {"name": "pods/exec", "singularName": "", "namespaced": true, "kind": "PodExecOptions",
+             "verbs": ["create", "get"]},
+            {"name": "pods/status", "singularName": "", "namespaced": true, "kind": "Pod",
+             "verbs": ["get", "patch", "update"]},
+        ],
+    })
+}
