@@ -22,7 +22,7 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role};
 
-use crate::server::{Body, json_response, query_param, query_params};
+use crate::server::{Body, is_true, json_response, query_param, query_params};
 use crate::{Shared, status};
 
 /// The subprotocols served, preferred first.
@@ -63,7 +63,6 @@ pub fn upgrade(
             &status::bad_request("you must specify at least 1 command".into()),
         );
     }
-    let flag = |k: &str| query_param(query, k).is_some_and(|v| v == "true" || v == "1");
     let (container, cut) = {
         let mut st = shared.state.lock().unwrap();
         let Some(pod) = st.pods.get(&(ns.to_string(), name.to_string())) else {
@@ -122,10 +121,10 @@ pub fn upgrade(
     let exec = Exec {
         container,
         command,
-        stdin: flag("stdin"),
-        stdout: flag("stdout"),
-        stderr: flag("stderr"),
-        tty: flag("tty"),
+        stdin: is_true(query, "stdin"),
+        stdout: is_true(query, "stdout"),
+        stderr: is_true(query, "stderr"),
+        tty: is_true(query, "tty"),
         v5: *protocol == "v5.channel.k8s.io",
         cut,
     };
@@ -194,11 +193,12 @@ where
     let reader = tokio::spawn(async move {
         let mut input = Some(input);
         while let Some(Ok(message)) = source.next().await {
-            let Message::Binary(data) = message else {
-                if message.is_close() {
-                    break;
-                }
-                continue;
+            // The Python client sends stdin as text messages.
+            let data = match message {
+                Message::Binary(data) => data,
+                Message::Text(text) => Bytes::from(text.as_str().as_bytes().to_vec()),
+                Message::Close(_) => break,
+                _ => continue,
             };
             match (data.first(), input.as_mut()) {
                 (Some(&STDIN), Some(w)) => {

@@ -54,6 +54,9 @@ pub(crate) struct Event {
 pub(crate) struct Pod {
     pub object: Value,
     pub container: Option<String>,
+    /// Its container was removed under it ([`K8sMock::remove_pod_container`]):
+    /// docker's wait can answer before the removal shows.
+    pub lost: bool,
 }
 
 pub(crate) struct State {
@@ -259,9 +262,16 @@ current-context: mock
     /// Remove the pod's container under it, as when a node loses it: the
     /// pod goes Failed.
     pub fn remove_pod_container(&self, namespace: &str, name: &str) -> Result<(), String> {
-        let id = self
-            .container_of(namespace, name)
-            .ok_or_else(|| format!("pod {namespace}/{name} has no container"))?;
+        let id = {
+            let mut st = self.shared.state.lock().unwrap();
+            let pod = st
+                .pods
+                .get_mut(&(namespace.to_string(), name.to_string()))
+                .filter(|p| p.container.is_some())
+                .ok_or_else(|| format!("pod {namespace}/{name} has no container"))?;
+            pod.lost = true;
+            pod.container.clone().unwrap()
+        };
         self.block_on(pods::remove_container(&self.shared.docker, &id))
     }
 

@@ -429,7 +429,14 @@ pub async fn run(shared: Arc<Shared>, key: (String, String), uid: String) {
     }
     let code = wait_container(&shared.docker, &id).await;
     // Gone rather than exited: the kubelet's words for a vanished container.
-    let gone = shared.docker.inspect_container(&id, None).await.is_err();
+    let lost = shared
+        .state
+        .lock()
+        .unwrap()
+        .pods
+        .get(&key)
+        .is_some_and(|p| p.lost);
+    let gone = lost || shared.docker.inspect_container(&id, None).await.is_err();
     let (phase, terminated) = match (gone, code) {
         (true, _) => (
             "Failed",

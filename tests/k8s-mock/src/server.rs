@@ -106,8 +106,10 @@ fn decode(s: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-fn is_true(query: &str, key: &str) -> bool {
-    query_param(query, key).is_some_and(|v| v == "true" || v == "1")
+/// A boolean parameter as the API parses it (the Python client sends
+/// `True`).
+pub fn is_true(query: &str, key: &str) -> bool {
+    query_param(query, key).is_some_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
 }
 
 async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
@@ -381,6 +383,7 @@ async fn create_pod(shared: &Arc<Shared>, ns: &str, req: Request<Incoming>) -> R
         Pod {
             object: pod.clone(),
             container: None,
+            lost: false,
         },
     );
     tokio::spawn(pods::run(shared.clone(), key, uid));

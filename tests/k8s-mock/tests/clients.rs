@@ -1,1 +1,466 @@
-fn main() {}
+//! The mock speaks the real protocol: real `kubectl` (1.30+, exec over
+//! WebSocket v5) and the official Python client (`kubernetes`, pinned in
+//! python/requirements.txt, exec over v4) drive pods, watches, exec with
+//! stdin, `kubectl cp` and the error bodies against it, and the injected
+//! faults look to them as the real failures do.
+//!
+//! The Python client is installed by the test itself into a venv under
+//! `target/tmp/k8s-python`, so a cached target dir skips the install.
+//! Every test needs docker and the `sanddune-test:latest` image
+//! (`bash tests/images/build.sh docker`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+// The host's test harness, which counts a test that cannot run here as
+// ignored (`crate::common::trials` to its macro); not every helper is used.
+#[allow(dead_code)]
+#[path = "../../common/trials.rs"]
+mod trials;
+mod common {
+    pub(crate) use super::trials;
+}
+use trials::{skip, trial};
+
+use k8s_mock::K8sMock;
+
+const IMAGE: &str = "sanddune-test:latest";
+
+/// A started mock and a kubeconfig for it, or the test skipped for want
+/// of docker or the image.
+struct Cluster {
+    mock: K8sMock,
+    dir: tempfile::TempDir,
+}
+
+impl Cluster {
+    fn start() -> Cluster {
+        let image = Command::new("docker")
+            .args(["image", "inspect", IMAGE])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status();
+        if !image.is_ok_and(|s| s.success()) {
+            skip(format!(
+                "docker or its {IMAGE} image is missing (start dockerd, then bash tests/images/build.sh docker)"
+            ));
+        }
+        let mock = K8sMock::start().unwrap_or_else(|e| skip(format!("the mock needs docker: {e}")));
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config"), mock.kubeconfig()).unwrap();
+        Cluster { mock, dir }
+    }
+
+    fn kubeconfig(&self) -> PathBuf {
+        self.dir.path().join("config")
+    }
+
+    /// `kubectl ARGS` with this cluster's kubeconfig and `stdin`.
+    fn kubectl(&self, args: &[&str], stdin: &[u8]) -> Output {
+        kubectl_with(&self.kubeconfig(), args, stdin)
+    }
+
+    /// `kubectl ARGS`, which must succeed: its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let out = self.kubectl(args, b"");
+        assert!(
+            out.status.success(),
+            "kubectl {args:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A pod running `sleep infinity`, Ready.
+    fn running_pod(&self, name: &str) {
+        let image = format!("--image={IMAGE}");
+        self.ok(&[
+            "run",
+            name,
+            &image,
+            "--restart=Never",
+            "--",
+            "sleep",
+            "infinity",
+        ]);
+        self.ok(&[
+            "wait",
+            "--for=condition=Ready",
+            &format!("pod/{name}"),
+            "--timeout=60s",
+        ]);
+    }
+
+    fn pod_field(&self, name: &str, path: &str) -> String {
+        self.ok(&["get", "pod", name, "-o", &format!("jsonpath={{{path}}}")])
+    }
+}
+
+fn kubectl_with(kubeconfig: &Path, args: &[&str], stdin: &[u8]) -> Output {
+    require_kubectl();
+    let mut child = Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut input, stdin).unwrap();
+    drop(input);
+    child.wait_with_output().unwrap()
+}
+
+/// kubectl 1.30 or later: older ones exec over SPDY, which the mock does
+/// not serve.
+fn require_kubectl() {
+    static VERSION: OnceLock<Option<u32>> = OnceLock::new();
+    let minor = VERSION.get_or_init(|| {
+        let out = Command::new("kubectl")
+            .args(["version", "--client", "-o", "json"])
+            .output()
+            .ok()?;
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).ok()?;
+        v["clientVersion"]["minor"]
+            .as_str()?
+            .trim_end_matches('+')
+            .parse()
+            .ok()
+    });
+    match minor {
+        None => skip("kubectl is not installed (.ci/run installs v1.32.4)"),
+        Some(m) if *m < 30 => skip(format!(
+            "kubectl 1.{m} execs over SPDY only; the mock needs 1.30+ (.ci/run installs v1.32.4)"
+        )),
+        Some(_) => {}
+    }
+}
+
+fn docker_has(id: &str) -> bool {
+    Command::new("docker")
+        .args(["inspect", id])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
+fn kubectl_runs_execs_copies_and_deletes_pods() {
+    let c = Cluster::start();
+    c.running_pod("k1");
+    let pod: serde_json::Value =
+        serde_json::from_str(&c.ok(&["get", "pod", "k1", "-o", "json"])).unwrap();
+    assert_eq!(pod["status"]["phase"], "Running", "{pod:#}");
+    assert_eq!(pod["spec"]["containers"][0]["image"], IMAGE);
+    let table = c.ok(&["get", "pods"]);
+    assert!(table.contains("k1"), "{table}");
+
+    let out = c.kubectl(
+        &[
+            "exec",
+            "-i",
+            "k1",
+            "--",
+            "sh",
+            "-c",
+            "cat; echo err >&2; exit 3",
+        ],
+        b"through stdin\n",
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "through stdin\n");
+    assert!(stderr(&out).starts_with("err\n"), "{}", stderr(&out));
+    assert_eq!(out.status.code(), Some(3), "{}", stderr(&out));
+
+    let local = tempfile::tempdir().unwrap();
+    let payload: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(local.path().join("in.txt"), &payload).unwrap();
+    let from = local.path().join("in.txt");
+    c.ok(&["cp", from.to_str().unwrap(), "k1:/tmp/in.txt"]);
+    assert_eq!(
+        c.ok(&["exec", "k1", "--", "wc", "-l", "/tmp/in.txt"]),
+        "20000 /tmp/in.txt\n"
+    );
+    let back = local.path().join("back.txt");
+    c.ok(&["cp", "k1:/tmp/in.txt", back.to_str().unwrap()]);
+    assert_eq!(std::fs::read_to_string(&back).unwrap(), payload);
+
+    // Per-exec overhead: kubectl through the mock against docker exec.
+    let id = c.mock.container_of("default", "k1").unwrap();
+    let n = 5;
+    let started = Instant::now();
+    for _ in 0..n {
+        c.ok(&["exec", "k1", "--", "true"]);
+    }
+    let through_mock = started.elapsed() / n;
+    let started = Instant::now();
+    for _ in 0..n {
+        assert!(
+            Command::new("docker")
+                .args(["exec", &id, "true"])
+                .status()
+                .unwrap()
+                .success()
+        );
+    }
+    eprintln!(
+        "kubectl exec true through the mock: {through_mock:.0?}; docker exec true: {:.0?}",
+        started.elapsed() / n
+    );
+
+    let out = c.ok(&["delete", "pod", "k1"]);
+    assert_eq!(out, "pod \"k1\" deleted\n");
+    assert!(!docker_has(&id), "the pod's container {id} outlived it");
+    let out = c.kubectl(&["get", "pod", "k1"], b"");
+    assert_eq!(
+        stderr(&out),
+        "Error from server (NotFound): pods \"k1\" not found\n"
+    );
+}
+
+fn kubectl_prints_the_real_api_errors() {
+    let c = Cluster::start();
+    let out = c.kubectl(&["get", "pod", "nope"], b"");
+    assert!(!out.status.success());
+    assert_eq!(
+        stderr(&out),
+        "Error from server (NotFound): pods \"nope\" not found\n"
+    );
+
+    let wrong = c.dir.path().join("wrong-token");
+    std::fs::write(&wrong, c.mock.kubeconfig_with_token("not-the-token")).unwrap();
+    let out = kubectl_with(&wrong, &["get", "pods"], b"");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).ends_with("error: You must be logged in to the server (Unauthorized)\n"),
+        "{}",
+        stderr(&out)
+    );
+
+    let image = format!("--image={IMAGE}");
+    let out = c.kubectl(&["run", "x", &image, "-n", "gone", "--", "true"], b"");
+    assert_eq!(
+        stderr(&out),
+        "Error from server (NotFound): namespaces \"gone\" not found\n"
+    );
+
+    c.mock.forbid("create", "pods");
+    let out = c.kubectl(&["run", "x", &image, "--", "true"], b"");
+    assert_eq!(
+        stderr(&out),
+        "Error from server (Forbidden): pods is forbidden: User \"mock-user\" cannot create resource \"pods\" in API group \"\" in the namespace \"default\"\n"
+    );
+    c.mock.allow_all();
+
+    c.running_pod("dup");
+    let out = c.kubectl(&["run", "dup", &image, "--", "true"], b"");
+    assert_eq!(
+        stderr(&out),
+        "Error from server (AlreadyExists): pods \"dup\" already exists\n"
+    );
+
+    c.mock.forbid("create", "pods/exec");
+    let out = c.kubectl(&["exec", "dup", "--", "true"], b"");
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(
+            "pods \"dup\" is forbidden: User \"mock-user\" cannot create resource \"pods/exec\" in API group \"\" in the namespace \"default\""
+        ),
+        "{}",
+        stderr(&out)
+    );
+}
+
+fn faults_look_like_the_real_failures() {
+    let c = Cluster::start();
+    let image = "--image=sanddune-no-such-image:1";
+    c.ok(&["run", "noimage", image, "--restart=Never", "--", "true"]);
+    let reason = ".status.containerStatuses[0].state.waiting.reason";
+    let mut seen = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !seen.contains(&"ImagePullBackOff".to_string()) && Instant::now() < deadline {
+        let r = c.pod_field("noimage", reason);
+        if seen.last() != Some(&r) {
+            seen.push(r);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(
+        seen.contains(&"ErrImagePull".into()) && seen.contains(&"ImagePullBackOff".into()),
+        "{seen:?}"
+    );
+    assert_eq!(c.pod_field("noimage", ".status.phase"), "Pending");
+
+    c.running_pod("victim");
+    c.mock.remove_pod_container("default", "victim").unwrap();
+    c.ok(&[
+        "wait",
+        "--for=jsonpath={.status.phase}=Failed",
+        "pod/victim",
+        "--timeout=30s",
+    ]);
+    assert_eq!(
+        c.pod_field(
+            "victim",
+            ".status.containerStatuses[0].state.terminated.reason"
+        ),
+        "ContainerStatusUnknown"
+    );
+    let out = c.kubectl(&["exec", "victim", "--", "true"], b"");
+    assert!(
+        stderr(&out)
+            .contains("cannot exec into a container in a completed pod; current phase is Failed"),
+        "{}",
+        stderr(&out)
+    );
+
+    c.running_pod("cut");
+    c.mock.cut_exec("marker");
+    let out = c.kubectl(
+        &[
+            "exec",
+            "cut",
+            "--",
+            "sh",
+            "-c",
+            "echo first; sleep 2; echo marker never",
+        ],
+        b"",
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "first\n");
+    assert!(!out.status.success(), "a cut exec succeeded");
+    let out = c.kubectl(&["exec", "cut", "--", "echo", "marker"], b"");
+    assert!(
+        out.status.success(),
+        "the cut was not one-shot: {}",
+        stderr(&out)
+    );
+
+    c.mock.remove_namespace("default");
+    let out = c.kubectl(&["get", "namespace", "default"], b"");
+    assert_eq!(
+        stderr(&out),
+        "Error from server (NotFound): namespaces \"default\" not found\n"
+    );
+    c.mock.add_namespace("default");
+
+    c.mock.stop();
+    let out = c.kubectl(&["get", "pods", "--request-timeout=5s"], b"");
+    assert!(!out.status.success());
+    let refused = format!(
+        "The connection to the server {} was refused",
+        c.mock.url().trim_start_matches("https://")
+    );
+    assert!(stderr(&out).starts_with(&refused), "{}", stderr(&out));
+}
+
+fn dropping_the_mock_removes_its_containers() {
+    let c = Cluster::start();
+    c.running_pod("d1");
+    c.running_pod("d2");
+    let ids = c.mock.containers();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    drop(c);
+    for id in ids {
+        assert!(!docker_has(&id), "container {id} outlived the mock");
+    }
+}
+
+/// The venv with the pinned Python client, made once per target dir and
+/// requirements file.
+fn python() -> PathBuf {
+    let have = Command::new("python3")
+        .args(["-c", "import venv, ensurepip"])
+        .status()
+        .is_ok_and(|s| s.success());
+    if !have {
+        skip("python3 with venv is not installed, so the official Kubernetes client cannot run");
+    }
+    static INSTALLED: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    INSTALLED
+        .get_or_init(|| {
+            let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("k8s-python");
+            let reqs = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/requirements.txt");
+            let wanted =
+                std::fs::read(&reqs).map_err(|e| format!("reading {}: {e}", reqs.display()))?;
+            let stamp = dir.join("installed-requirements.txt");
+            let bin = dir.join("bin/python");
+            if std::fs::read(&stamp).is_ok_and(|s| s == wanted) && bin.exists() {
+                return Ok(bin);
+            }
+            let run = |cmd: &mut Command| -> Result<(), String> {
+                let status = cmd.status().map_err(|e| format!("{cmd:?}: {e}"))?;
+                status
+                    .success()
+                    .then_some(())
+                    .ok_or_else(|| format!("{cmd:?} failed: {status}"))
+            };
+            run(Command::new("python3")
+                .args(["-m", "venv", "--clear"])
+                .arg(&dir))?;
+            run(Command::new(dir.join("bin/pip"))
+                .args(["install", "-q", "--no-deps", "-r"])
+                .arg(&reqs))?;
+            std::fs::write(&stamp, wanted)
+                .map_err(|e| format!("writing {}: {e}", stamp.display()))?;
+            Ok(bin)
+        })
+        .clone()
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn the_official_python_client_accepts_the_mock() {
+    let python = python();
+    let c = Cluster::start();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("python/check.py");
+    let out = Command::new(python)
+        .arg(script)
+        .env("KUBECONFIG", c.kubeconfig())
+        .env("K8S_MOCK_IMAGE", IMAGE)
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "the Python client rejected the mock:\n{text}\n{}",
+        stderr(&out)
+    );
+    for step in [
+        "create",
+        "watch running",
+        "list selector",
+        "exec stdin stdout stderr exit",
+        "exec preloaded",
+        "not found",
+        "delete",
+    ] {
+        assert!(
+            text.lines().any(|l| l.starts_with(&format!("ok {step}"))),
+            "step {step} missing:\n{text}"
+        );
+    }
+    if let Some(ms) = text.lines().find(|l| l.starts_with("exec-ms")) {
+        eprintln!("python client, exec of true through the mock: {ms}");
+    }
+    assert!(
+        c.mock.containers().is_empty(),
+        "the deleted pod's container is still there"
+    );
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(kubectl_runs_execs_copies_and_deletes_pods),
+        trial!(kubectl_prints_the_real_api_errors),
+        trial!(faults_look_like_the_real_failures),
+        trial!(dropping_the_mock_removes_its_containers),
+        trial!(the_official_python_client_accepts_the_mock),
+    ])
+}
