@@ -19,6 +19,7 @@ mod exec;
 mod pods;
 mod server;
 mod status;
+mod table;
 mod time;
 mod tls;
 

@@ -367,7 +367,16 @@ pub async fn run(shared: Arc<Shared>, key: (String, String), uid: String) {
     let container = &pod["spec"]["containers"][0];
     let image = container["image"].as_str().unwrap_or("").to_string();
     let mut reason = "ErrImagePull";
+    let mut shown = "";
     while shared.docker.inspect_image(&image).await.is_err() {
+        // The status changes once to each reason, not on every retry.
+        if shown == reason {
+            tokio::time::sleep(PULL_RETRY).await;
+            if !shared.state.lock().unwrap().pods.contains_key(&key) {
+                return;
+            }
+            continue;
+        }
         let message = match reason {
             "ErrImagePull" => format!(
                 "failed to pull and unpack image \"{image}\": pull access denied, repository does not exist or may require authorization"
@@ -380,6 +389,7 @@ pub async fn run(shared: Arc<Shared>, key: (String, String), uid: String) {
         }) {
             return;
         }
+        shown = reason;
         reason = "ImagePullBackOff";
         tokio::time::sleep(PULL_RETRY).await;
     }

@@ -12,7 +12,7 @@ use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Pod, Shared, api, exec, pods, status};
+use crate::{Pod, Shared, api, exec, pods, status, table};
 
 pub type Body = BoxBody<Bytes, Infallible>;
 
@@ -127,6 +127,11 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     let query = req.uri().query().unwrap_or("").to_string();
     let segments: Vec<&str> = path.split('/').skip(1).collect();
     let method = req.method().clone();
+    let accept = req
+        .headers()
+        .get("accept")
+        .and_then(|a| a.to_str().ok())
+        .map(str::to_string);
     match (segments.as_slice(), method.clone()) {
         (["version"], Method::GET) => json_response(200, &api::version()),
         (["api"], Method::GET) => json_response(200, &api::api_versions()),
@@ -144,7 +149,9 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                 None => json_response(404, &status::not_found("namespaces", ns)),
             }
         }
-        (["api", "v1", "pods"], Method::GET) => read_pods(&shared, None, &query).await,
+        (["api", "v1", "pods"], Method::GET) => {
+            read_pods(&shared, None, &query, accept.as_deref()).await
+        }
         (["api", "v1", "namespaces", ns, "pods"], _) => {
             let ns = ns.to_string();
             match method {
@@ -157,7 +164,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                     if let Some(denied) = forbidden(&shared, verb, "pods", None, None, &ns) {
                         return denied;
                     }
-                    read_pods(&shared, Some(&ns), &query).await
+                    read_pods(&shared, Some(&ns), &query, accept.as_deref()).await
                 }
                 Method::POST => {
                     if let Some(denied) = forbidden(&shared, "create", "pods", None, None, &ns) {
@@ -184,6 +191,14 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
             }
             let st = shared.state.lock().unwrap();
             match st.pods.get(&(ns, name.clone())) {
+                Some(p) if table::wanted(accept.as_deref()) => json_response(
+                    200,
+                    &table::pods(
+                        std::slice::from_ref(&p.object),
+                        st.rv,
+                        crate::time::unix_now(),
+                    ),
+                ),
                 Some(p) => json_response(200, &p.object),
                 None => json_response(404, &status::not_found("pods", &name)),
             }
@@ -263,13 +278,18 @@ impl Filter {
     }
 }
 
-async fn read_pods(shared: &Arc<Shared>, namespace: Option<&str>, query: &str) -> Response<Body> {
+async fn read_pods(
+    shared: &Arc<Shared>,
+    namespace: Option<&str>,
+    query: &str,
+    accept: Option<&str>,
+) -> Response<Body> {
     let filter = match Filter::new(namespace, query) {
         Ok(f) => f,
         Err(e) => return error(e),
     };
     if is_true(query, "watch") {
-        return watch(shared.clone(), filter, query);
+        return watch(shared.clone(), filter, query, table::wanted(accept));
     }
     let st = shared.state.lock().unwrap();
     let items = st
@@ -277,14 +297,17 @@ async fn read_pods(shared: &Arc<Shared>, namespace: Option<&str>, query: &str) -
         .values()
         .map(|p| p.object.clone())
         .filter(|p| filter.matches(p))
-        .collect();
+        .collect::<Vec<_>>();
+    if table::wanted(accept) {
+        return json_response(200, &table::pods(&items, st.rv, crate::time::unix_now()));
+    }
     json_response(200, &list("PodList", st.rv, items))
 }
 
 /// A watch: one JSON event per line, from `resourceVersion` on (or the
 /// current pods as ADDED first when there is none), until
 /// `timeoutSeconds`, the client leaves, or the mock stops.
-fn watch(shared: Arc<Shared>, filter: Filter, query: &str) -> Response<Body> {
+fn watch(shared: Arc<Shared>, filter: Filter, query: &str, as_table: bool) -> Response<Body> {
     let from = query_param(query, "resourceVersion")
         .and_then(|v| v.parse::<u64>().ok())
         .filter(|v| *v != 0);
@@ -313,7 +336,12 @@ fn watch(shared: Arc<Shared>, filter: Filter, query: &str) -> Response<Body> {
     tokio::spawn(async move {
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
+        // Each object a one-row Table when kubectl asked for Tables.
         let line = |kind: &str, object: &Value| {
+            let object = match as_table {
+                true => table::pods(std::slice::from_ref(object), 0, crate::time::unix_now()),
+                false => object.clone(),
+            };
             Bytes::from(format!("{}\n", json!({"type": kind, "object": object})))
         };
         for (kind, object) in initial.iter().filter(|(_, o)| filter.matches(o)) {

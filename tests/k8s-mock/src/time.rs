@@ -3,11 +3,34 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 pub fn now() -> String {
-    let secs = SystemTime::now()
+    format_unix(unix_now())
+}
+
+pub fn unix_now() -> u64 {
+    SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
-        .unwrap_or(0);
-    format_unix(secs)
+        .unwrap_or(0)
+}
+
+/// The seconds of a timestamp [`now`] wrote.
+pub fn parse(stamp: &str) -> Option<u64> {
+    let num = |r: std::ops::Range<usize>| stamp.get(r)?.parse::<i64>().ok();
+    let (y, m, d) = (num(0..4)?, num(5..7)?, num(8..10)?);
+    let (h, min, s) = (num(11..13)?, num(14..16)?, num(17..19)?);
+    let days = days_from_civil(y, m, d);
+    u64::try_from(days * 86_400 + h * 3600 + min * 60 + s).ok()
+}
+
+/// Howard Hinnant's civil-to-days algorithm.
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y.rem_euclid(400);
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
 }
 
 fn format_unix(secs: u64) -> String {
@@ -42,5 +65,7 @@ mod tests {
     fn formats_as_rfc3339() {
         assert_eq!(super::format_unix(0), "1970-01-01T00:00:00Z");
         assert_eq!(super::format_unix(1_709_251_199), "2024-02-29T23:59:59Z");
+        assert_eq!(super::parse("2024-02-29T23:59:59Z"), Some(1_709_251_199));
+        assert_eq!(super::parse("1970-01-01T00:00:00Z"), Some(0));
     }
 }

@@ -161,7 +161,13 @@ fn kubectl_runs_execs_copies_and_deletes_pods() {
     assert_eq!(pod["status"]["phase"], "Running", "{pod:#}");
     assert_eq!(pod["spec"]["containers"][0]["image"], IMAGE);
     let table = c.ok(&["get", "pods"]);
-    assert!(table.contains("k1"), "{table}");
+    let row: Vec<&str> = table
+        .lines()
+        .nth(1)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[..4], ["k1", "1/1", "Running", "0"], "{table}");
 
     let out = c.kubectl(
         &[
