@@ -76,6 +76,12 @@ text = stream(api.connect_get_namespaced_pod_exec, name, ns, command=["echo", "p
 assert text == "plain\n", repr(text)
 print("ok exec preloaded")
 
+text = stream(api.connect_get_namespaced_pod_exec, name, ns,
+              command=["sh", "-c", "test -t 0 && test -t 1 && echo is-a-tty"],
+              stderr=True, stdin=True, stdout=True, tty=True)
+assert text.strip() == "is-a-tty", repr(text)
+print("ok exec tty")
+
 n = 20
 started = time.monotonic()
 for _ in range(n):

@@ -61,3 +61,38 @@ pub fn core_v1_resources() -> Value {
         ],
     })
 }
+
+/// The OpenAPI v3 root: kubectl reads it to learn whether the server
+/// validates fields itself (then it sends `fieldValidation=Strict` instead
+/// of validating against the schemas).
+pub fn openapi_v3_root() -> Value {
+    json!({"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=k8s-mock"}}})
+}
+
+/// Just enough of core/v1's OpenAPI v3 document for that check, which
+/// looks at the pod's PATCH operation for a `fieldValidation` parameter
+/// (the mock serves no PATCH, and ignores unknown fields).
+pub fn openapi_v3_core() -> Value {
+    let gvk = json!({"group": "", "version": "v1", "kind": "Pod"});
+    let parameters = json!([
+        {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+    ]);
+    json!({
+        "openapi": "3.0.0",
+        "info": {"title": "Kubernetes", "version": GIT_VERSION},
+        "paths": {
+            "/api/v1/namespaces/{namespace}/pods/{name}": {
+                "patch": {
+                    "operationId": "patchCoreV1NamespacedPod",
+                    "parameters": parameters,
+                    "responses": {},
+                    "x-kubernetes-action": "patch",
+                    "x-kubernetes-group-version-kind": gvk,
+                },
+            },
+        },
+        "components": {"schemas": {}},
+    })
+}

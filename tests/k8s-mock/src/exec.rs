@@ -241,13 +241,16 @@ where
         }
     }
     reader.abort();
-    let code = docker
+    // No exit code when the container went away under the exec.
+    let status = match docker
         .inspect_exec(&id)
         .await
         .ok()
         .and_then(|i| i.exit_code)
-        .unwrap_or(-1);
-    let status = status::exec_exit(code, &exec.command);
+    {
+        Some(code) => status::exec_exit(code, &exec.command),
+        None => status::exec_error("container not found: the exec's container is gone".into()),
+    };
     let _ = sink
         .send(channel(ERROR, status.to_string().as_bytes()))
         .await;

@@ -137,6 +137,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         (["api"], Method::GET) => json_response(200, &api::api_versions()),
         (["apis"], Method::GET) => json_response(200, &api::api_groups()),
         (["api", "v1"], Method::GET) => json_response(200, &api::core_v1_resources()),
+        (["openapi", "v3"], Method::GET) => json_response(200, &api::openapi_v3_root()),
+        (["openapi", "v3", "api", "v1"], Method::GET) => {
+            json_response(200, &api::openapi_v3_core())
+        }
         (["api", "v1", "namespaces"], Method::GET) => {
             let st = shared.state.lock().unwrap();
             let items: Vec<Value> = st.namespaces.values().cloned().collect();

@@ -231,6 +231,60 @@ fn kubectl_runs_execs_copies_and_deletes_pods() {
     );
 }
 
+fn pods_end_as_their_container_ends() {
+    let c = Cluster::start();
+    let image = format!("--image={IMAGE}");
+    c.ok(&[
+        "run",
+        "ok",
+        &image,
+        "--restart=Never",
+        "--",
+        "sh",
+        "-c",
+        "exit 0",
+    ]);
+    c.ok(&[
+        "run",
+        "bad",
+        &image,
+        "--restart=Never",
+        "--",
+        "sh",
+        "-c",
+        "exit 5",
+    ]);
+    for (name, phase) in [("ok", "Succeeded"), ("bad", "Failed")] {
+        let phase = format!("--for=jsonpath={{.status.phase}}={phase}");
+        c.ok(&["wait", &phase, &format!("pod/{name}"), "--timeout=60s"]);
+    }
+    let terminated = ".status.containerStatuses[0].state.terminated";
+    assert_eq!(
+        c.pod_field("ok", &format!("{terminated}.reason")),
+        "Completed"
+    );
+    assert_eq!(c.pod_field("bad", &format!("{terminated}.reason")), "Error");
+    assert_eq!(c.pod_field("bad", &format!("{terminated}.exitCode")), "5");
+    let ready = ".status.conditions[?(@.type==\"Ready\")].status";
+    assert_eq!(c.pod_field("bad", ready), "False");
+
+    // generateName, as a provider names its pods.
+    let manifest = format!(
+        r#"{{"apiVersion": "v1", "kind": "Pod",
+            "metadata": {{"generateName": "gen-", "labels": {{"sanddune.run": "r1"}}}},
+            "spec": {{"containers": [{{"name": "main", "image": "{IMAGE}", "command": ["sleep", "infinity"]}}]}}}}"#
+    );
+    let out = c.kubectl(&["create", "-f", "-", "-o", "name"], manifest.as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let name = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    assert!(
+        name.starts_with("pod/gen-") && name.len() == "pod/gen-".len() + 5,
+        "{name}"
+    );
+    let listed = c.ok(&["get", "pods", "-l", "sanddune.run=r1", "-o", "name"]);
+    assert_eq!(listed.trim(), name);
+}
+
 fn kubectl_prints_the_real_api_errors() {
     let c = Cluster::start();
     let out = c.kubectl(&["get", "pod", "nope"], b"");
@@ -444,6 +498,7 @@ fn the_official_python_client_accepts_the_mock() {
         "list selector",
         "exec stdin stdout stderr exit",
         "exec preloaded",
+        "exec tty",
         "not found",
         "delete",
     ] {
@@ -464,6 +519,7 @@ fn the_official_python_client_accepts_the_mock() {
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(kubectl_runs_execs_copies_and_deletes_pods),
+        trial!(pods_end_as_their_container_ends),
         trial!(kubectl_prints_the_real_api_errors),
         trial!(faults_look_like_the_real_failures),
         trial!(dropping_the_mock_removes_its_containers),
