@@ -12,7 +12,8 @@
 //!
 //! Faults a test can inject: a pod's container removed under it (the pod
 //! goes Failed), the next exec of a command cut mid-output, the API gone
-//! ([`K8sMock::stop`]), a namespace missing, a verb forbidden.
+//! ([`K8sMock::stop`]), a namespace missing, a verb forbidden, pods
+//! unschedulable, a pod quota. A pod's `activeDeadlineSeconds` is kept.
 
 mod api;
 mod exec;
@@ -72,6 +73,10 @@ pub(crate) struct State {
     pub forbidden: Vec<(String, String)>,
     /// The next exec whose command line contains one of these is cut.
     pub exec_cuts: Vec<String>,
+    /// While set, new pods stay Pending, unschedulable for this reason.
+    pub unschedulable: Option<String>,
+    /// A ResourceQuota's hard `pods` limit, per namespace.
+    pub pod_quota: Option<usize>,
 }
 
 impl State {
@@ -155,6 +160,8 @@ impl K8sMock {
                 events: Vec::new(),
                 forbidden: Vec::new(),
                 exec_cuts: Vec::new(),
+                unschedulable: None,
+                pod_quota: None,
             }),
             docker,
             changed: tokio::sync::watch::channel(0).0,
@@ -282,6 +289,31 @@ current-context: mock
     pub fn cut_exec(&self, needle: &str) {
         let mut st = self.shared.state.lock().unwrap();
         st.exec_cuts.push(needle.to_string());
+    }
+
+    /// While `Some`, pods created stay Pending with `PodScheduled` False,
+    /// reason `Unschedulable` and this message, as the scheduler reports
+    /// (`0/1 nodes are available: 1 Insufficient cpu.`); `None` lets
+    /// them be scheduled.
+    pub fn set_unschedulable(&self, message: Option<&str>) {
+        self.shared.state.lock().unwrap().unschedulable = message.map(str::to_string);
+    }
+
+    /// A ResourceQuota `pod-quota` allowing `limit` pods not yet ended in
+    /// each namespace: one more is refused with the real 403 (`exceeded
+    /// quota`).
+    pub fn set_pod_quota(&self, limit: Option<usize>) {
+        self.shared.state.lock().unwrap().pod_quota = limit;
+    }
+
+    /// How many pods of `namespace` have not ended (what a pod quota
+    /// counts).
+    pub fn pods_not_ended(&self, namespace: &str) -> usize {
+        let st = self.shared.state.lock().unwrap();
+        st.pods
+            .iter()
+            .filter(|((ns, _), p)| ns == namespace && !pods::ended(&p.object))
+            .count()
     }
 
     /// The API becomes unreachable: the port is closed and every open

@@ -141,6 +141,14 @@ pub fn field_matches(selector: &str, pod: &Value) -> Result<bool, String> {
     Ok(true)
 }
 
+/// Whether the pod has ended (Succeeded or Failed).
+pub fn ended(pod: &Value) -> bool {
+    matches!(
+        pod["status"]["phase"].as_str(),
+        Some("Succeeded" | "Failed")
+    )
+}
+
 /// The pod the API stores for `body` posted to `namespace`, or the
 /// error's status code and body.
 pub fn admit(state: &State, namespace: &str, mut body: Value) -> Result<Value, (u16, Value)> {
@@ -208,6 +216,16 @@ pub fn admit(state: &State, namespace: &str, mut body: Value) -> Result<Value, (
         .contains_key(&(namespace.to_string(), name.clone()))
     {
         return Err((409, status::already_exists("pods", &name)));
+    }
+    if let Some(limit) = state.pod_quota {
+        let used = state
+            .pods
+            .iter()
+            .filter(|((ns, _), p)| ns == namespace && !ended(&p.object))
+            .count();
+        if used >= limit {
+            return Err((403, status::quota_exceeded(&name, used, limit)));
+        }
     }
     body["kind"] = json!("Pod");
     body["apiVersion"] = json!("v1");
@@ -357,6 +375,29 @@ pub async fn run(shared: Arc<Shared>, key: (String, String), uid: String) {
         Some(p) => p.object.clone(),
         None => return,
     };
+    let mut waiting_for_node = false;
+    loop {
+        let unschedulable = shared.state.lock().unwrap().unschedulable.clone();
+        match unschedulable {
+            None => break,
+            Some(_) if waiting_for_node => {}
+            Some(message) => {
+                let unscheduled =
+                    condition("PodScheduled", false, Some("Unschedulable"), Some(message));
+                if !update(&shared, &key, &uid, |p| {
+                    p.object["status"]["conditions"] = json!([unscheduled]);
+                }) {
+                    return;
+                }
+                waiting_for_node = true;
+            }
+        }
+        tokio::time::sleep(PULL_RETRY).await;
+        if !shared.state.lock().unwrap().pods.contains_key(&key) {
+            return;
+        }
+    }
+    let scheduled = std::time::Instant::now();
     if !update(&shared, &key, &uid, |p| {
         p.object["spec"]["nodeName"] = json!("mock-node");
         let conditions = json!([condition("PodScheduled", true, None, None)]);
@@ -437,7 +478,30 @@ pub async fn run(shared: Arc<Shared>, key: (String, String), uid: String) {
     }) {
         return;
     }
-    let code = wait_container(&shared.docker, &id).await;
+    // activeDeadlineSeconds counts from the pod's start on its node.
+    let deadline = pod["spec"]["activeDeadlineSeconds"]
+        .as_u64()
+        .map(|s| scheduled + Duration::from_secs(s));
+    let code = tokio::select! {
+        code = wait_container(&shared.docker, &id) => code,
+        _ = sleep_until(deadline) => {
+            let _ = shared.docker.kill_container(&id, None).await;
+            let terminated = json!({"terminated": {
+                "exitCode": 137,
+                "reason": "Error",
+                "startedAt": started,
+                "finishedAt": time::now(),
+                "containerID": format!("docker://{id}"),
+            }});
+            update(&shared, &key, &uid, |p| {
+                let mut status = pod_status(&p.object, "Failed", terminated, Some(&id));
+                status["reason"] = json!("DeadlineExceeded");
+                status["message"] = json!("Pod was active on the node longer than the specified deadline");
+                p.object["status"] = status;
+            });
+            return;
+        }
+    };
     // Gone rather than exited: the kubelet's words for a vanished container.
     let lost = shared
         .state
@@ -473,6 +537,14 @@ pub async fn run(shared: Arc<Shared>, key: (String, String), uid: String) {
         let state = json!({"terminated": terminated});
         p.object["status"] = pod_status(&p.object, phase, state, Some(&id));
     });
+}
+
+/// Sleep until `deadline`, or forever without one.
+async fn sleep_until(deadline: Option<std::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at.into()).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The container's exit code once it stops (bollard reports a non-zero

@@ -130,3 +130,15 @@ pub fn exec_exit(code: i64, command: &[String]) -> Value {
 pub fn exec_error(message: String) -> Value {
     json!({"metadata": {}, "status": "Failure", "message": message, "reason": "InternalError", "code": 500})
 }
+
+/// The ResourceQuota admission's refusal of one pod too many.
+pub fn quota_exceeded(name: &str, used: usize, limit: usize) -> Value {
+    failure(
+        403,
+        "Forbidden",
+        format!(
+            "pods \"{name}\" is forbidden: exceeded quota: pod-quota, requested: pods=1, used: pods={used}, limited: pods={limit}"
+        ),
+        Some(json!({"name": name, "kind": "pods"})),
+    )
+}

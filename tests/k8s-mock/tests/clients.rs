@@ -403,6 +403,67 @@ fn faults_look_like_the_real_failures() {
         stderr(&out)
     );
 
+    c.mock
+        .set_unschedulable(Some("0/1 nodes are available: 1 Insufficient cpu."));
+    c.ok(&[
+        "run",
+        "waits",
+        "--image=sanddune-test:latest",
+        "--",
+        "sleep",
+        "infinity",
+    ]);
+    let scheduled = ".status.conditions[?(@.type==\"PodScheduled\")]";
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while c.pod_field("waits", &format!("{scheduled}.reason")) != "Unschedulable" {
+        assert!(
+            Instant::now() < deadline,
+            "the pod never showed Unschedulable"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert_eq!(
+        c.pod_field("waits", &format!("{scheduled}.message")),
+        "0/1 nodes are available: 1 Insufficient cpu."
+    );
+    assert_eq!(c.pod_field("waits", ".status.phase"), "Pending");
+    c.mock.set_unschedulable(None);
+    c.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod/waits",
+        "--timeout=60s",
+    ]);
+
+    let manifest = format!(
+        r#"{{"apiVersion": "v1", "kind": "Pod", "metadata": {{"name": "ttl"}},
+            "spec": {{"activeDeadlineSeconds": 2, "restartPolicy": "Never",
+                     "containers": [{{"name": "main", "image": "{IMAGE}", "command": ["sleep", "infinity"]}}]}}}}"#
+    );
+    let out = c.kubectl(&["create", "-f", "-"], manifest.as_bytes());
+    assert!(out.status.success(), "{}", stderr(&out));
+    c.ok(&[
+        "wait",
+        "--for=jsonpath={.status.reason}=DeadlineExceeded",
+        "pod/ttl",
+        "--timeout=30s",
+    ]);
+    assert_eq!(c.pod_field("ttl", ".status.phase"), "Failed");
+
+    let running = c.mock.pods_not_ended("default");
+    c.mock.set_pod_quota(Some(running));
+    let out = c.kubectl(
+        &["run", "over", "--image=sanddune-test:latest", "--", "true"],
+        b"",
+    );
+    assert_eq!(
+        stderr(&out),
+        format!(
+            "Error from server (Forbidden): pods \"over\" is forbidden: exceeded quota: pod-quota, requested: pods=1, used: pods={running}, limited: pods={running}\n"
+        )
+    );
+    c.mock.set_pod_quota(None);
+
     c.mock.remove_namespace("default");
     let out = c.kubectl(&["get", "namespace", "default"], b"");
     assert_eq!(
