@@ -4,6 +4,8 @@
 
 use serde_json::{Value, json};
 
+use crate::sandboxes;
+
 /// The version the mock reports: kubectl's dispatcher picks its client by
 /// it, and 1.30+ clients exec over WebSocket (v5) instead of SPDY.
 pub const GIT_VERSION: &str = "v1.32.4";
@@ -30,9 +32,17 @@ pub fn api_versions() -> Value {
     })
 }
 
-/// No API groups: only the core group is served.
+/// The agent-sandbox groups, besides the core group.
 pub fn api_groups() -> Value {
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": []})
+    let group = |name: &str| {
+        let gv = json!({"groupVersion": format!("{name}/{}", sandboxes::VERSION), "version": sandboxes::VERSION});
+        json!({"name": name, "versions": [gv], "preferredVersion": gv})
+    };
+    json!({
+        "kind": "APIGroupList",
+        "apiVersion": "v1",
+        "groups": [group(sandboxes::SANDBOX_GROUP), group(sandboxes::EXTENSIONS_GROUP)],
+    })
 }
 
 pub fn core_v1_resources() -> Value {
@@ -66,7 +76,41 @@ pub fn core_v1_resources() -> Value {
 /// validates fields itself (then it sends `fieldValidation=Strict` instead
 /// of validating against the schemas).
 pub fn openapi_v3_root() -> Value {
-    json!({"paths": {"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=k8s-mock"}}})
+    let mut paths = json!({"api/v1": {"serverRelativeURL": "/openapi/v3/api/v1?hash=k8s-mock"}});
+    for group in [sandboxes::SANDBOX_GROUP, sandboxes::EXTENSIONS_GROUP] {
+        let gv = format!("apis/{group}/{}", sandboxes::VERSION);
+        paths[&gv] = json!({"serverRelativeURL": format!("/openapi/v3/{gv}?hash=k8s-mock")});
+    }
+    json!({"paths": paths})
+}
+
+/// The same for an agent-sandbox group: each kind's PATCH.
+pub fn openapi_v3_group(group: &str) -> Value {
+    let mut paths = json!({});
+    for kind in sandboxes::KINDS.iter().filter(|k| k.group == group) {
+        let path = format!(
+            "/apis/{group}/{}/namespaces/{{namespace}}/{}/{{name}}",
+            sandboxes::VERSION,
+            kind.plural
+        );
+        let gvk = json!({"group": group, "version": sandboxes::VERSION, "kind": kind.kind});
+        paths[&path] = patch_operation(gvk);
+    }
+    json!({"openapi": "3.0.0", "info": {"title": "Kubernetes", "version": GIT_VERSION}, "paths": paths, "components": {"schemas": {}}})
+}
+
+fn patch_operation(gvk: Value) -> Value {
+    let parameters = json!([
+        {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+        {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
+    ]);
+    json!({"patch": {
+        "parameters": parameters,
+        "responses": {},
+        "x-kubernetes-action": "patch",
+        "x-kubernetes-group-version-kind": gvk,
+    }})
 }
 
 /// Just enough of core/v1's OpenAPI v3 document for that check, which
@@ -74,25 +118,10 @@ pub fn openapi_v3_root() -> Value {
 /// (the mock serves no PATCH, and ignores unknown fields).
 pub fn openapi_v3_core() -> Value {
     let gvk = json!({"group": "", "version": "v1", "kind": "Pod"});
-    let parameters = json!([
-        {"name": "dryRun", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-        {"name": "fieldManager", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-        {"name": "fieldValidation", "in": "query", "schema": {"type": "string", "uniqueItems": true}},
-    ]);
     json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": GIT_VERSION},
-        "paths": {
-            "/api/v1/namespaces/{namespace}/pods/{name}": {
-                "patch": {
-                    "operationId": "patchCoreV1NamespacedPod",
-                    "parameters": parameters,
-                    "responses": {},
-                    "x-kubernetes-action": "patch",
-                    "x-kubernetes-group-version-kind": gvk,
-                },
-            },
-        },
+        "paths": {"/api/v1/namespaces/{namespace}/pods/{name}": patch_operation(gvk)},
         "components": {"schemas": {}},
     })
 }

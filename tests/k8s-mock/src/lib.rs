@@ -1,5 +1,6 @@
 //! A loopback mock of the Kubernetes API server (the core/v1 subset a
-//! sandbox provider uses: discovery, namespaces, pods, watch, exec) whose
+//! sandbox provider uses: discovery, namespaces, pods, watch, exec, and
+//! the agent-sandbox CRDs with a minimal controller) whose
 //! pods are real docker containers, for sanddune's tests. Real clients
 //! (kubectl, the official Python client) drive it in tests/clients.rs.
 //!
@@ -18,6 +19,7 @@
 mod api;
 mod exec;
 mod pods;
+mod sandboxes;
 mod server;
 mod status;
 mod table;
@@ -67,6 +69,8 @@ pub(crate) struct State {
     pub namespaces: BTreeMap<String, Value>,
     /// By `(namespace, name)`.
     pub pods: BTreeMap<(String, String), Pod>,
+    /// The agent-sandbox objects, by `(plural, namespace, name)`.
+    pub objects: BTreeMap<(String, String, String), Value>,
     pub rv: u64,
     pub events: Vec<Event>,
     /// `(verb, resource)` pairs refused with 403 (`("create", "pods/exec")`).
@@ -156,6 +160,7 @@ impl K8sMock {
                 ),
                 namespaces,
                 pods: BTreeMap::new(),
+                objects: BTreeMap::new(),
                 rv: 1000,
                 events: Vec::new(),
                 forbidden: Vec::new(),
@@ -168,6 +173,7 @@ impl K8sMock {
             stopped: tokio::sync::watch::channel(false).0,
         });
         runtime.spawn(server::serve(listener, tls.config, shared.clone()));
+        runtime.spawn(sandboxes::controller(shared.clone()));
         Ok(K8sMock {
             url,
             ca_pem: tls.ca_pem,

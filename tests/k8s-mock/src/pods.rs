@@ -36,7 +36,7 @@ pub fn namespace(name: &str) -> Value {
 }
 
 /// A fresh object uid, uuid-shaped.
-fn uid() -> String {
+pub fn uid() -> String {
     let n = random_u128();
     let h = format!("{n:032x}");
     format!(
@@ -64,7 +64,7 @@ fn random_u128() -> u128 {
 }
 
 /// The five characters `generateName` gets, from the apiserver's alphabet.
-fn name_suffix() -> String {
+pub fn name_suffix() -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let mut n = random_u128();
     (0..5)
@@ -275,6 +275,49 @@ pub fn admit(state: &State, namespace: &str, mut body: Value) -> Result<Value, (
     }
     body["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
     Ok(body)
+}
+
+/// Admit and store the pod and start its life; its stored object.
+pub fn create(
+    shared: &Arc<Shared>,
+    st: &mut State,
+    ns: &str,
+    body: Value,
+) -> Result<Value, (u16, Value)> {
+    let mut pod = admit(st, ns, body)?;
+    shared.emit(st, "ADDED", &mut pod);
+    let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
+    let uid = pod["metadata"]["uid"].as_str().unwrap_or("").to_string();
+    let key = (ns.to_string(), name);
+    let stored = Pod {
+        object: pod.clone(),
+        container: None,
+        lost: false,
+    };
+    st.pods.insert(key.clone(), stored);
+    tokio::spawn(run(shared.clone(), key, uid));
+    Ok(pod)
+}
+
+/// Delete at once, whatever the grace period: the container is removed
+/// and the last state of the pod (with its deletionTimestamp) returned;
+/// `None` if there is no such pod.
+pub async fn delete(shared: &Arc<Shared>, ns: &str, name: &str) -> Option<Value> {
+    let pod = shared
+        .state
+        .lock()
+        .unwrap()
+        .pods
+        .remove(&(ns.to_string(), name.to_string()))?;
+    if let Some(id) = &pod.container {
+        let _ = remove_container(&shared.docker, id).await;
+    }
+    let mut object = pod.object;
+    object["metadata"]["deletionTimestamp"] = json!(time::now());
+    object["metadata"]["deletionGracePeriodSeconds"] = json!(0);
+    let mut st = shared.state.lock().unwrap();
+    shared.emit(&mut st, "DELETED", &mut object);
+    Some(object)
 }
 
 /// A condition as the kubelet writes it.

@@ -12,7 +12,7 @@ use hyper::body::{Frame, Incoming};
 use hyper::{Method, Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{Pod, Shared, api, exec, pods, status, table};
+use crate::{Shared, api, exec, pods, sandboxes, status, table};
 
 pub type Body = BoxBody<Bytes, Infallible>;
 
@@ -136,10 +136,26 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         (["version"], Method::GET) => json_response(200, &api::version()),
         (["api"], Method::GET) => json_response(200, &api::api_versions()),
         (["apis"], Method::GET) => json_response(200, &api::api_groups()),
+        (["apis", group, version], Method::GET) => match sandboxes::resources(group) {
+            Some(list) if *version == sandboxes::VERSION => json_response(200, &list),
+            _ => json_response(404, &status::no_route()),
+        },
+        (["apis", group, version, "namespaces", ns, plural], _)
+        | (["apis", group, version, "namespaces", ns, plural, _], _) => {
+            let Some(kind) = sandboxes::kind(group, version, plural) else {
+                return json_response(404, &status::no_route());
+            };
+            let ns = ns.to_string();
+            let name = segments.get(6).map(|n| n.to_string());
+            custom_object(&shared, kind, &ns, name.as_deref(), &query, req).await
+        }
         (["api", "v1"], Method::GET) => json_response(200, &api::core_v1_resources()),
         (["openapi", "v3"], Method::GET) => json_response(200, &api::openapi_v3_root()),
         (["openapi", "v3", "api", "v1"], Method::GET) => {
             json_response(200, &api::openapi_v3_core())
+        }
+        (["openapi", "v3", "apis", group, _], Method::GET) => {
+            json_response(200, &api::openapi_v3_group(group))
         }
         (["api", "v1", "namespaces"], Method::GET) => {
             let st = shared.state.lock().unwrap();
@@ -219,6 +235,71 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
     }
 }
 
+/// The agent-sandbox objects: create, get, list, watch, delete.
+async fn custom_object(
+    shared: &Arc<Shared>,
+    kind: &'static sandboxes::Kind,
+    ns: &str,
+    name: Option<&str>,
+    query: &str,
+    req: Request<Incoming>,
+) -> Response<Body> {
+    let resource = format!("{}.{}", kind.plural, kind.group);
+    match (req.method().clone(), name) {
+        (Method::POST, None) => {
+            let body = match req.into_body().collect().await {
+                Ok(b) => b.to_bytes(),
+                Err(e) => {
+                    return json_response(
+                        400,
+                        &status::bad_request(format!("reading the body: {e}")),
+                    );
+                }
+            };
+            match serde_json::from_slice(&body) {
+                Ok(body) => match sandboxes::create(shared, kind, ns, body) {
+                    Ok(object) => json_response(201, &object),
+                    Err(e) => error(e),
+                },
+                Err(e) => json_response(
+                    400,
+                    &status::bad_request(format!("the body is not a JSON object: {e}")),
+                ),
+            }
+        }
+        (Method::GET, None) => {
+            let filter = match Filter::new(kind.kind, Some(ns), query) {
+                Ok(f) => f,
+                Err(e) => return error(e),
+            };
+            if is_true(query, "watch") {
+                return watch(shared.clone(), filter, query, false);
+            }
+            let st = shared.state.lock().unwrap();
+            let items = st
+                .objects
+                .values()
+                .filter(|o| filter.matches(o))
+                .cloned()
+                .collect();
+            json_response(200, &list(&format!("{}List", kind.kind), st.rv, items))
+        }
+        (Method::GET, Some(name)) => {
+            let st = shared.state.lock().unwrap();
+            let key = (kind.plural.to_string(), ns.to_string(), name.to_string());
+            match st.objects.get(&key) {
+                Some(o) => json_response(200, o),
+                None => json_response(404, &status::not_found(&resource, name)),
+            }
+        }
+        (Method::DELETE, Some(name)) => match sandboxes::delete(shared, kind, ns, name).await {
+            Some(o) => json_response(200, &o),
+            None => json_response(404, &status::not_found(&resource, name)),
+        },
+        _ => json_response(405, &status::method_not_allowed()),
+    }
+}
+
 /// The 403 for `verb` on the resource when a test forbade it.
 fn forbidden(
     shared: &Shared,
@@ -255,18 +336,24 @@ fn list(kind: &str, rv: u64, items: Vec<Value>) -> Value {
 
 /// The selectors of a list or watch, checked as the API checks them.
 struct Filter {
+    kind: &'static str,
     namespace: Option<String>,
     labels: Vec<pods::Requirement>,
     fields: String,
 }
 
 impl Filter {
-    fn new(namespace: Option<&str>, query: &str) -> Result<Filter, (u16, Value)> {
+    fn new(
+        kind: &'static str,
+        namespace: Option<&str>,
+        query: &str,
+    ) -> Result<Filter, (u16, Value)> {
         let labels = pods::parse_selector(&query_param(query, "labelSelector").unwrap_or_default())
             .map_err(|e| (400, status::bad_request(e)))?;
         let fields = query_param(query, "fieldSelector").unwrap_or_default();
         pods::field_matches(&fields, &json!({})).map_err(|e| (400, status::bad_request(e)))?;
         Ok(Filter {
+            kind,
             namespace: namespace.map(str::to_string),
             labels,
             fields,
@@ -274,9 +361,11 @@ impl Filter {
     }
 
     fn matches(&self, pod: &Value) -> bool {
-        self.namespace
-            .as_deref()
-            .is_none_or(|ns| pod["metadata"]["namespace"] == ns)
+        pod["kind"] == self.kind
+            && self
+                .namespace
+                .as_deref()
+                .is_none_or(|ns| pod["metadata"]["namespace"] == ns)
             && pods::matches(&self.labels, &pod["metadata"]["labels"])
             && pods::field_matches(&self.fields, pod).unwrap_or(false)
     }
@@ -288,7 +377,7 @@ async fn read_pods(
     query: &str,
     accept: Option<&str>,
 ) -> Response<Body> {
-    let filter = match Filter::new(namespace, query) {
+    let filter = match Filter::new("Pod", namespace, query) {
         Ok(f) => f,
         Err(e) => return error(e),
     };
@@ -328,10 +417,10 @@ fn watch(shared: Arc<Shared>, filter: Filter, query: &str, as_table: bool) -> Re
         match from {
             Some(rv) => rv,
             None => {
-                initial = st
-                    .pods
-                    .values()
-                    .map(|p| ("ADDED", p.object.clone()))
+                let pods = st.pods.values().map(|p| p.object.clone());
+                initial = pods
+                    .chain(st.objects.values().cloned())
+                    .map(|o| ("ADDED", o))
                     .collect();
                 st.rv
             }
@@ -342,7 +431,7 @@ fn watch(shared: Arc<Shared>, filter: Filter, query: &str, as_table: bool) -> Re
         tokio::pin!(deadline);
         // Each object a one-row Table when kubectl asked for Tables.
         let line = |kind: &str, object: &Value| {
-            let object = match as_table {
+            let object = match as_table && object["kind"] == "Pod" {
                 true => table::pods(std::slice::from_ref(object), 0, crate::time::unix_now()),
                 false => object.clone(),
             };
@@ -402,42 +491,17 @@ async fn create_pod(shared: &Arc<Shared>, ns: &str, req: Request<Incoming>) -> R
         }
     };
     let mut st = shared.state.lock().unwrap();
-    let mut pod = match pods::admit(&st, ns, body) {
-        Ok(p) => p,
-        Err(e) => return error(e),
-    };
-    shared.emit(&mut st, "ADDED", &mut pod);
-    let name = pod["metadata"]["name"].as_str().unwrap_or("").to_string();
-    let uid = pod["metadata"]["uid"].as_str().unwrap_or("").to_string();
-    let key = (ns.to_string(), name);
-    st.pods.insert(
-        key.clone(),
-        Pod {
-            object: pod.clone(),
-            container: None,
-            lost: false,
-        },
-    );
-    tokio::spawn(pods::run(shared.clone(), key, uid));
-    json_response(201, &pod)
+    match pods::create(shared, &mut st, ns, body) {
+        Ok(pod) => json_response(201, &pod),
+        Err(e) => error(e),
+    }
 }
 
 /// Delete at once, whatever the grace period: the container is removed
 /// and the last state of the pod (with its deletionTimestamp) returned.
 async fn delete_pod(shared: &Arc<Shared>, ns: &str, name: &str) -> Response<Body> {
-    let (mut object, container) = {
-        let mut st = shared.state.lock().unwrap();
-        let Some(pod) = st.pods.remove(&(ns.to_string(), name.to_string())) else {
-            return json_response(404, &status::not_found("pods", name));
-        };
-        (pod.object, pod.container)
-    };
-    if let Some(id) = container {
-        let _ = pods::remove_container(&shared.docker, &id).await;
+    match pods::delete(shared, ns, name).await {
+        Some(object) => json_response(200, &object),
+        None => json_response(404, &status::not_found("pods", name)),
     }
-    object["metadata"]["deletionTimestamp"] = json!(crate::time::now());
-    object["metadata"]["deletionGracePeriodSeconds"] = json!(0);
-    let mut st = shared.state.lock().unwrap();
-    shared.emit(&mut st, "DELETED", &mut object);
-    json_response(200, &object)
 }

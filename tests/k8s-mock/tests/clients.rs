@@ -482,6 +482,109 @@ fn faults_look_like_the_real_failures() {
     assert!(stderr(&out).starts_with(&refused), "{}", stderr(&out));
 }
 
+fn sandbox_claims_take_warm_sandboxes() {
+    let c = Cluster::start();
+    let create = |manifest: String| {
+        let out = c.kubectl(&["create", "-f", "-"], manifest.as_bytes());
+        assert!(out.status.success(), "{}", stderr(&out));
+    };
+    let ext = "extensions.agents.x-k8s.io/v1alpha1";
+    create(format!(
+        r#"{{"apiVersion": "{ext}", "kind": "SandboxTemplate", "metadata": {{"name": "tpl"}},
+            "spec": {{"podTemplate": {{"metadata": {{"labels": {{"app": "agent"}}}},
+              "spec": {{"containers": [{{"name": "agent", "image": "{IMAGE}", "command": ["sleep", "infinity"]}}]}}}}}}}}"#
+    ));
+    create(format!(
+        r#"{{"apiVersion": "{ext}", "kind": "SandboxWarmPool", "metadata": {{"name": "pool"}},
+            "spec": {{"replicas": 1, "sandboxTemplateRef": {{"name": "tpl"}}}}}}"#
+    ));
+    let pool_ready = [
+        "wait",
+        "--for=jsonpath={.status.readyReplicas}=1",
+        "sandboxwarmpool/pool",
+        "--timeout=60s",
+    ];
+    c.ok(&pool_ready);
+    let claim = |name: &str, template: &str, warmpool: &str| {
+        create(format!(
+            r#"{{"apiVersion": "{ext}", "kind": "SandboxClaim", "metadata": {{"name": "{name}"}},
+                "spec": {{"sandboxTemplateRef": {{"name": "{template}"}}, "warmpool": "{warmpool}"}}}}"#
+        ))
+    };
+    let sandbox_of = |claim: &str| {
+        c.ok(&[
+            "get",
+            "sandboxclaim",
+            claim,
+            "-o",
+            "jsonpath={.status.sandbox.name}",
+        ])
+    };
+
+    claim("warm", "tpl", "default");
+    c.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "sandboxclaim/warm",
+        "--timeout=60s",
+    ]);
+    let warm = sandbox_of("warm");
+    assert!(
+        warm.starts_with("pool-"),
+        "the claim did not take the pool's sandbox: {warm}"
+    );
+    assert_eq!(
+        c.ok(&["exec", &warm, "--", "echo", "in the sandbox"]),
+        "in the sandbox\n"
+    );
+    let labels = c.ok(&["get", "pod", &warm, "-o", "jsonpath={.metadata.labels.app}"]);
+    assert_eq!(labels, "agent");
+    // The pool makes another.
+    c.ok(&pool_ready);
+    let sandboxes = c.ok(&["get", "sandboxes", "-o", "name"]);
+    assert_eq!(sandboxes.lines().count(), 2, "{sandboxes}");
+
+    claim("cold", "tpl", "none");
+    c.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "sandboxclaim/cold",
+        "--timeout=60s",
+    ]);
+    assert_eq!(sandbox_of("cold"), "cold");
+    let ready = c.ok(&[
+        "get",
+        "sandbox",
+        "cold",
+        "-o",
+        "jsonpath={.status.conditions[0].status} {.status.serviceFQDN}",
+    ]);
+    assert_eq!(ready, "True cold.default.svc.cluster.local");
+
+    claim("lost", "no-such-template", "default");
+    let reason = c.ok(&[
+        "get",
+        "sandboxclaim",
+        "lost",
+        "-o",
+        "jsonpath={.status.conditions[0].reason}",
+    ]);
+    assert_eq!(reason, "TemplateNotFound");
+
+    let container = c.mock.container_of("default", &warm).unwrap();
+    c.ok(&["delete", "sandboxclaim", "warm"]);
+    let out = c.kubectl(&["get", "sandbox", &warm], b"");
+    assert_eq!(
+        stderr(&out),
+        format!("Error from server (NotFound): sandboxes.agents.x-k8s.io \"{warm}\" not found\n")
+    );
+    assert!(
+        c.mock.pod("default", &warm).is_none(),
+        "the claim's pod outlived it"
+    );
+    assert!(!docker_has(&container), "the claim's container outlived it");
+}
+
 fn dropping_the_mock_removes_its_containers() {
     let c = Cluster::start();
     c.running_pod("d1");
@@ -583,6 +686,7 @@ fn main() -> std::process::ExitCode {
         trial!(pods_end_as_their_container_ends),
         trial!(kubectl_prints_the_real_api_errors),
         trial!(faults_look_like_the_real_failures),
+        trial!(sandbox_claims_take_warm_sandboxes),
         trial!(dropping_the_mock_removes_its_containers),
         trial!(the_official_python_client_accepts_the_mock),
     ])
