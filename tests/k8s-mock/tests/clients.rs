@@ -585,6 +585,56 @@ fn sandbox_claims_take_warm_sandboxes() {
     assert!(!docker_has(&container), "the claim's container outlived it");
 }
 
+/// Sixteen pods at once, as a workflow fans out: all Ready, sixteen execs
+/// in parallel, all deleted.
+fn sixteen_pods_at_once() {
+    let c = Cluster::start();
+    let names: Vec<String> = (0..16).map(|i| format!("fan-{i}")).collect();
+    let image = format!("--image={IMAGE}");
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for name in &names {
+            let (c, image) = (&c, &image);
+            s.spawn(move || {
+                c.ok(&[
+                    "run",
+                    name,
+                    image,
+                    "--restart=Never",
+                    "--",
+                    "sleep",
+                    "infinity",
+                ])
+            });
+        }
+    });
+    c.ok(&[
+        "wait",
+        "--for=condition=Ready",
+        "pod",
+        "--all",
+        "--timeout=120s",
+    ]);
+    let ready = started.elapsed();
+    let started = Instant::now();
+    std::thread::scope(|s| {
+        for name in &names {
+            let c = &c;
+            s.spawn(move || {
+                let out = c.ok(&["exec", name, "--", "sh", "-c", "echo $HOSTNAME"]);
+                assert_eq!(out, format!("{name}\n"));
+            });
+        }
+    });
+    let execs = started.elapsed();
+    c.ok(&["delete", "pods", "--all"]);
+    assert!(
+        c.mock.containers().is_empty(),
+        "containers outlived their pods"
+    );
+    eprintln!("16 pods: all Ready in {ready:.1?}; 16 parallel kubectl execs in {execs:.1?}");
+}
+
 fn dropping_the_mock_removes_its_containers() {
     let c = Cluster::start();
     c.running_pod("d1");
@@ -687,6 +737,7 @@ fn main() -> std::process::ExitCode {
         trial!(kubectl_prints_the_real_api_errors),
         trial!(faults_look_like_the_real_failures),
         trial!(sandbox_claims_take_warm_sandboxes),
+        trial!(sixteen_pods_at_once),
         trial!(dropping_the_mock_removes_its_containers),
         trial!(the_official_python_client_accepts_the_mock),
     ])
