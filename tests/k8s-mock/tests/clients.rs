@@ -1,8 +1,9 @@
 //! The mock speaks the real protocol: real `kubectl` (1.30+, exec over
-//! WebSocket v5) and the official Python client (`kubernetes`, pinned in
-//! python/requirements.txt, exec over v4) drive pods, watches, exec with
-//! stdin, `kubectl cp` and the error bodies against it, and the injected
-//! faults look to them as the real failures do.
+//! WebSocket v5), the official Python client (`kubernetes`, pinned in
+//! python/requirements.txt, exec over v4) and kube-rs drive pods, watches,
+//! exec with stdin, `kubectl cp`, the agent-sandbox claims and the error
+//! bodies against it, and the injected faults look to them as the real
+//! failures do.
 //!
 //! The Python client is installed by the test itself into a venv under
 //! `target/tmp/k8s-python`, so a cached target dir skips the install.
@@ -647,6 +648,87 @@ fn dropping_the_mock_removes_its_containers() {
     }
 }
 
+/// `step`'s result, or a failure naming it after 30 s: a client that
+/// hangs on the mock fails the test instead of hanging it.
+async fn within<T>(step: &str, f: impl std::future::Future<Output = T>) -> T {
+    match tokio::time::timeout(Duration::from_secs(30), f).await {
+        Ok(v) => v,
+        Err(_) => panic!("kube-rs: {step} hung for 30 s"),
+    }
+}
+
+/// kube-rs, the client the provider's host side is built on: create,
+/// list by label, get until Running, exec with stdin closed (v5), the
+/// exit status, the NotFound error, delete.
+fn kube_rs_accepts_the_mock() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kube::api::{Api, AttachParams, DeleteParams, ListParams, PostParams};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let c = Cluster::start();
+    let kubeconfig = kube::config::Kubeconfig::read_from(c.kubeconfig()).unwrap();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let options = kube::config::KubeConfigOptions::default();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options).await.unwrap();
+        let pods: Api<Pod> = Api::namespaced(kube::Client::try_from(config).unwrap(), "default");
+        let pod: Pod = serde_json::from_value(serde_json::json!({
+            "metadata": {"generateName": "kube-", "labels": {"client": "kube-rs"}},
+            "spec": {"containers": [{"name": "main", "image": IMAGE, "command": ["sleep", "infinity"]}]},
+        }))
+        .unwrap();
+        let created = within("create", pods.create(&PostParams::default(), &pod)).await.unwrap();
+        let name = created.metadata.name.unwrap();
+        let listed = within("list", pods.list(&ListParams::default().labels("client=kube-rs"))).await.unwrap();
+        assert_eq!(listed.items.len(), 1);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let pod = within("get", pods.get(&name)).await.unwrap();
+            if pod.status.and_then(|s| s.phase).as_deref() == Some("Running") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the pod never ran");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+
+        let params = AttachParams::default().stdin(true).stderr(true);
+        let command = ["sh", "-c", "cat; echo err >&2; exit 3"];
+        let mut process = within("exec", pods.exec(&name, command, &params)).await.unwrap();
+        let mut stdin = process.stdin().unwrap();
+        within("write stdin", stdin.write_all(b"through stdin\n")).await.unwrap();
+        // Dropping kube-rs's stdin writer is no EOF (its simplex stream
+        // lives on in the reader): shutting it down sends v5's close.
+        within("close stdin", stdin.shutdown()).await.unwrap();
+        let (mut out, mut err) = (String::new(), String::new());
+        let mut stdout = process.stdout().unwrap();
+        let mut stderr = process.stderr().unwrap();
+        let status = process.take_status().unwrap();
+        let both = async { tokio::join!(stdout.read_to_string(&mut out), stderr.read_to_string(&mut err)) };
+        let (read_out, read_err) = within("read stdout and stderr", both).await;
+        read_out.unwrap();
+        read_err.unwrap();
+        let status = within("status", status).await.expect("an exit status");
+        assert_eq!(out, "through stdin\n");
+        assert_eq!(err, "err\n");
+        let cause = status.details.and_then(|d| d.causes).and_then(|c| c.into_iter().next()).unwrap();
+        assert_eq!((cause.reason.as_deref(), cause.message.as_deref()), (Some("ExitCode"), Some("3")));
+
+        match within("get nope", pods.get("nope")).await {
+            Err(kube::Error::Api(status)) => {
+                assert_eq!((status.code, status.reason.as_str()), (404, "NotFound"), "{status:?}")
+            }
+            other => panic!("a missing pod: {other:?}"),
+        }
+        within("delete", pods.delete(&name, &DeleteParams::default())).await.unwrap();
+        assert!(within("get deleted", pods.get_opt(&name)).await.unwrap().is_none());
+    });
+    drop(runtime);
+    assert!(
+        c.mock.containers().is_empty(),
+        "the deleted pod's container is still there"
+    );
+}
+
 /// The venv with the pinned Python client, made once per target dir and
 /// requirements file.
 fn python() -> PathBuf {
@@ -740,5 +822,6 @@ fn main() -> std::process::ExitCode {
         trial!(sixteen_pods_at_once),
         trial!(dropping_the_mock_removes_its_containers),
         trial!(the_official_python_client_accepts_the_mock),
+        trial!(kube_rs_accepts_the_mock),
     ])
 }
