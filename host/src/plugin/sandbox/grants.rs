@@ -91,8 +91,7 @@ pub(super) fn resolve(
 
 /// The containment keys of `config`, taken out of it for a provider with
 /// the containers capability; refused for one that neither has it nor
-/// takes the key itself. A policy that needs the egress proxy is refused
-/// unless sanddune runs as root (see ADR 0022).
+/// takes the key itself.
 pub(super) fn take_containment(
     config: &mut ProviderConfig,
     caps: &Capabilities,
@@ -110,15 +109,7 @@ pub(super) fn take_containment(
         }
         return Ok(Containment::default());
     }
-    let containment = Containment::take_from(config).map_err(refuse)?;
-    // SAFETY: geteuid has no preconditions.
-    if containment.egress.needs_proxy() && unsafe { libc::geteuid() } != 0 {
-        return Err(refuse(format!(
-            "egress={} needs sanddune to run as root with a rootful engine: the host serves the sandbox's proxy inside its network namespace. egress=none (no network) and egress=allow-all work as any user; nothing was created",
-            containment.egress
-        )));
-    }
-    Ok(containment)
+    Containment::take_from(config).map_err(refuse)
 }
 
 /// The user's declared bind mounts: every `mount` entry of the provider's
