@@ -48,14 +48,14 @@ now() { date +%s.%N; }
 run_once() { # $1: egress policy, $2: prompt
     "$sanddune" run --cwd "$repo" --sandbox docker --agent claude-code \
         --strategy merge-to-head --prompt "$2" --json \
-        --sandbox-opt image="$image" --sandbox-opt egress="$1"
+        --sandbox-opt image="$image" --sandbox-opt egress="$1" 2>>"$work/stderr"
 }
 
 : >"$work/allow" ; : >"$work/deny"
 for _ in $(seq "$rounds"); do
     for policy in allow deny; do
         start=$(now)
-        run_once "$policy-all" "add a line" >/dev/null 2>&1
+        run_once "$policy-all" "add a line" >/dev/null
         awk -v a="$(now)" -v b="$start" 'BEGIN {print a - b}' >>"$work/$policy"
     done
 done
