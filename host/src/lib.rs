@@ -10,6 +10,7 @@ pub mod cli;
 pub mod config;
 pub mod conformance;
 pub mod error;
+pub mod image_build;
 pub mod init;
 pub mod plugin;
 pub mod prompt;
