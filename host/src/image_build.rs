@@ -42,7 +42,8 @@ pub async fn build(
     if let Some(target) = target {
         options = options.target(target);
     }
-    let mut stream = docker.build_image(options.build(), None, Some(bollard::body_full(tar.into())));
+    let mut stream =
+        docker.build_image(options.build(), None, Some(bollard::body_full(tar.into())));
     while let Some(item) = stream.next().await {
         let info = item.map_err(|e| Error::Agent(format!("building {name} failed: {e}")))?;
         if let Some(error) = info.error_detail.and_then(|d| d.message) {
@@ -180,7 +181,6 @@ fn glob(pattern: &[u8], name: &[u8]) -> bool {
         _ => false,
     }
 }
-
 
 #[cfg(test)]
 mod tests {
