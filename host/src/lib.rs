@@ -9,6 +9,7 @@ pub mod capability;
 pub mod cli;
 pub mod config;
 pub mod conformance;
+pub mod devcontainer;
 pub mod error;
 pub mod image_build;
 pub mod init;
