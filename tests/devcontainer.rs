@@ -307,6 +307,42 @@ fn init_from_devcontainer_records_it_and_builds_nothing() {
     assert!(!stdout(&out).contains("built"), "{}", stdout(&out));
 }
 
+fn docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    std::fs::write(
+        repo.path().join(".devcontainer.json"),
+        format!(
+            "{{ \"image\": \"{IMAGE}\", \"remoteUser\": \"agent\", // the test image's user\n\
+             \"postCreateCommand\": \"echo hooked > dc-hook.txt\", }}"
+        ),
+    )
+    .unwrap();
+    let out = repo.sanddune(&[
+        "init",
+        "--from-devcontainer",
+        "--agent",
+        "claude-code",
+        "--backlog",
+        "beads",
+        "--template",
+        "blank",
+        "--yes",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut args = vec!["workflow", "run", "blank"];
+    let mounts = fake_mounts(&repo);
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-hook.txt")).unwrap(),
+        "hooked\n"
+    );
+    assert_eq!(repo.calls("claude").len(), 1);
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(
@@ -318,5 +354,6 @@ fn main() -> std::process::ExitCode {
         trial!(docker_features_are_refused_by_name_before_anything_is_created),
         trial!(docker_the_option_names_or_ignores_the_dev_container),
         trial!(init_from_devcontainer_records_it_and_builds_nothing),
+        trial!(docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it),
     ])
 }

@@ -745,7 +745,8 @@ pub(super) async fn one_shot(
         &mut so.hooks,
     )
     .await?;
-    // The agent's commands get the call-site env the sandbox got.
+    // The agent's commands get the call-site env the sandbox got (split
+    // gave both the same one).
     ao.env = so.env.clone();
     let target = repo.current_branch()?;
     let id = setup::run_id();
