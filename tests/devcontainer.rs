@@ -341,6 +341,33 @@ fn docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it() {
     );
     assert_eq!(repo.calls("claude").len(), 1);
     assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+    // The image's user already has the host user's ids: nothing was built.
+    assert_eq!(devcontainer_images("docker", repo.path()), Vec::<String>::new());
+}
+
+fn docker_a_failing_lifecycle_command_fails_the_setup_with_its_output() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    std::fs::write(
+        repo.path().join(".devcontainer.json"),
+        format!(
+            r#"{{ "image": "{IMAGE}", "remoteUser": "agent",
+                 "onCreateCommand": "echo first > dc-first.txt",
+                 "postCreateCommand": {{ "ok": "true", "bad": "echo it broke >&2; exit 3" }},
+                 "postStartCommand": "touch dc-never.txt" }}"#
+        ),
+    )
+    .unwrap();
+    let out = run("docker", &repo, "note", &[]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("devcontainer postCreateCommand") && err.contains("it broke"),
+        "{err}"
+    );
+    assert!(repo.path().join("dc-first.txt").exists());
+    assert!(!repo.path().join("dc-never.txt").exists(), "the next one ran");
+    assert!(repo.calls("claude").is_empty(), "the agent ran");
 }
 
 fn main() -> std::process::ExitCode {
@@ -355,5 +382,6 @@ fn main() -> std::process::ExitCode {
         trial!(docker_the_option_names_or_ignores_the_dev_container),
         trial!(init_from_devcontainer_records_it_and_builds_nothing),
         trial!(docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it),
+        trial!(docker_a_failing_lifecycle_command_fails_the_setup_with_its_output),
     ])
 }
