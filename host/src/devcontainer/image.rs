@@ -15,6 +15,7 @@ use futures_util::StreamExt;
 use sha2::{Digest, Sha256};
 
 use super::spec::{DevContainer, quote};
+use crate::capability::containers;
 use crate::error::{Error, Result};
 use crate::image_build;
 
@@ -192,9 +193,19 @@ async fn read_file(docker: &Docker, image: &str, path: &str) -> Result<String> {
     let fail = |e: bollard::errors::Error| {
         Error::Plugin(format!("cannot read {path} of image {image}: {e}"))
     };
+    // Labelled as this process's, so `sanddune gc` removes it if a crash
+    // leaves it behind.
+    let labels = HashMap::from([
+        (containers::OWNER_LABEL.to_string(), containers::owner_id()),
+        (
+            containers::PLUGIN_LABEL.to_string(),
+            "devcontainer".to_string(),
+        ),
+    ]);
     let body = ContainerCreateBody {
         image: Some(image.to_string()),
         entrypoint: Some(vec!["true".into()]),
+        labels: Some(labels),
         ..Default::default()
     };
     let id = docker.create_container(None, body).await.map_err(fail)?.id;
