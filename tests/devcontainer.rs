@@ -38,6 +38,7 @@ fn write_devcontainer(repo: &TestRepo) {
   "workspaceFolder": "/workspaces/proj",
   "containerEnv": { "SANDDUNE_TEST_DC_CONTAINER": "c-${localEnv:DC_TEST_VALUE}", "SANDDUNE_TEST_DC_DEFAULT": "${localEnv:DC_NOT_SET:fallback}" },
   "remoteEnv": { "SANDDUNE_TEST_DC_REMOTE": "r-${containerWorkspaceFolder}-${containerEnv:SANDDUNE_TEST_DC_CONTAINER}" },
+  "initializeCommand": ["sh", "-c", "echo \"init on the host in $(basename \"$PWD\")\" > dc-init.txt"],
   "onCreateCommand": "echo created > /tmp/dc-order",
   "postCreateCommand": "echo \"$(cat /tmp/dc-order) $(id -u) $HOME $SANDDUNE_TEST_DC_CONTAINER $(cat ${containerWorkspaceFolder}/README.md | head -1)\" > dc-hook.txt",
   "postStartCommand": { "one": "true", "two": ["sh", "-c", "test -f dc-hook.txt"] },
@@ -142,6 +143,14 @@ fn the_dev_container_is_the_sandbox(engine: &str) {
     assert_eq!(
         std::fs::read_to_string(repo.path().join("dc-hook.txt")).unwrap(),
         format!("created {uid} /home/dev c-from-host # Project\n")
+    );
+    // initializeCommand ran on the host, in the worktree (the repository).
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-init.txt")).unwrap(),
+        format!(
+            "init on the host in {}\n",
+            repo.path().file_name().unwrap().to_string_lossy()
+        )
     );
     // The agent committed in that same worktree (head: the repository).
     assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
@@ -342,7 +351,10 @@ fn docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it() {
     assert_eq!(repo.calls("claude").len(), 1);
     assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
     // The image's user already has the host user's ids: nothing was built.
-    assert_eq!(devcontainer_images("docker", repo.path()), Vec::<String>::new());
+    assert_eq!(
+        devcontainer_images("docker", repo.path()),
+        Vec::<String>::new()
+    );
 }
 
 fn docker_a_failing_lifecycle_command_fails_the_setup_with_its_output() {
@@ -366,8 +378,52 @@ fn docker_a_failing_lifecycle_command_fails_the_setup_with_its_output() {
         "{err}"
     );
     assert!(repo.path().join("dc-first.txt").exists());
-    assert!(!repo.path().join("dc-never.txt").exists(), "the next one ran");
+    assert!(
+        !repo.path().join("dc-never.txt").exists(),
+        "the next one ran"
+    );
     assert!(repo.calls("claude").is_empty(), "the agent ran");
+}
+
+/// A sandbox on an existing worktree (the library's `create_sandbox`, a
+/// workflow's shared sandbox): initializeCommand still runs on the host in
+/// the worktree before the sandbox, and the lifecycle commands in it.
+async fn docker_a_sandbox_on_an_existing_worktree_runs_the_initialize_and_lifecycle_commands() {
+    use sanddune::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
+    use sanddune::run::{LogMode, SandboxOptions, WorktreeStrategy, create_worktree};
+    require_engine("docker");
+    let repo = TestRepo::new();
+    std::fs::write(
+        repo.path().join(".devcontainer.json"),
+        format!(
+            r#"{{ "image": "{IMAGE}", "remoteUser": "agent",
+                 "initializeCommand": "echo host > dc-init.txt",
+                 "postStartCommand": "cat dc-init.txt > dc-start.txt" }}"#
+        ),
+    )
+    .unwrap();
+    let mut so = SandboxOptions::new(PluginRef::Builtin("docker".into()));
+    so.cwd = repo.path().to_path_buf();
+    so.log = LogMode::Terminal;
+    so.runtime = Some(
+        PluginRuntime::new(RuntimeConfig {
+            cache_dir: Some(common::cache_dir()),
+            ..RuntimeConfig::default()
+        })
+        .unwrap(),
+    );
+    let wt = create_worktree(WorktreeStrategy::Branch("dc-wt".into()), so.clone())
+        .await
+        .unwrap();
+    let path = wt.path().to_path_buf();
+    assert!(!path.join("dc-init.txt").exists(), "not before the sandbox");
+    let sandbox = wt.create_sandbox(so).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(path.join("dc-start.txt")).unwrap(),
+        "host\n"
+    );
+    sandbox.close().await.unwrap();
+    wt.close().await.unwrap();
 }
 
 fn main() -> std::process::ExitCode {
@@ -383,5 +439,6 @@ fn main() -> std::process::ExitCode {
         trial!(init_from_devcontainer_records_it_and_builds_nothing),
         trial!(docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it),
         trial!(docker_a_failing_lifecycle_command_fails_the_setup_with_its_output),
+        trial!(async docker_a_sandbox_on_an_existing_worktree_runs_the_initialize_and_lifecycle_commands),
     ])
 }

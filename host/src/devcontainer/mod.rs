@@ -96,17 +96,20 @@ fn choose(
 /// Turn the repository's dev container, if the run uses one, into
 /// `config`, `env` and `hooks` (see the module doc). Refusals come before
 /// any image is built; the image is built before anything else is
-/// created.
+/// created. Returns `initializeCommand`, for the caller to run on the host
+/// in the worktree before the sandbox is created: as the first
+/// host.onWorktreeReady hook when the worktree is yet to be made, at once
+/// when it exists.
 pub async fn apply(
     provider: &SandboxProvider,
     root: &Path,
     config: &mut Vec<(String, String)>,
     env: &mut Vec<(String, String)>,
     hooks: &mut Hooks,
-) -> Result<()> {
+) -> Result<Option<HostHook>> {
     let engine = engine_of(provider);
     let Some(path) = choose(engine, root, config)? else {
-        return Ok(());
+        return Ok(None);
     };
     let engine = engine.expect("choose returns a file only for an engine");
     let engine_name = containers::engine_name(engine);
@@ -194,15 +197,10 @@ pub async fn apply(
     // Before the call site's env, which wins.
     env.splice(0..0, added);
 
-    if let Some(command) = &dc.initialize_command {
-        hooks.host_on_worktree_ready.insert(
-            0,
-            HostHook {
-                command: substituted(command, &vars).to_shell(),
-                timeout_ms: Some(LIFECYCLE_TIMEOUT_MS),
-            },
-        );
-    }
+    let initialize = dc.initialize_command.as_ref().map(|command| HostHook {
+        command: substituted(command, &vars).to_shell(),
+        timeout_ms: Some(LIFECYCLE_TIMEOUT_MS),
+    });
     let mut in_order = vec![NamedSandboxHook {
         name: "workspaceFolder".into(),
         hook: SandboxHook {
@@ -222,7 +220,7 @@ pub async fn apply(
         });
     }
     hooks.devcontainer = in_order;
-    Ok(())
+    Ok(initialize)
 }
 
 /// `command` with the variables substituted in each of its strings.

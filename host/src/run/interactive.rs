@@ -128,15 +128,17 @@ pub async fn interactive(mut options: InteractiveOptions) -> Result<InteractiveR
         InteractiveSandbox::NoSandbox => None,
         InteractiveSandbox::Provider(p) => Some(setup::load_sandbox_provider(&runtime, p).await?),
     };
-    if let Some(provider) = &provider {
-        crate::devcontainer::apply(
+    if let Some(provider) = &provider
+        && let Some(initialize) = crate::devcontainer::apply(
             provider,
             repo.root(),
             &mut options.sandbox_config,
             &mut options.env,
             &mut options.hooks,
         )
-        .await?;
+        .await?
+    {
+        options.hooks.host_on_worktree_ready.insert(0, initialize);
     }
     let so = options.sandbox_options(&runtime);
     let provider_type = match &provider {
