@@ -374,7 +374,8 @@ fn docker_a_failing_lifecycle_command_fails_the_setup_with_its_output() {
     let err = stderr(&out);
     assert!(!out.status.success(), "{err}");
     assert!(
-        err.contains("devcontainer postCreateCommand") && err.contains("it broke"),
+        err.contains("devcontainer postCreateCommand")
+            && err.contains("it broke | `bad` exited with code 3"),
         "{err}"
     );
     assert!(repo.path().join("dc-first.txt").exists());

@@ -185,7 +185,7 @@ impl DevContainer {
 
 impl Lifecycle {
     /// One `sh -c` line: an argv quoted word by word; named commands in
-    /// background subshells, failing when any of them fails.
+    /// background subshells, failing when any of them fails, naming it.
     pub fn to_shell(&self) -> String {
         match self {
             Lifecycle::Line(line) => line.clone(),
@@ -196,8 +196,11 @@ impl Lifecycle {
                     script.push_str(&format!("( {} ) & p{i}=$!\n", command.to_shell()));
                 }
                 script.push_str("s=0\n");
-                for i in 0..named.len() {
-                    script.push_str(&format!("wait $p{i} || s=1\n"));
+                for (i, name) in named.keys().enumerate() {
+                    let said = quote(&format!("`{name}` exited with code"));
+                    script.push_str(&format!(
+                        "wait $p{i} || {{ r=$?; s=1; echo {said} $r >&2; }}\n"
+                    ));
                 }
                 script.push_str("exit $s");
                 script
@@ -343,12 +346,16 @@ mod tests {
             ("a".to_string(), Lifecycle::Line("exit 0".into())),
             ("b".to_string(), Lifecycle::Argv(vec!["false".into()])),
         ]));
-        let status = std::process::Command::new("sh")
+        let out = std::process::Command::new("sh")
             .arg("-c")
             .arg(parallel.to_shell())
-            .status()
+            .output()
             .unwrap();
-        assert_eq!(status.code(), Some(1));
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            "`b` exited with code 1\n"
+        );
     }
 
     #[test]
