@@ -390,7 +390,7 @@ fn docker_a_failing_lifecycle_command_fails_the_setup_with_its_output() {
 /// workflow's shared sandbox): initializeCommand still runs on the host in
 /// the worktree before the sandbox, and the lifecycle commands in it.
 async fn docker_a_sandbox_on_an_existing_worktree_runs_the_initialize_and_lifecycle_commands() {
-    use sanddune::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
+    use sanddune::plugin::PluginRef;
     use sanddune::run::{LogMode, SandboxOptions, WorktreeStrategy, create_worktree};
     require_engine("docker");
     let repo = TestRepo::new();
@@ -406,13 +406,7 @@ async fn docker_a_sandbox_on_an_existing_worktree_runs_the_initialize_and_lifecy
     let mut so = SandboxOptions::new(PluginRef::Builtin("docker".into()));
     so.cwd = repo.path().to_path_buf();
     so.log = LogMode::Terminal;
-    so.runtime = Some(
-        PluginRuntime::new(RuntimeConfig {
-            cache_dir: Some(common::cache_dir()),
-            ..RuntimeConfig::default()
-        })
-        .unwrap(),
-    );
+    so.runtime = Some(runtime());
     let wt = create_worktree(WorktreeStrategy::Branch("dc-wt".into()), so.clone())
         .await
         .unwrap();
