@@ -233,6 +233,116 @@ fn rootless_podman_applies_a_memory_limit_or_refuses_it() {
     }
 }
 
+/// A dev container whose remote user `dev` has UID 4321, built FROM the
+/// test image; the repository is the user's again afterwards.
+fn write_devcontainer(user: &User, repo: &TestRepo, update_uid: bool) {
+    let dir = repo.path().join(".devcontainer");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("Dockerfile"),
+        "FROM sanddune-test:latest\nUSER root\nRUN useradd -m -u 4321 dev\nUSER dev\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("devcontainer.json"),
+        format!(
+            r#"{{ "build": {{ "dockerfile": "Dockerfile" }}, "remoteUser": "dev",
+                 "updateRemoteUserUID": {update_uid},
+                 // the home must be the user's too
+                 "postCreateCommand": "touch $HOME/ok && id -u > dc-uid.txt" }}"#
+        ),
+    )
+    .unwrap();
+    let out = Command::new("chown")
+        .args(["-R", &format!("{}:", user.name)])
+        .arg(repo.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+}
+
+/// The images the user's runs built for the test's repository.
+fn remove_devcontainer_images(engine: &str, user: &User, repo: &TestRepo) {
+    let dir = repo
+        .path()
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .to_lowercase();
+    let dir = dir.trim_start_matches('.');
+    let remote: &[&str] = if engine == "podman" {
+        &["--remote"]
+    } else {
+        &[]
+    };
+    let line = format!(
+        "XDG_RUNTIME_DIR={} {engine} {} images --format '{{{{.Repository}}}}:{{{{.Tag}}}}' | grep 'sanddune-devcontainer:{dir}-' | xargs -r {engine} {} rmi -f",
+        user.runtime_dir,
+        remote.join(" "),
+        remote.join(" ")
+    );
+    let _ = Command::new("runuser")
+        .args(["-u", &user.name, "--", "sh", "-c", &line])
+        .output();
+}
+
+fn dev_container_user_gets_the_users_uid(engine: &str) {
+    let user = user();
+    let repo = repo_of(&user);
+    write_devcontainer(&user, &repo, true);
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        engine,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note",
+    ];
+    let mounts = mounts(&repo);
+    for m in &mounts {
+        args.extend(["--sandbox-opt", m.as_str()]);
+    }
+    let out = sanddune_as(&user, &repo, &args);
+    remove_devcontainer_images(engine, &user, &repo);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // The remote user ran the hook with the user's UID, in a home it owns.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-uid.txt")).unwrap(),
+        format!("{}\n", user.uid)
+    );
+    assert_eq!(git(&repo, &["log", "-1", "--format=%s"]), "Add a note");
+    assert_eq!(not_owned_by(&user, repo.path()), Vec::<String>::new());
+}
+
+fn docker_as_a_non_root_user_a_dev_containers_remote_user_gets_their_uid() {
+    dev_container_user_gets_the_users_uid("docker");
+}
+
+fn docker_as_a_non_root_user_a_dev_container_without_the_uid_update_is_refused() {
+    let user = user();
+    let repo = repo_of(&user);
+    write_devcontainer(&user, &repo, false);
+    let args = [
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note",
+    ];
+    let out = sanddune_as(&user, &repo, &args);
+    remove_devcontainer_images("docker", &user, &repo);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the container user `dev`") && err.contains("is UID:GID 4321:4321"),
+        "{err}"
+    );
+    assert!(repo.calls("claude").is_empty(), "the agent ran");
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(rootless_podman_commits_as_the_user_and_everything_written_is_theirs),
@@ -240,5 +350,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix),
         trial!(docker_as_a_non_root_user_egress_none_works_and_deny_all_is_refused_up_front),
         trial!(rootless_podman_applies_a_memory_limit_or_refuses_it),
+        trial!(docker_as_a_non_root_user_a_dev_containers_remote_user_gets_their_uid),
+        trial!(docker_as_a_non_root_user_a_dev_container_without_the_uid_update_is_refused),
     ])
 }

@@ -164,6 +164,7 @@ impl ProjectConfig {
             host_on_worktree_ready: self.hooks.host.on_worktree_ready.clone(),
             host_on_sandbox_ready: self.hooks.host.on_sandbox_ready.clone(),
             sandbox_on_sandbox_ready: self.hooks.sandbox.on_sandbox_ready.clone(),
+            devcontainer: vec![],
         }
     }
 }

@@ -92,6 +92,9 @@ pub struct Choices {
     pub template: String,
     /// Over the provider's default `sanddune:<repo-dir-name>`.
     pub image_name: Option<String>,
+    /// The repository's devcontainer.json (relative to its root) as the
+    /// sandbox definition, instead of a scaffolded build file.
+    pub devcontainer: Option<String>,
 }
 
 const DOCKERFILE: &str = include_str!("../templates/Dockerfile");
@@ -200,11 +203,21 @@ pub fn render(c: &Choices) -> Result<Vec<(String, String)>, String> {
         Some(model) => defaults.push_str(&format!("\nmodel = {}", toml_string(model))),
         None => defaults.push_str("\n# model = \"...\"  (the agent's default when unset)"),
     }
-    if let Some(image) = &c.image_name {
-        defaults.push_str(&format!(
+    match (&c.image_name, &c.devcontainer) {
+        (Some(_), Some(_)) => {
+            return Err(
+                "an image name and a devcontainer.json both name the image: give one".into(),
+            );
+        }
+        (Some(image), None) => defaults.push_str(&format!(
             "\nsandboxOptions = {{ image = {} }}",
             toml_string(image)
-        ));
+        )),
+        (None, Some(path)) => defaults.push_str(&format!(
+            "\nsandboxOptions = {{ devcontainer = {} }}",
+            toml_string(path)
+        )),
+        (None, None) => {}
     }
     let args = BTreeMap::from([
         ("BACKLOG_MANAGER_TOOLS", backlog.tools.to_string()),
@@ -231,11 +244,15 @@ pub fn render(c: &Choices) -> Result<Vec<(String, String)>, String> {
     for key in backlog.env {
         env_example.push_str(&format!("# {}\n{key}=\n", backlog.label));
     }
-    let mut files = vec![
-        (
+    let mut files = vec![];
+    // A dev container defines the image; there is no build file to write.
+    if c.devcontainer.is_none() {
+        files.push((
             build_file(&c.sandbox).to_string(),
             substitute(DOCKERFILE, &args),
-        ),
+        ));
+    }
+    files.extend([
         ("config.toml".to_string(), CONFIG.to_string()),
         (".gitignore".to_string(), GITIGNORE.to_string()),
         (".env.example".to_string(), env_example),
@@ -243,7 +260,7 @@ pub fn render(c: &Choices) -> Result<Vec<(String, String)>, String> {
             format!("workflows/{}.toml", c.template),
             substitute(workflow, &args),
         ),
-    ];
+    ]);
     for (path, text) in prompts {
         files.push((path.to_string(), substitute(text, &args)));
     }
@@ -284,6 +301,7 @@ mod tests {
             backlog: backlog.into(),
             template: template.into(),
             image_name: Some("me/img:1".into()),
+            devcontainer: None,
         }
     }
 
@@ -361,6 +379,44 @@ mod tests {
             implement.contains("!`gh issue view {{TASK_ID}} --comments`"),
             "{implement}"
         );
+    }
+
+    #[test]
+    fn a_devcontainer_is_the_sandbox_definition_and_no_build_file_is_written() {
+        let c = Choices {
+            sandbox: "docker".into(),
+            image_name: None,
+            devcontainer: Some(".devcontainer/devcontainer.json".into()),
+            ..choices("blank", "github-issues")
+        };
+        let files = render(&c).unwrap();
+        assert!(files.iter().all(|(p, _)| p != "Dockerfile"), "{files:?}");
+        let (_, workflow) = files
+            .iter()
+            .find(|(p, _)| p == "workflows/blank.toml")
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+        std::fs::write(dir.path().join("prompts/prompt.md"), "p").unwrap();
+        let w = crate::workflow::file::parse(
+            workflow,
+            "blank",
+            std::path::Path::new("w.toml"),
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(
+            w.defaults.sandbox_options,
+            vec![(
+                "devcontainer".into(),
+                ".devcontainer/devcontainer.json".into()
+            )]
+        );
+        let both = Choices {
+            image_name: Some("i".into()),
+            ..c
+        };
+        assert!(render(&both).unwrap_err().contains("give one"));
     }
 
     #[test]

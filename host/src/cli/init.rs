@@ -39,6 +39,11 @@ pub struct InitArgs {
     /// Write the scaffold only; build the image later with build-image.
     #[arg(long)]
     no_build: bool,
+    /// Use the repository's .devcontainer/devcontainer.json (or
+    /// .devcontainer.json) as the sandbox definition: no build file is
+    /// written and nothing is built (a run builds its image).
+    #[arg(long, conflicts_with = "image_name")]
+    from_devcontainer: bool,
     /// The repository.
     #[arg(long, default_value = ".")]
     cwd: PathBuf,
@@ -53,6 +58,11 @@ pub async fn init(args: InitArgs) -> Result<()> {
             dir.display()
         )));
     }
+    let devcontainer = if args.from_devcontainer {
+        Some(devcontainer_path(&root)?)
+    } else {
+        None
+    };
     let ask = !args.yes && std::io::stdin().is_terminal();
     let missing: Vec<&str> = [
         ("--agent", args.agent.is_none()),
@@ -101,6 +111,7 @@ pub async fn init(args: InitArgs) -> Result<()> {
         backlog,
         template,
         image_name: args.image_name.clone(),
+        devcontainer,
     };
     let files = render(&choices).map_err(Error::input)?;
     write_scaffold(&root, &files)?;
@@ -113,7 +124,8 @@ pub async fn init(args: InitArgs) -> Result<()> {
     } else {
         Engine::Docker
     };
-    if !args.no_build {
+    let build = !args.no_build && choices.devcontainer.is_none();
+    if build {
         let image = ImageArgs {
             image_name: args.image_name,
             cwd: root.clone(),
@@ -130,13 +142,33 @@ pub async fn init(args: InitArgs) -> Result<()> {
     println!(
         "next: put your keys in .sanddune/.env (see .env.example), then\n  sanddune workflow run {}{}",
         choices.template,
-        if args.no_build {
+        if args.no_build && choices.devcontainer.is_none() {
             format!("   (after `sanddune {} build-image`)", choices.sandbox)
         } else {
             String::new()
         }
     );
     Ok(())
+}
+
+/// The repository's devcontainer.json relative to `root`, checked (what a
+/// run would refuse is refused now).
+fn devcontainer_path(root: &Path) -> Result<String> {
+    let path = crate::devcontainer::find(root).ok_or_else(|| {
+        Error::input(format!(
+            "--from-devcontainer: {} has no {}",
+            root.display(),
+            crate::devcontainer::FILES.join(" or ")
+        ))
+    })?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    crate::devcontainer::DevContainer::parse(&text, &path)?;
+    Ok(path
+        .strip_prefix(root)
+        .unwrap_or(&path)
+        .display()
+        .to_string())
 }
 
 /// The main repository's root, even from inside a worktree. A repository

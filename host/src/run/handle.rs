@@ -560,13 +560,31 @@ impl WorktreeHandle {
         }
     }
 
-    async fn sandbox_on(&self, options: SandboxOptions, owns: bool) -> Result<SandboxHandle> {
+    async fn sandbox_on(&self, mut options: SandboxOptions, owns: bool) -> Result<SandboxHandle> {
         let runtime = match &options.runtime {
             Some(rt) => rt.clone(),
             None => self.runtime.clone(),
         };
         let provider = setup::load_sandbox_provider(&runtime, &options.sandbox).await?;
         let place = self.place().clone();
+        // The worktree exists already: initializeCommand runs now.
+        if let Some(initialize) = crate::devcontainer::apply(
+            &provider,
+            &place.root,
+            &mut options.sandbox_config,
+            &mut options.env,
+            &mut options.hooks,
+        )
+        .await?
+        {
+            super::hooks::run_on_worktree_ready(
+                &[initialize],
+                place.path(),
+                &options.abort,
+                &setup::hook_log(&self.log),
+            )
+            .await?;
+        }
         let (identity, env) = setup::resolve_identity_and_env(
             &place.root,
             &options.commit,
@@ -674,6 +692,18 @@ pub(crate) async fn check_sandbox(options: &SandboxOptions, runtime: &PluginRunt
     }
     let plugin = runtime.load(&options.sandbox, Some(crate::plugin::PluginKind::Sandbox))?;
     let provider = SandboxProvider::from_plugin(plugin).await?;
+    // The dev container is refused or its image built here, before any
+    // worktree; the sandbox applies it again (the image is then there) and
+    // runs its initializeCommand.
+    let mut options = options.clone();
+    crate::devcontainer::apply(
+        &provider,
+        repo.root(),
+        &mut options.sandbox_config,
+        &mut options.env,
+        &mut options.hooks,
+    )
+    .await?;
     let (_, env) = setup::resolve_identity_and_env(
         repo.root(),
         &options.commit,
@@ -718,6 +748,20 @@ pub(super) async fn one_shot(
         provider.info().kind == SandboxKind::Isolated,
         &so.sandbox_config,
     )?;
+    if let Some(initialize) = crate::devcontainer::apply(
+        &provider,
+        repo.root(),
+        &mut so.sandbox_config,
+        &mut so.env,
+        &mut so.hooks,
+    )
+    .await?
+    {
+        so.hooks.host_on_worktree_ready.insert(0, initialize);
+    }
+    // The agent's commands get the call-site env the sandbox got (split
+    // gave both the same one).
+    ao.env = so.env.clone();
     let target = repo.current_branch()?;
     let id = setup::run_id();
     let source = setup::source_branch(&strategy, &target, &id);

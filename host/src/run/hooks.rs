@@ -1,8 +1,9 @@
 //! Lifecycle hooks: host hooks run on the host in the worktree, sandbox hooks
 //! inside the sandbox. `host.onWorktreeReady` runs one by one before the
 //! sandbox exists; `host.onSandboxReady` and `sandbox.onSandboxReady` all run
-//! at once after it is up. The first hook to fail stops the others and the
-//! setup; abort kills every hook in flight.
+//! at once after it is up, after a dev container's lifecycle commands
+//! (`Hooks::devcontainer`), which run one by one first. The first hook to
+//! fail stops the others and the setup; abort kills every hook in flight.
 
 use std::path::Path;
 use std::process::Stdio;
@@ -44,6 +45,14 @@ pub struct SandboxHook {
     pub timeout_ms: Option<u64>,
 }
 
+/// A sandbox hook with the name its failure is reported under (a dev
+/// container's `postCreateCommand`, ...).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NamedSandboxHook {
+    pub name: String,
+    pub hook: SandboxHook,
+}
+
 /// Every hook of a sandbox's setup.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Hooks {
@@ -54,6 +63,10 @@ pub struct Hooks {
     /// sandbox.onSandboxReady: after the sandbox is up, all at once (and at
     /// once with the host ones).
     pub sandbox_on_sandbox_ready: Vec<SandboxHook>,
+    /// A dev container's workspace link and lifecycle commands: after the
+    /// sandbox is up, one by one in order, before the onSandboxReady ones
+    /// (which may rely on what they installed).
+    pub devcontainer: Vec<NamedSandboxHook>,
 }
 
 impl Hooks {
@@ -61,6 +74,7 @@ impl Hooks {
         self.host_on_worktree_ready.is_empty()
             && self.host_on_sandbox_ready.is_empty()
             && self.sandbox_on_sandbox_ready.is_empty()
+            && self.devcontainer.is_empty()
     }
 
     /// Every hook's command, host hooks first.
@@ -70,6 +84,7 @@ impl Hooks {
             .chain(&self.host_on_sandbox_ready)
             .map(|h| &h.command)
             .chain(self.sandbox_on_sandbox_ready.iter().map(|h| &h.command))
+            .chain(self.devcontainer.iter().map(|h| &h.hook.command))
     }
 }
 
@@ -117,7 +132,55 @@ pub async fn run_on_worktree_ready(
     Ok(())
 }
 
-/// host.onSandboxReady and sandbox.onSandboxReady, all at once.
+fn request(hook: &SandboxHook) -> ExecRequest {
+    ExecRequest {
+        command: Command::Shell(hook.command.clone()),
+        cwd: None,
+        env: vec![],
+        stdin: None,
+        sudo: hook.sudo,
+        timeout_ms: Some(timeout_of(hook.timeout_ms).as_millis() as u64),
+    }
+}
+
+/// `hooks` in the sandbox side by side, each failure reported as `label`'s.
+async fn run_in_sandbox(
+    hooks: &[SandboxHook],
+    label: &str,
+    sandbox: &mut Sandbox,
+    abort: &AbortHandle,
+    log: &HookLog,
+) -> Result<()> {
+    if hooks.is_empty() {
+        return Ok(());
+    }
+    let requests = hooks.iter().map(request).collect();
+    let (log, owned) = (log.clone(), label.to_string());
+    let sink: lanes::LineSink = Arc::new(move |_, line| log(&owned, &line.text));
+    match lanes::exec_all(sandbox, requests, abort, sink).await? {
+        Outcome::Done(_) => Ok(()),
+        Outcome::Failed(i, out) => {
+            let hook = &hooks[i];
+            let why = if out.timed_out {
+                format!(
+                    "timed out after {} ms",
+                    timeout_of(hook.timeout_ms).as_millis()
+                )
+            } else {
+                format!("exited with code {}", out.exit_code)
+            };
+            let tail = if out.stderr.trim().is_empty() {
+                &out.stdout
+            } else {
+                &out.stderr
+            };
+            Err(failure(label, &hook.command, why, tail))
+        }
+    }
+}
+
+/// The dev container's hooks one by one, then host.onSandboxReady and
+/// sandbox.onSandboxReady, all at once.
 pub async fn run_on_sandbox_ready(
     hooks: &Hooks,
     dir: &Path,
@@ -125,6 +188,17 @@ pub async fn run_on_sandbox_ready(
     abort: &AbortHandle,
     log: &HookLog,
 ) -> Result<()> {
+    for named in &hooks.devcontainer {
+        let label = format!("devcontainer {}", named.name);
+        run_in_sandbox(
+            std::slice::from_ref(&named.hook),
+            &label,
+            sandbox,
+            abort,
+            log,
+        )
+        .await?;
+    }
     let mut host = JoinSet::new();
     for hook in hooks.host_on_sandbox_ready.clone() {
         let (dir, log) = (dir.to_path_buf(), log.clone());
@@ -132,46 +206,13 @@ pub async fn run_on_sandbox_ready(
         // processes (kill_on_drop + the group kill below).
         host.spawn(async move { run_host_hook(&hook, &dir, "host.onSandboxReady", log).await });
     }
-    let in_sandbox = async {
-        let specs = &hooks.sandbox_on_sandbox_ready;
-        if specs.is_empty() {
-            return Ok(());
-        }
-        let requests = specs
-            .iter()
-            .map(|hook| ExecRequest {
-                command: Command::Shell(hook.command.clone()),
-                cwd: None,
-                env: vec![],
-                stdin: None,
-                sudo: hook.sudo,
-                timeout_ms: Some(timeout_of(hook.timeout_ms).as_millis() as u64),
-            })
-            .collect();
-        let log = log.clone();
-        let sink: lanes::LineSink =
-            Arc::new(move |_, line| log("sandbox.onSandboxReady", &line.text));
-        match lanes::exec_all(sandbox, requests, abort, sink).await? {
-            Outcome::Done(_) => Ok(()),
-            Outcome::Failed(i, out) => {
-                let hook = &specs[i];
-                let why = if out.timed_out {
-                    format!(
-                        "timed out after {} ms",
-                        timeout_of(hook.timeout_ms).as_millis()
-                    )
-                } else {
-                    format!("exited with code {}", out.exit_code)
-                };
-                let tail = if out.stderr.trim().is_empty() {
-                    &out.stdout
-                } else {
-                    &out.stderr
-                };
-                Err(failure("sandbox.onSandboxReady", &hook.command, why, tail))
-            }
-        }
-    };
+    let in_sandbox = run_in_sandbox(
+        &hooks.sandbox_on_sandbox_ready,
+        "sandbox.onSandboxReady",
+        sandbox,
+        abort,
+        log,
+    );
     let on_host = async {
         while let Some(joined) = host.join_next().await {
             joined.map_err(|e| Error::Other(anyhow::anyhow!("a host hook task failed: {e}")))??;

@@ -121,14 +121,26 @@ pub struct InteractiveResult {
 /// An interactive session with the provider's default branch strategy
 /// (bind-mount and no-sandbox: head; isolated: merge-to-head). For another
 /// strategy use `create_worktree` and [`WorktreeHandle::interactive`].
-pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResult> {
+pub async fn interactive(mut options: InteractiveOptions) -> Result<InteractiveResult> {
     let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
     let runtime = setup::runtime(&options.runtime)?;
-    let so = options.sandbox_options(&runtime);
     let provider = match &options.sandbox {
         InteractiveSandbox::NoSandbox => None,
         InteractiveSandbox::Provider(p) => Some(setup::load_sandbox_provider(&runtime, p).await?),
     };
+    if let Some(provider) = &provider
+        && let Some(initialize) = crate::devcontainer::apply(
+            provider,
+            repo.root(),
+            &mut options.sandbox_config,
+            &mut options.env,
+            &mut options.hooks,
+        )
+        .await?
+    {
+        options.hooks.host_on_worktree_ready.insert(0, initialize);
+    }
+    let so = options.sandbox_options(&runtime);
     let provider_type = match &provider {
         None => ProviderType::NoSandbox,
         Some(provider) => provider.info().kind.into(),

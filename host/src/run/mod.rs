@@ -50,7 +50,7 @@ pub use abort::AbortHandle;
 pub use attach::attach;
 pub(crate) use handle::check_sandbox;
 pub use handle::{CloseResult, SandboxHandle, WorktreeHandle};
-pub use hooks::{Hooks, HostHook, SandboxHook};
+pub use hooks::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
 pub use identity::{CoAuthor, CommitOptions, GitIdentity};
 pub use interactive::{InteractiveOptions, InteractiveResult, InteractiveSandbox, interactive};
 pub use iteration::{

@@ -475,7 +475,9 @@ pub(super) async fn start_sandbox(
             Some(trailer) => Some(identity::install_trailer_hook(&mut sandbox, trailer).await?),
             None => None,
         };
-        if !o.hooks.host_on_sandbox_ready.is_empty() || !o.hooks.sandbox_on_sandbox_ready.is_empty()
+        if !o.hooks.host_on_sandbox_ready.is_empty()
+            || !o.hooks.sandbox_on_sandbox_ready.is_empty()
+            || !o.hooks.devcontainer.is_empty()
         {
             log.status("running onSandboxReady hooks");
         }

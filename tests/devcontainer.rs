@@ -1,0 +1,439 @@
+//! `.devcontainer/devcontainer.json` as the docker and podman sandbox
+//! definition, on real engines with the real providers; only the agent is
+//! a fake. The dev containers build FROM the local test image
+//! `sanddune-test:latest` (`tests/images/build.sh docker|podman`): nothing
+//! is pulled.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::engines::*;
+use common::trials::{self, trial};
+use common::{TestRepo, stderr, stdout};
+
+/// A dev container with a Dockerfile, env, a remote user of its own (UID
+/// 4321, which is not the host user's) and lifecycle commands, written as
+/// JSONC.
+fn write_devcontainer(repo: &TestRepo) {
+    let dir = repo.path().join(".devcontainer");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("Dockerfile"),
+        format!(
+            "FROM {IMAGE}\nARG SHELL_NAME\nUSER root\n\
+             RUN useradd -m -u 4321 -s \"$SHELL_NAME\" dev && mkdir -p /workspaces/proj\n\
+             USER dev\n"
+        ),
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("devcontainer.json"),
+        r#"{
+  // JSONC: comments, trailing commas, and "//" inside strings.
+  "name": "a // dev container",
+  "build": { "dockerfile": "Dockerfile", "context": ".", "args": { "SHELL_NAME": "/bin/bash", }, },
+  "remoteUser": "dev",
+  "workspaceFolder": "/workspaces/proj",
+  "containerEnv": { "SANDDUNE_TEST_DC_CONTAINER": "c-${localEnv:DC_TEST_VALUE}", "SANDDUNE_TEST_DC_DEFAULT": "${localEnv:DC_NOT_SET:fallback}" },
+  "remoteEnv": { "SANDDUNE_TEST_DC_REMOTE": "r-${containerWorkspaceFolder}-${containerEnv:SANDDUNE_TEST_DC_CONTAINER}" },
+  "initializeCommand": ["sh", "-c", "echo \"init on the host in $(basename \"$PWD\")\" > dc-init.txt"],
+  "onCreateCommand": "echo created > /tmp/dc-order",
+  "postCreateCommand": "echo \"$(cat /tmp/dc-order) $(id -u) $HOME $SANDDUNE_TEST_DC_CONTAINER $(cat ${containerWorkspaceFolder}/README.md | head -1)\" > dc-hook.txt",
+  "postStartCommand": { "one": "true", "two": ["sh", "-c", "test -f dc-hook.txt"] },
+  "customizations": { "vscode": { "extensions": ["x.y"] } }, /* ignored */
+  "forwardPorts": [3000],
+}"#,
+    )
+    .unwrap();
+}
+
+/// `sanddune run` with the fake claude, the fakes mounted as the other
+/// container tests mount them.
+fn run(engine: &str, repo: &TestRepo, prompt: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        engine,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        prompt,
+        "--json",
+    ];
+    let mounts = fake_mounts(repo);
+    args.extend(mounts.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    repo.sanddune_with_env(&args, &[("DC_TEST_VALUE", "from-host")])
+}
+
+/// The image id a tag names, or None.
+fn image_id(engine: &str, name: &str) -> Option<String> {
+    let out = Command::new(engine)
+        .args(["image", "inspect", "--format", "{{.Id}}", name])
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| stdout(&out).trim().to_string())
+}
+
+/// The dev container images sanddune built for a repository directory.
+fn devcontainer_images(engine: &str, repo: &Path) -> Vec<String> {
+    let out = Command::new(engine)
+        .args(["images", "--format", "{{.Repository}}:{{.Tag}}"])
+        .output()
+        .unwrap();
+    // Named as the tag names it: lower case, no leading dot.
+    let dir = repo.file_name().unwrap().to_string_lossy().to_lowercase();
+    let dir = dir.trim_start_matches('.');
+    stdout(&out)
+        .lines()
+        // Podman qualifies the name (docker.io/library/...).
+        .filter(|l| {
+            let short = l.rsplit('/').next().unwrap_or(l);
+            short.starts_with("sanddune-devcontainer:") && short.contains(dir)
+        })
+        .map(String::from)
+        .collect()
+}
+
+fn remove_images(engine: &str, images: &[String]) {
+    for image in images {
+        let _ = Command::new(engine).args(["rmi", "-f", image]).output();
+    }
+}
+
+fn the_dev_container_is_the_sandbox(engine: &str) {
+    require_engine(engine);
+    let repo = TestRepo::new();
+    write_devcontainer(&repo);
+    let name = format!("dc-{}", std::process::id());
+    let out = run(
+        engine,
+        &repo,
+        "note\nFAKE:say-env:SANDDUNE_TEST_DC_CONTAINER\nFAKE:say-env:SANDDUNE_TEST_DC_REMOTE\nFAKE:say-env:HOME",
+        &["--name", &name],
+    );
+    let images = devcontainer_images(engine, repo.path());
+    let cleanup = scopeguard(engine, images.clone());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The agent saw containerEnv and remoteEnv, variables substituted.
+    let env = &repo.calls("claude")[0]["env"];
+    assert_eq!(env["SANDDUNE_TEST_DC_CONTAINER"], "c-from-host");
+    assert_eq!(env["SANDDUNE_TEST_DC_DEFAULT"], "fallback");
+    assert_eq!(
+        env["SANDDUNE_TEST_DC_REMOTE"],
+        "r-/workspaces/proj-c-from-host"
+    );
+    // It ran as the remote user, with its home (and, as the hooks show
+    // below, its UID changed to the host user's).
+    let said = result["stdout"].as_str().unwrap();
+    assert!(
+        said.contains("c-from-host r-/workspaces/proj-c-from-host /home/dev"),
+        "{said}"
+    );
+    // The lifecycle commands ran in order, as the remote user (with the
+    // host user's UID), in the worktree, with the env, and workspaceFolder
+    // leads to the worktree.
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-hook.txt")).unwrap(),
+        format!("created {uid} /home/dev c-from-host # Project\n")
+    );
+    // initializeCommand ran on the host, in the worktree (the repository).
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-init.txt")).unwrap(),
+        format!(
+            "init on the host in {}\n",
+            repo.path().file_name().unwrap().to_string_lossy()
+        )
+    );
+    // The agent committed in that same worktree (head: the repository).
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+    // Two images: the build, and the one with the host user's UID.
+    assert_eq!(images.len(), if uid == 4321 { 1 } else { 2 }, "{images:?}");
+
+    // A second run builds nothing: the same images, the same ids.
+    let ids: Vec<_> = images.iter().map(|i| image_id(engine, i)).collect();
+    std::fs::remove_file(repo.path().join("dc-hook.txt")).unwrap();
+    let out = run(engine, &repo, "note", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !stderr(&out).contains("building dev container image"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(devcontainer_images(engine, repo.path()), images);
+    assert_eq!(
+        images
+            .iter()
+            .map(|i| image_id(engine, i))
+            .collect::<Vec<_>>(),
+        ids
+    );
+    assert_no_container_left(engine, "name", &name);
+    drop(cleanup);
+}
+
+/// Removes the test's images when the test ends, passed or not.
+fn scopeguard(engine: &str, images: Vec<String>) -> impl Drop {
+    struct Guard(String, Vec<String>);
+    impl Drop for Guard {
+        fn drop(&mut self) {
+            remove_images(&self.0, &self.1);
+        }
+    }
+    Guard(engine.to_string(), images)
+}
+
+fn docker_a_dev_container_gives_the_agent_its_image_env_user_and_hooks_and_is_built_once() {
+    the_dev_container_is_the_sandbox("docker");
+}
+
+fn podman_a_dev_container_gives_the_agent_its_image_env_user_and_hooks_and_is_built_once() {
+    the_dev_container_is_the_sandbox("podman");
+}
+
+fn docker_features_are_refused_by_name_before_anything_is_created() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    std::fs::write(
+        repo.path().join(".devcontainer.json"),
+        r#"{ "image": "sanddune-test:latest",
+             "features": { "ghcr.io/devcontainers/features/node:1": {} } }"#,
+    )
+    .unwrap();
+    let out = run("docker", &repo, "note", &["--branch", "dc-refused"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("`features` (ghcr.io/devcontainers/features/node:1)")
+            && err.contains("nothing was created"),
+        "{err}"
+    );
+    // No branch, no worktree, no container, no log.
+    assert!(repo.git(&["branch", "--list", "dc-refused"]).is_empty());
+    assert!(!repo.path().join(".sanddune/worktrees").exists());
+    assert!(!repo.path().join(".sanddune/logs").exists());
+    assert_no_container_left("docker", "name", "dc-refused");
+    assert!(repo.calls("claude").is_empty());
+}
+
+fn docker_the_option_names_or_ignores_the_dev_container() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    // A broken file at the default place: ignored with devcontainer=none.
+    std::fs::write(
+        repo.path().join(".devcontainer.json"),
+        "{ \"privileged\": true, \"image\": \"x\" }",
+    )
+    .unwrap();
+    let out = run("docker", &repo, "note", &[]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("`privileged`"), "{}", stderr(&out));
+    let image = format!("image={IMAGE}");
+    let out = run(
+        "docker",
+        &repo,
+        "note",
+        &[
+            "--sandbox-opt",
+            "devcontainer=none",
+            "--sandbox-opt",
+            &image,
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    // image= alone also leaves the file alone.
+    let out = run("docker", &repo, "note", &["--sandbox-opt", &image]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // Named explicitly: an image the engine lacks is an error saying to
+    // pull it, and nothing is pulled.
+    std::fs::create_dir(repo.path().join("dc")).unwrap();
+    std::fs::write(
+        repo.path().join("dc/devcontainer.json"),
+        "{ \"image\": \"sanddune-no-such-image:1\" }",
+    )
+    .unwrap();
+    let out = run(
+        "docker",
+        &repo,
+        "note",
+        &["--sandbox-opt", "devcontainer=dc/devcontainer.json"],
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("`sanddune-no-such-image:1` is not in docker: pull it"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+fn init_from_devcontainer_records_it_and_builds_nothing() {
+    let repo = TestRepo::new();
+    let init = |repo: &TestRepo| {
+        repo.sanddune(&[
+            "init",
+            "--from-devcontainer",
+            "--agent",
+            "claude-code",
+            "--backlog",
+            "beads",
+            "--template",
+            "blank",
+            "--yes",
+        ])
+    };
+    let out = init(&repo);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        stderr(&out).contains("has no .devcontainer/devcontainer.json"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!repo.path().join(".sanddune").exists());
+
+    write_devcontainer(&repo);
+    let out = init(&repo);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let dir = repo.path().join(".sanddune");
+    let workflow = std::fs::read_to_string(dir.join("workflows/blank.toml")).unwrap();
+    assert!(
+        workflow.contains("sandbox = \"docker\"")
+            && workflow.contains(
+                "sandboxOptions = { devcontainer = \".devcontainer/devcontainer.json\" }"
+            ),
+        "{workflow}"
+    );
+    assert!(
+        !dir.join("Dockerfile").exists(),
+        "the dev container is the build file"
+    );
+    assert!(!stdout(&out).contains("built"), "{}", stdout(&out));
+}
+
+fn docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    std::fs::write(
+        repo.path().join(".devcontainer.json"),
+        format!(
+            "{{ \"image\": \"{IMAGE}\", \"remoteUser\": \"agent\", // the test image's user\n\
+             \"postCreateCommand\": \"echo hooked > dc-hook.txt\", }}"
+        ),
+    )
+    .unwrap();
+    let out = repo.sanddune(&[
+        "init",
+        "--from-devcontainer",
+        "--agent",
+        "claude-code",
+        "--backlog",
+        "beads",
+        "--template",
+        "blank",
+        "--yes",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let mut args = vec!["workflow", "run", "blank"];
+    let mounts = fake_mounts(&repo);
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-hook.txt")).unwrap(),
+        "hooked\n"
+    );
+    assert_eq!(repo.calls("claude").len(), 1);
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+    // The image's user already has the host user's ids: nothing was built.
+    assert_eq!(
+        devcontainer_images("docker", repo.path()),
+        Vec::<String>::new()
+    );
+}
+
+fn docker_a_failing_lifecycle_command_fails_the_setup_with_its_output() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    std::fs::write(
+        repo.path().join(".devcontainer.json"),
+        format!(
+            r#"{{ "image": "{IMAGE}", "remoteUser": "agent",
+                 "onCreateCommand": "echo first > dc-first.txt",
+                 "postCreateCommand": {{ "ok": "true", "bad": "echo it broke >&2; exit 3" }},
+                 "postStartCommand": "touch dc-never.txt" }}"#
+        ),
+    )
+    .unwrap();
+    let out = run("docker", &repo, "note", &[]);
+    let err = stderr(&out);
+    assert!(!out.status.success(), "{err}");
+    assert!(
+        err.contains("devcontainer postCreateCommand")
+            && err.contains("it broke | `bad` exited with code 3"),
+        "{err}"
+    );
+    assert!(repo.path().join("dc-first.txt").exists());
+    assert!(
+        !repo.path().join("dc-never.txt").exists(),
+        "the next one ran"
+    );
+    assert!(repo.calls("claude").is_empty(), "the agent ran");
+}
+
+/// A sandbox on an existing worktree (the library's `create_sandbox`, a
+/// workflow's shared sandbox): initializeCommand still runs on the host in
+/// the worktree before the sandbox, and the lifecycle commands in it.
+async fn docker_a_sandbox_on_an_existing_worktree_runs_the_initialize_and_lifecycle_commands() {
+    use sanddune::plugin::PluginRef;
+    use sanddune::run::{LogMode, SandboxOptions, WorktreeStrategy, create_worktree};
+    require_engine("docker");
+    let repo = TestRepo::new();
+    std::fs::write(
+        repo.path().join(".devcontainer.json"),
+        format!(
+            r#"{{ "image": "{IMAGE}", "remoteUser": "agent",
+                 "initializeCommand": "echo host > dc-init.txt",
+                 "postStartCommand": "cat dc-init.txt > dc-start.txt" }}"#
+        ),
+    )
+    .unwrap();
+    let mut so = SandboxOptions::new(PluginRef::Builtin("docker".into()));
+    so.cwd = repo.path().to_path_buf();
+    so.log = LogMode::Terminal;
+    so.runtime = Some(runtime());
+    let wt = create_worktree(WorktreeStrategy::Branch("dc-wt".into()), so.clone())
+        .await
+        .unwrap();
+    let path = wt.path().to_path_buf();
+    assert!(!path.join("dc-init.txt").exists(), "not before the sandbox");
+    let sandbox = wt.create_sandbox(so).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(path.join("dc-start.txt")).unwrap(),
+        "host\n"
+    );
+    sandbox.close().await.unwrap();
+    wt.close().await.unwrap();
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(
+            docker_a_dev_container_gives_the_agent_its_image_env_user_and_hooks_and_is_built_once
+        ),
+        trial!(
+            podman_a_dev_container_gives_the_agent_its_image_env_user_and_hooks_and_is_built_once
+        ),
+        trial!(docker_features_are_refused_by_name_before_anything_is_created),
+        trial!(docker_the_option_names_or_ignores_the_dev_container),
+        trial!(init_from_devcontainer_records_it_and_builds_nothing),
+        trial!(docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it),
+        trial!(docker_a_failing_lifecycle_command_fails_the_setup_with_its_output),
+        trial!(async docker_a_sandbox_on_an_existing_worktree_runs_the_initialize_and_lifecycle_commands),
+    ])
+}
