@@ -278,6 +278,31 @@ fn docker_run(repo: &TestRepo, prompt: &str, extra: &[&str]) -> Command {
     repo.command(&args)
 }
 
+/// `[sandboxOptions]` in .sanddune/config.toml sets containment for every
+/// run; a flag wins over it.
+fn docker_the_project_config_sets_limits_and_a_flag_wins() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        "[sandboxOptions]\nmemory = \"300m\"\negress = \"none\"\n",
+    )
+    .unwrap();
+    let out = docker_run(
+        &repo,
+        "add a note",
+        &["--json", "--sandbox-opt", "egress=allow-all"],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["limits"]["memory"], 300u64 << 20);
+    let log = std::fs::read_to_string(result["logFilePath"].as_str().unwrap()).unwrap();
+    assert!(!log.contains("egress"), "the flag's allow-all won: {log}");
+}
+
 fn run_limited(repo: &TestRepo, branch: &str, prompt: &str, limit: &str) -> std::process::Output {
     docker_run(repo, prompt, &["--branch", branch, "--sandbox-opt", limit])
         .output()
@@ -589,6 +614,7 @@ fn main() -> std::process::ExitCode {
         trial!(async docker_limits_reach_the_engine_and_a_fan_out_shares_memory),
         trial!(docker_ps_shows_the_containment_of_a_running_sandbox),
         trial!(docker_a_workflow_fan_out_gives_each_sandbox_a_share_of_memory),
+        trial!(docker_the_project_config_sets_limits_and_a_flag_wins),
         trial!(async docker_disk_is_applied_or_refused_naming_what_it_needs),
         trial!(a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists),
         trial!(async a_hostile_provider_cannot_name_a_network_around_the_egress_policy),

@@ -18,6 +18,10 @@
 //! command = "npm ci"
 //! timeoutMs = 300000
 //!
+//! [sandboxOptions]                   # --sandbox-opt defaults, e.g. containment
+//! egress = "deny-all"
+//! memory = "4g"
+//!
 //! [git]
 //! agentName = "sanddune agent"        # the author of the agent's commits
 //! agentEmail = "agent@example.com"    # (you stay the committer)
@@ -48,6 +52,10 @@ pub struct ProjectConfig {
     pub hooks: HooksConfig,
     #[serde(default)]
     pub git: GitConfig,
+    /// `--sandbox-opt` defaults for every run (`egress`, `memory`, ...):
+    /// flags and a workflow's own options win over them.
+    #[serde(default)]
+    pub sandbox_options: BTreeMap<String, String>,
 }
 
 /// How the agent's commits are attributed (ADR 0010).
@@ -121,6 +129,15 @@ impl ProjectConfig {
         }
         config.commit_options(path)?;
         Ok(config)
+    }
+
+    /// The `[sandboxOptions]` table, before the caller's own options.
+    pub fn sandbox_options(&self, then: Vec<(String, String)>) -> Vec<(String, String)> {
+        self.sandbox_options
+            .clone()
+            .into_iter()
+            .chain(then)
+            .collect()
     }
 
     /// The `[git]` table as run options; a half-given identity or a

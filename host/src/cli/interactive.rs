@@ -79,7 +79,7 @@ pub async fn interactive(args: InteractiveArgs) -> Result<()> {
         &args.hook_sandbox_ready,
     );
     options.commit = config.commit_options(Path::new(CONFIG_FILE))?;
-    options.sandbox_config = args.sandbox_opts;
+    options.sandbox_config = config.sandbox_options(args.sandbox_opts);
     options.agent_options = args.agent_opts;
     options.env = super::run::call_site_env(&config, args.env);
     options.agent_env = args.agent_env;

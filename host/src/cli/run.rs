@@ -281,7 +281,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     options.resume_session = args.resume;
     options.capture_sessions = !args.no_capture_sessions;
     options.cwd = args.cwd.clone();
-    options.sandbox_config = args.sandbox_opts;
+    options.sandbox_config = config.sandbox_options(args.sandbox_opts);
     options.agent_options = args.agent_opts;
     options.env = call_site_env(&config, args.env);
     options.agent_env = args.agent_env;

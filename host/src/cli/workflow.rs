@@ -103,6 +103,7 @@ async fn run(args: RunArgs) -> Result<()> {
         agent: args.agent,
         model: args.model,
         sandbox_options: args.sandbox_opts,
+        project_sandbox_options: config.sandbox_options(vec![]),
         agent_options: args.agent_opts,
         env: call_site_env(&config, args.env),
         hooks: hooks(&config, &[], &[], &[]),

@@ -59,6 +59,8 @@ pub struct WorkflowOptions {
     pub model: Option<String>,
     /// Added to the file's options (and win over them).
     pub sandbox_options: Vec<(String, String)>,
+    /// The repository config's `[sandboxOptions]`: under the file's.
+    pub project_sandbox_options: Vec<(String, String)>,
     pub agent_options: Vec<(String, String)>,
     /// Call-site env of every run.
     pub env: Vec<(String, String)>,
@@ -82,6 +84,7 @@ impl Default for WorkflowOptions {
             agent: None,
             model: None,
             sandbox_options: vec![],
+            project_sandbox_options: vec![],
             agent_options: vec![],
             env: vec![],
             hooks: Hooks::default(),
@@ -604,10 +607,10 @@ fn sandbox_options(ctx: &Context, a: &AgentStep, label: &str, side_by_side: u32)
         .or(w.defaults.sandbox.as_ref())
         .expect("checked before the workflow started");
     let mut so = SandboxOptions::new(PluginRef::parse(name));
-    so.sandbox_config = w
-        .defaults
-        .sandbox_options
+    so.sandbox_config = o
+        .project_sandbox_options
         .iter()
+        .chain(&w.defaults.sandbox_options)
         .chain(&a.sandbox_options)
         .chain(&o.sandbox_options)
         .cloned()
