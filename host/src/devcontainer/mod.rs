@@ -22,7 +22,7 @@ use crate::capability::containers::{self, Engine};
 use crate::error::{Error, Result};
 use crate::plugin::approval::Approval;
 use crate::plugin::sandbox::SandboxProvider;
-use crate::run::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
+use crate::run::hooks::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
 pub use spec::DevContainer;
 use spec::{Lifecycle, Vars, quote};
 
