@@ -21,15 +21,6 @@ use sanddune::plugin::sandbox::{
 };
 use sanddune::plugin::{Approval, PluginKind, PluginRef};
 
-/// A unique name for one test's branch (the provider labels with it).
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
-}
-
 /// `sanddune run` with the fake claude inside the test image; HOME in the
 /// container is the repo's fake home, mounted, so the fake's call log lands
 /// on the host.

@@ -23,14 +23,6 @@ use sanddune::plugin::sandbox::{
 use sanddune::plugin::{Approval, PluginKind, PluginRef};
 use serde_json::Value;
 
-fn unique(prefix: &str) -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
-}
-
 /// One of this host's addresses that is not loopback: reachable from the
 /// host's proxy, and, without a policy, from a container on the engine's
 /// default network.

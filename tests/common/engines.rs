@@ -106,3 +106,13 @@ pub fn runtime() -> PluginRuntime {
     })
     .unwrap()
 }
+
+/// A name unique to this test process and moment, for branches and run ids
+/// (the providers label their containers with it).
+pub fn unique(prefix: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos();
+    format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
+}
