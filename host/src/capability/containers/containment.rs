@@ -16,6 +16,9 @@ pub struct Containment {
     /// The proxy's rules and refusals, for a policy that needs the proxy;
     /// shared by the grant's instances and the run.
     pub egress_log: Option<Arc<EgressLog>>,
+    /// `limits.memory` is a fan-out's share, not the user's: an engine
+    /// that cannot apply it (rootless on cgroup v1) runs without it.
+    pub shared_memory: bool,
 }
 
 impl Containment {
@@ -55,6 +58,7 @@ impl Containment {
             // Below this an agent CLI cannot start; leave it to the engine.
             if part >= 256 << 20 {
                 self.limits.memory = Some(part);
+                self.shared_memory = true;
             }
         }
     }
@@ -106,9 +110,11 @@ mod tests {
         c.share_memory(4);
         let part = c.limits.memory.unwrap();
         assert!(part * 4 <= total, "{part} x 4 > {total}");
+        assert!(c.shared_memory, "a default, which an engine may lack");
         let mut given = Containment::default();
         given.limits.memory = Some(1 << 30);
         given.share_memory(4);
         assert_eq!(given.limits.memory, Some(1 << 30), "the user's value wins");
+        assert!(!given.shared_memory);
     }
 }

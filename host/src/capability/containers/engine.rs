@@ -400,7 +400,9 @@ impl Ctx {
         let dropped = [
             (
                 "memory",
-                limits.memory.is_some() && kept.memory.unwrap_or(0) == 0,
+                limits.memory.is_some()
+                    && !containment.shared_memory
+                    && kept.memory.unwrap_or(0) == 0,
             ),
             (
                 "pids",
