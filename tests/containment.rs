@@ -560,6 +560,25 @@ fn a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("not a URL"), "{}", stderr(&out));
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "x",
+        "--sandbox-opt",
+        "egress=none",
+        "--sandbox-opt",
+        "network=bridge",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("do not go together"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 /// The hostile container provider names a network under an egress policy:

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::spec::{ProviderConfig, SandboxSpec};
 use crate::capability::containers::Containment;
+use crate::capability::egress::EgressPolicy;
 use crate::capability::{Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant};
 use crate::error::{Error, Result};
 use crate::plugin::api::ProviderInfo;
@@ -109,7 +110,18 @@ pub(super) fn take_containment(
         }
         return Ok(Containment::default());
     }
-    Containment::take_from(config).map_err(refuse)
+    let containment = Containment::take_from(config).map_err(refuse)?;
+    // The built-in providers' `network=` would be refused at create: say so
+    // before anything exists.
+    if containment.egress != EgressPolicy::AllowAll
+        && let Some((_, network)) = config.iter().find(|(k, _)| k == "network")
+    {
+        return Err(refuse(format!(
+            "network={network} and egress={} do not go together: under an egress policy the host decides the sandbox's network",
+            containment.egress
+        )));
+    }
+    Ok(containment)
 }
 
 /// The user's declared bind mounts: every `mount` entry of the provider's
