@@ -525,6 +525,14 @@ async fn docker_limits_reach_the_engine_and_a_fan_out_shares_memory() {
 
 fn a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists() {
     let repo = TestRepo::new();
+    // Where the keys are said: plugin inspect of a container provider.
+    let inspect = stdout(&repo.sanddune(&["plugin", "inspect", "docker"]));
+    assert!(
+        inspect.contains("containment (applied by the host") && inspect.contains("memory=SIZE"),
+        "{inspect}"
+    );
+    let inspect = stdout(&repo.sanddune(&["plugin", "inspect", "test-isolated"]));
+    assert!(!inspect.contains("containment"), "{inspect}");
     for opt in ["egress=none", "memory=1g"] {
         let out = repo.sanddune(&[
             "run",

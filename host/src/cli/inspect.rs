@@ -72,6 +72,12 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 println!("  {}{default}: {}", opt.name, opt.description);
             }
             let caps = &info.capabilities;
+            if caps.containers {
+                // Taken by the host before the provider sees them (ADR 0022).
+                println!(
+                    "containment (applied by the host, docs/security.md): egress=allow-all|none|deny-all|DOMAINS, cpus=N, memory=SIZE, pids=N, disk=SIZE"
+                );
+            }
             println!("requests:");
             println!("  programs:   {}", list(&caps.programs));
             println!(

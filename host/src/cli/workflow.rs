@@ -48,7 +48,9 @@ pub struct RunArgs {
     /// Model for every run, over the file's.
     #[arg(long)]
     model: Option<String>,
-    /// Sandbox provider option KEY=VALUE (repeatable).
+    /// Sandbox provider option KEY=VALUE (repeatable). docker and podman
+    /// also take egress=, cpus=, memory=, pids= and disk=, applied by the
+    /// host (docs/security.md).
     #[arg(long = "sandbox-opt", value_parser = super::key_value)]
     sandbox_opts: Vec<(String, String)>,
     /// Agent provider option KEY=VALUE (repeatable).
