@@ -15,11 +15,10 @@ use std::time::{Duration, Instant};
 use common::engines::*;
 use common::trials::{self, trial};
 use common::{TestRepo, fakes_dir, plugin_file, stderr};
-use sanddune::capability::Capabilities;
+use sanddune::plugin::PluginRef;
 use sanddune::plugin::sandbox::{
     Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
 };
-use sanddune::plugin::{Approval, PluginKind, PluginRef};
 
 /// `sanddune run` with the fake claude inside the test image; HOME in the
 /// container is the repo's fake home, mounted, so the fake's call log lands
@@ -485,15 +484,7 @@ async fn docker_file_operations_and_copies_work_through_the_container() {
 /// error, after checking that it left no container behind.
 async fn hostile(repo: &TestRepo, attack: &str, target: &str) -> String {
     let run_id = unique("hostile");
-    let mut plugin = runtime()
-        .load(
-            &PluginRef::File(plugin_file("sanddune-test-plugin-hostile-containers")),
-            Some(PluginKind::Sandbox),
-        )
-        .unwrap();
-    plugin.approval =
-        Approval::Approved(Capabilities::from_requests([("containers", "")]).unwrap());
-    let provider = SandboxProvider::from_plugin(plugin).await.unwrap();
+    let provider = hostile_provider().await;
     let config = [("attack", attack), ("image", IMAGE), ("target", target)];
     let err = match provider.create(&spec(repo, &run_id, &config)).await {
         Ok(_) => panic!("the hostile provider's create succeeded"),

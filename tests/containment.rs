@@ -15,12 +15,11 @@ use std::process::Command;
 
 use common::engines::*;
 use common::trials::{self, trial};
-use common::{TestRepo, plugin_file, scaffolded, stderr, stdout};
-use sanddune::capability::Capabilities;
+use common::{TestRepo, scaffolded, stderr, stdout};
+use sanddune::plugin::PluginRef;
 use sanddune::plugin::sandbox::{
     Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
 };
-use sanddune::plugin::{Approval, PluginKind, PluginRef};
 use serde_json::Value;
 
 /// One of this host's addresses that is not loopback: reachable from the
@@ -597,15 +596,7 @@ async fn a_hostile_provider_cannot_name_a_network_around_the_egress_policy() {
     for attack in ["network-bridge", "network-mode-bridge"] {
         for policy in ["deny-all", "none", "example.com"] {
             let run_id = unique("hostile");
-            let mut plugin = runtime()
-                .load(
-                    &PluginRef::File(plugin_file("sanddune-test-plugin-hostile-containers")),
-                    Some(PluginKind::Sandbox),
-                )
-                .unwrap();
-            plugin.approval =
-                Approval::Approved(Capabilities::from_requests([("containers", "")]).unwrap());
-            let provider = SandboxProvider::from_plugin(plugin).await.unwrap();
+            let provider = hostile_provider().await;
             let config = [("attack", attack), ("egress", policy)];
             let err = match provider.create(&spec(&repo, &run_id, &config, 1)).await {
                 Ok(_) => panic!("{attack} under egress={policy} succeeded"),

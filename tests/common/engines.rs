@@ -3,11 +3,13 @@
 
 use std::process::Command;
 
+use sanddune::capability::Capabilities;
 use sanddune::capability::Limits;
-use sanddune::plugin::{PluginRuntime, RuntimeConfig};
+use sanddune::plugin::sandbox::SandboxProvider;
+use sanddune::plugin::{Approval, PluginKind, PluginRef, PluginRuntime, RuntimeConfig};
 
 use super::trials::skip;
-use super::{TestRepo, cache_dir, fakes_dir, stderr};
+use super::{TestRepo, cache_dir, fakes_dir, plugin_file, stderr};
 
 pub const IMAGE: &str = "sanddune-test:latest";
 
@@ -115,4 +117,18 @@ pub fn unique(prefix: &str) -> String {
         .unwrap()
         .as_nanos();
     format!("{prefix}-{}-{}", std::process::id(), nanos % 1_000_000_000)
+}
+
+/// The hostile container provider (tests/plugins/hostile-containers),
+/// explicitly approved for the containers capability.
+pub async fn hostile_provider() -> SandboxProvider {
+    let mut plugin = runtime()
+        .load(
+            &PluginRef::File(plugin_file("sanddune-test-plugin-hostile-containers")),
+            Some(PluginKind::Sandbox),
+        )
+        .unwrap();
+    plugin.approval =
+        Approval::Approved(Capabilities::from_requests([("containers", "")]).unwrap());
+    SandboxProvider::from_plugin(plugin).await.unwrap()
 }
