@@ -88,7 +88,7 @@ fn devcontainer_images(engine: &str, repo: &Path) -> Vec<String> {
     // Named as the tag names it: lower case, no leading dot.
     let dir = repo.file_name().unwrap().to_string_lossy().to_lowercase();
     let dir = dir.trim_start_matches('.');
-    stdout(&out)
+    let mut images: Vec<String> = stdout(&out)
         .lines()
         // Podman qualifies the name (docker.io/library/...).
         .filter(|l| {
@@ -96,7 +96,10 @@ fn devcontainer_images(engine: &str, repo: &Path) -> Vec<String> {
             short.starts_with("sanddune-devcontainer:") && short.contains(dir)
         })
         .map(String::from)
-        .collect()
+        .collect();
+    // The engine lists by creation time, which ties within a second.
+    images.sort();
+    images
 }
 
 fn remove_images(engine: &str, images: &[String]) {
