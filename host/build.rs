@@ -22,6 +22,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("podman", "sanddune-plugin-podman"),
     ("vercel", "sanddune-plugin-vercel"),
     ("daytona", "sanddune-plugin-daytona"),
+    ("kubernetes", "sanddune-plugin-kubernetes"),
 ];
 
 /// Components built only for the tests (not embedded).
@@ -39,14 +40,16 @@ const TEST_ONLY: &[(&str, &str)] = &[
         "sanddune-test-plugin-undeclared-import",
     ),
     ("liar", "sanddune-test-plugin-liar"),
-    // Built against the frozen wit/v0.1, v0.2 and v0.3: older components
-    // keep loading.
+    // Built against the frozen wit/v0.1 to v0.4: older components keep
+    // loading.
     ("v0-1-sandbox", "sanddune-test-plugin-v0-1-sandbox"),
     ("v0-1-agent", "sanddune-test-plugin-v0-1-agent"),
     ("v0-2-sandbox", "sanddune-test-plugin-v0-2-sandbox"),
     ("v0-2-agent", "sanddune-test-plugin-v0-2-agent"),
     ("v0-3-sandbox", "sanddune-test-plugin-v0-3-sandbox"),
     ("v0-3-agent", "sanddune-test-plugin-v0-3-agent"),
+    ("v0-4-sandbox", "sanddune-test-plugin-v0-4-sandbox"),
+    ("v0-4-agent", "sanddune-test-plugin-v0-4-agent"),
 ];
 
 fn main() {

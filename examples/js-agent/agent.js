@@ -39,6 +39,7 @@ function describe() {
     env: [],
     optionalEnv: [],
     sessionFiles: false,
+    egressHosts: [],
   };
 }
 

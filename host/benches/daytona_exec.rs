@@ -42,6 +42,7 @@ fn main() {
                 ("api-url".into(), mock.api_url()),
                 ("toolbox-url".into(), mock.toolbox_url()),
             ],
+            side_by_side: 1,
         };
         let mut sandbox = provider.create(&spec).await.unwrap();
         let request = || ExecRequest {

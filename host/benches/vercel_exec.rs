@@ -41,6 +41,7 @@ fn main() {
                 ("VERCEL_PROJECT_ID".into(), PROJECT.into()),
             ],
             config: vec![("api-url".into(), mock.url().into())],
+            side_by_side: 1,
         };
         let mut sandbox = provider.create(&spec).await.unwrap();
         let request = || ExecRequest {

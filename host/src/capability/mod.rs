@@ -3,10 +3,12 @@
 
 pub mod containers;
 pub mod egress;
+pub(crate) mod exec_mark;
 pub mod filesystem;
 pub mod http;
 pub mod logging;
 pub mod output;
+pub mod pods;
 pub mod process;
 pub mod request;
 pub mod tty;
@@ -20,6 +22,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 pub use containers::{ContainerGrant, ContainerState};
 pub use http::{HttpGrant, HttpLimits, HttpState};
+pub use pods::{PodGrant, PodState};
 pub use process::Brokered;
 pub use request::{Capabilities, DirectoryAccess};
 
@@ -39,6 +42,8 @@ pub struct Grants {
     pub containers: Option<ContainerGrant>,
     /// Outgoing HTTP to these origins; None: every request is refused.
     pub http: Option<HttpGrant>,
+    /// The `pods` capability, confined to this grant; None: refused.
+    pub pods: Option<PodGrant>,
 }
 
 /// Limits that bound a plugin that computes or allocates without end.
@@ -59,6 +64,7 @@ pub struct PluginState {
     pub grants: Arc<Grants>,
     pub brokered: Brokered,
     pub(crate) containers: ContainerState,
+    pub(crate) pods: PodState,
     pub(crate) http: HttpState,
     wasi: WasiCtx,
     pub(crate) table: ResourceTable,
@@ -81,6 +87,7 @@ impl PluginState {
             grants,
             brokered,
             containers: ContainerState::default(),
+            pods: PodState::default(),
             http,
             wasi,
             table: ResourceTable::new(),

@@ -50,10 +50,14 @@ pub struct Capabilities {
     pub env_keys: Vec<String>,
     #[serde(default)]
     pub containers: bool,
+    /// The confined Kubernetes namespace (0.5). Left out of a record when
+    /// false, so records without it read as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pods: bool,
 }
 
 /// The syntax of one item, for errors.
-pub const ITEM_SYNTAX: &str = "program=NAME, scratch-dir, worktree=read-only|read-write, env=KEY, containers, http=https://HOST[:PORT] or http-option=OPTION";
+pub const ITEM_SYNTAX: &str = "program=NAME, scratch-dir, worktree=read-only|read-write, env=KEY, containers, pods, http=https://HOST[:PORT] or http-option=OPTION";
 
 impl Capabilities {
     /// The set a plugin's requests describe; an unknown kind or a malformed
@@ -95,7 +99,12 @@ impl Capabilities {
             ("worktree", "read-write") => self.worktree = DirectoryAccess::ReadWrite,
             ("scratch-dir", "") => self.scratch_dir = true,
             ("containers", "") => self.containers = true,
-            ("program" | "env" | "worktree" | "scratch-dir" | "containers" | "http-option", _) => {
+            ("pods", "") => self.pods = true,
+            (
+                "program" | "env" | "worktree" | "scratch-dir" | "containers" | "pods"
+                | "http-option",
+                _,
+            ) => {
                 return Err(bad());
             }
             _ => {
@@ -119,6 +128,9 @@ impl Capabilities {
         items.extend(self.env_keys.iter().map(|k| item("env", k)));
         if self.containers {
             items.push("containers".into());
+        }
+        if self.pods {
+            items.push("pods".into());
         }
         items.extend(self.http.iter().map(|o| item("http", o)));
         items.extend(self.http_options.iter().map(|o| item("http-option", o)));
@@ -154,6 +166,7 @@ impl Capabilities {
             http_options: keep(&asked.http_options, &self.http_options),
             env_keys: keep(&asked.env_keys, &self.env_keys),
             containers: asked.containers && self.containers,
+            pods: asked.pods && self.pods,
         }
     }
 }

@@ -152,10 +152,11 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
             }
             println!("optional env: {}", list(&info.optional_env));
             // What a container sandbox's egress=deny-all or domain list
-            // lets through for this agent (ADR 0022).
-            let hosts: Vec<String> = crate::run::model_api_hosts(&info.name)
+            // lets through for this agent (ADR 0022): what it declares.
+            let hosts: Vec<String> = info
+                .egress_hosts
                 .iter()
-                .map(|h| h.to_string())
+                .cloned()
                 .chain(["the host of each http(s) URL in its env".to_string()])
                 .collect();
             println!("egress hosts: {}", hosts.join(", "));

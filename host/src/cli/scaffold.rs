@@ -18,6 +18,7 @@ const WIT: &[(&str, &str)] = &[
         "containers.wit",
         include_str!("../../../wit/containers.wit"),
     ),
+    ("pods.wit", include_str!("../../../wit/pods.wit")),
     ("sandbox.wit", include_str!("../../../wit/sandbox.wit")),
     ("agent.wit", include_str!("../../../wit/agent.wit")),
     ("worlds.wit", include_str!("../../../wit/worlds.wit")),

@@ -115,6 +115,9 @@ pub struct AgentInfo {
     /// Keys the CLI honours when set; none before 0.2.
     pub optional_env: Vec<String>,
     pub session_files: bool,
+    /// Hosts the CLI must reach (its model API), let through under an
+    /// egress policy; none before 0.5.
+    pub egress_hosts: Vec<String>,
 }
 
 #[derive(Clone, Debug, Default)]

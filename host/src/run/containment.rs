@@ -9,39 +9,12 @@ use crate::capability::egress::{Denial, EgressPolicy};
 use crate::error::Error;
 use crate::plugin::sandbox::Sandbox;
 
-/// The hosts the built-in agents' CLIs need to think, allowed by a
-/// `deny-all` or domain-list policy without the user listing them. (The
-/// agent contract has no field for them yet; a third-party agent's come
-/// from the URLs in its env, below, or from the user's list.)
-pub fn model_api_hosts(agent: &str) -> &'static [&'static str] {
-    match agent {
-        "claude-code" => &["api.anthropic.com"],
-        "codex" => &["api.openai.com", "chatgpt.com"],
-        "opencode" => &[
-            "api.anthropic.com",
-            "api.openai.com",
-            "models.dev",
-            "opencode.ai",
-        ],
-        "pi" => &["api.anthropic.com", "api.openai.com"],
-        "copilot" => &[
-            "api.githubcopilot.com",
-            "*.githubcopilot.com",
-            "api.github.com",
-        ],
-        "cursor" => &["api2.cursor.sh", "*.cursor.sh"],
-        _ => &[],
-    }
-}
-
-/// The hosts the agent may reach through the proxy: its model APIs, and
-/// every http(s) URL in the env it gets (a gateway in ANTHROPIC_BASE_URL,
-/// a local model server), so that the agent can still think.
-pub(super) fn agent_hosts(agent: &str, env: &EnvMap) -> Vec<String> {
-    let mut hosts: Vec<String> = model_api_hosts(agent)
-        .iter()
-        .map(|h| h.to_string())
-        .collect();
+/// The hosts the agent may reach through the proxy: those its provider
+/// declares (`egress-hosts`, its model APIs), and every http(s) URL in the
+/// env it gets (a gateway in ANTHROPIC_BASE_URL, a local model server), so
+/// that the agent can still think.
+pub(super) fn agent_hosts(declared: &[String], env: &EnvMap) -> Vec<String> {
+    let mut hosts = declared.to_vec();
     for value in env.values() {
         if let Some(host) = url_host(value) {
             hosts.push(host);
@@ -70,11 +43,11 @@ fn url_host(value: &str) -> Option<String> {
 }
 
 /// Let the agent's hosts through the sandbox's egress proxy, if it has one.
-pub(super) fn allow_agent(sandbox: &Sandbox, agent: &str, env: &EnvMap, log: &RunLog) {
+pub(super) fn allow_agent(sandbox: &Sandbox, declared: &[String], env: &EnvMap, log: &RunLog) {
     let Some(egress) = sandbox.containment().and_then(|c| c.egress_log.as_ref()) else {
         return;
     };
-    let hosts = agent_hosts(agent, env);
+    let hosts = agent_hosts(declared, env);
     if !hosts.is_empty() {
         log.line(&format!("egress: the agent may reach {}", hosts.join(", ")));
     }
@@ -151,12 +124,12 @@ mod tests {
         ]
         .into_iter()
         .collect();
-        let mut hosts = agent_hosts("claude-code", &env);
+        let mut hosts = agent_hosts(&["api.anthropic.com".to_string()], &env);
         hosts.sort();
         assert_eq!(
             hosts,
             ["127.0.0.1:8080", "api.anthropic.com", "gw.example.com:443"]
         );
-        assert!(agent_hosts("someone-elses", &EnvMap::new()).is_empty());
+        assert!(agent_hosts(&[], &EnvMap::new()).is_empty());
     }
 }

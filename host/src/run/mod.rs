@@ -18,7 +18,6 @@ mod agent_files;
 mod attach;
 pub mod capture;
 mod containment;
-pub use containment::model_api_hosts;
 pub mod env;
 mod handle;
 pub mod hooks;

@@ -150,6 +150,10 @@ pub(super) async fn check_sandbox_provider(
             config::credentials(&lookup).map_err(|e| refuse(e, &set_keys))?;
             config::options(config, &lookup).map_err(|e| refuse(e, ""))?;
         }
+        "kubernetes" => {
+            sanddune_plugin_kubernetes::config::Options::parse(config)
+                .map_err(|e| refuse(e, ""))?;
+        }
         "docker" => check_engine(name, Engine::Docker, config, git_dir).await?,
         "podman" => check_engine(name, Engine::Podman, config, git_dir).await?,
         _ => {}

@@ -85,6 +85,8 @@ impl Agent for ClaudeCode {
             .map(String::from)
             .to_vec(),
             session_files: true,
+            // What its CLI reaches to think: let through under an egress policy.
+            egress_hosts: ["api.anthropic.com"].map(String::from).to_vec(),
         }
     }
 

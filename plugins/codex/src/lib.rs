@@ -48,6 +48,8 @@ impl Agent for Codex {
             .map(String::from)
             .to_vec(),
             session_files: true,
+            // What its CLI reaches to think: let through under an egress policy.
+            egress_hosts: ["api.openai.com", "chatgpt.com"].map(String::from).to_vec(),
         }
     }
 

@@ -60,6 +60,14 @@ impl Agent for Copilot {
             // ~/.copilot/session-state/<id>/events.jsonl: resumable, and the
             // only place 1.0.102 records token counts.
             session_files: true,
+            // What its CLI reaches to think: let through under an egress policy.
+            egress_hosts: [
+                "api.githubcopilot.com",
+                "*.githubcopilot.com",
+                "api.github.com",
+            ]
+            .map(String::from)
+            .to_vec(),
         }
     }
 

@@ -33,6 +33,8 @@ impl Agent for Cursor {
                 .map(String::from)
                 .to_vec(),
             session_files: false,
+            // What its CLI reaches to think: let through under an egress policy.
+            egress_hosts: ["api2.cursor.sh", "*.cursor.sh"].map(String::from).to_vec(),
         }
     }
 

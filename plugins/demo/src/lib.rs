@@ -56,6 +56,7 @@ impl Guest for Demo {
             env: vec![],
             optional_env: Vec::new(),
             session_files: false,
+            egress_hosts: Vec::new(),
         }
     }
 

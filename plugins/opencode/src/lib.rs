@@ -51,6 +51,15 @@ impl Agent for OpenCode {
             .map(String::from)
             .to_vec(),
             session_files: true,
+            // What its CLI reaches to think: let through under an egress policy.
+            egress_hosts: [
+                "api.anthropic.com",
+                "api.openai.com",
+                "models.dev",
+                "opencode.ai",
+            ]
+            .map(String::from)
+            .to_vec(),
         }
     }
 

@@ -55,6 +55,10 @@ impl Agent for Pi {
             .map(String::from)
             .to_vec(),
             session_files: true,
+            // What its CLI reaches to think: let through under an egress policy.
+            egress_hosts: ["api.anthropic.com", "api.openai.com"]
+                .map(String::from)
+                .to_vec(),
         }
     }
 

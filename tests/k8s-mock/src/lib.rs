@@ -322,6 +322,16 @@ current-context: mock
             .count()
     }
 
+    /// The names of the pods in `namespace`, ended or not.
+    pub fn pod_names(&self, namespace: &str) -> Vec<String> {
+        let st = self.shared.state.lock().unwrap();
+        st.pods
+            .keys()
+            .filter(|(ns, _)| ns == namespace)
+            .map(|(_, name)| name.clone())
+            .collect()
+    }
+
     /// The API becomes unreachable: the port is closed and every open
     /// connection (watches, execs) is dropped. Containers stay until drop.
     pub fn stop(&self) {

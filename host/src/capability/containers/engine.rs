@@ -447,7 +447,7 @@ impl Ctx {
         container_path: &str,
     ) -> Result<(), String> {
         let id = self.owned(container).await?;
-        let source = readable_source(host_path, &self.grant)?;
+        let source = readable_source(host_path, &self.grant.readable)?;
         let (parent, name) = split_container_path(container_path)?;
         let tar = tokio::task::spawn_blocking(move || archive(&source, &name))
             .await
@@ -469,7 +469,7 @@ impl Ctx {
         host_path: &str,
     ) -> Result<(), String> {
         let id = self.owned(container).await?;
-        let target = writable_target(host_path, &self.grant)?;
+        let target = writable_target(host_path, &self.grant.writable)?;
         let options = DownloadFromContainerOptionsBuilder::default()
             .path(container_path)
             .build();
@@ -512,7 +512,7 @@ impl Ctx {
 }
 
 /// The content of the first entry of a tar archive, which must be a file.
-fn first_file(tar: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) fn first_file(tar: &[u8]) -> Result<Vec<u8>, String> {
     let mut archive = tar::Archive::new(tar);
     let mut entries = archive.entries().map_err(|e| e.to_string())?;
     let mut entry = entries
@@ -528,7 +528,7 @@ fn first_file(tar: &[u8]) -> Result<Vec<u8>, String> {
 }
 
 /// A tar archive holding `host` (file or directory) under the name `name`.
-fn archive(host: &Path, name: &str) -> std::io::Result<Vec<u8>> {
+pub(crate) fn archive(host: &Path, name: &str) -> std::io::Result<Vec<u8>> {
     let mut builder = tar::Builder::new(Vec::new());
     builder.follow_symlinks(false);
     if host.is_dir() {

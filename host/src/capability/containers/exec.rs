@@ -3,7 +3,7 @@
 //! container (killing the exec's client would leave it running there).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use bollard::Docker;
@@ -14,13 +14,10 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{Notify, mpsc};
 
 use super::{ExecOptions, ExecStatus, InteractiveExecOptions};
-use crate::capability::output::{OutputLine, OutputStream};
-use crate::capability::process::{Killer, MAX_LINE_BYTES};
+use crate::capability::exec_mark::{EXEC_MARK, KILL_SCRIPT, exec_mark};
+use crate::capability::output::{Lines, OutputLine, OutputStream};
+use crate::capability::process::Killer;
 use crate::capability::{Brokered, tty};
-
-/// The env variable that marks every process of one exec inside the
-/// container, so the host can find and kill them all (descendants inherit it).
-const EXEC_MARK: &str = "SANDDUNE_EXEC";
 
 /// Output an exec without a sink returns, per stream.
 const MAX_CAPTURE_BYTES: usize = 1 << 20;
@@ -42,23 +39,6 @@ fn marked_env(
     let mut env: Vec<String> = env.iter().map(|(k, v)| format!("{k}={v}")).collect();
     env.push(format!("{EXEC_MARK}={mark}"));
     Ok((mark, env))
-}
-
-/// A random-enough marker for one exec.
-fn exec_mark() -> String {
-    use sha2::Digest;
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    let seed = format!(
-        "{nanos}:{}:{}",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::SeqCst)
-    );
-    let digest = sha2::Sha256::digest(seed.as_bytes());
-    digest[..12].iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Kills every process of one exec inside its container.
@@ -107,28 +87,14 @@ impl Killer for ExecKill {
     }
 }
 
-/// Inside the container, as root: stop every process whose environment
-/// carries the exec's mark, twice over to catch children forked meanwhile,
-/// then SIGKILL them all. Stopped first, because the walk goes in the
-/// order of /proc's names (`10` before `7`): a shell whose child died
-/// first would otherwise run its next command ("Killed", then on).
+/// Inside the container, as root: [`KILL_SCRIPT`] for the exec's mark.
 async fn kill_marked(docker: &Docker, container: &str, mark: &str) -> Result<(), String> {
-    let script = r#"pids=
-for round in 1 2; do
-  for d in /proc/[0-9]*; do
-    if grep -qs "$1" "$d/environ"; then
-      kill -STOP "${d#/proc/}" 2>/dev/null && pids="$pids ${d#/proc/}"
-    fi
-  done
-done
-[ -z "$pids" ] || kill -9 $pids 2>/dev/null
-exit 0"#;
     let pattern = format!("{EXEC_MARK}={mark}");
     let exec = docker
         .create_exec(
             container,
             CreateExecOptions {
-                cmd: Some(vec!["sh", "-c", script, "sanddune-kill", &pattern]),
+                cmd: Some(vec!["sh", "-c", KILL_SCRIPT, "sanddune-kill", &pattern]),
                 user: Some("0"),
                 attach_stdout: Some(true),
                 attach_stderr: Some(true),
@@ -145,51 +111,6 @@ exit 0"#;
         while output.next().await.is_some() {}
     }
     Ok(())
-}
-
-/// Splits one stream's chunks into lines, none longer than MAX_LINE_BYTES.
-#[derive(Default)]
-struct Lines {
-    buf: Vec<u8>,
-}
-
-impl Lines {
-    fn push(&mut self, mut chunk: &[u8], stream: OutputStream, out: &mut Vec<OutputLine>) {
-        while !chunk.is_empty() {
-            let room = MAX_LINE_BYTES - self.buf.len();
-            match chunk.iter().position(|b| *b == b'\n') {
-                Some(i) if i <= room => {
-                    self.buf.extend_from_slice(&chunk[..i]);
-                    chunk = &chunk[i + 1..];
-                    out.push(self.take(stream));
-                }
-                _ if chunk.len() >= room => {
-                    self.buf.extend_from_slice(&chunk[..room]);
-                    chunk = &chunk[room..];
-                    out.push(self.take(stream));
-                }
-                _ => {
-                    self.buf.extend_from_slice(chunk);
-                    chunk = &[];
-                }
-            }
-        }
-    }
-
-    fn finish(&mut self, stream: OutputStream, out: &mut Vec<OutputLine>) {
-        if !self.buf.is_empty() {
-            out.push(self.take(stream));
-        }
-    }
-
-    fn take(&mut self, stream: OutputStream) -> OutputLine {
-        if self.buf.last() == Some(&b'\r') {
-            self.buf.pop();
-        }
-        let text = String::from_utf8_lossy(&self.buf).into_owned();
-        self.buf.clear();
-        OutputLine { stream, text }
-    }
 }
 
 /// Start an exec with the kill mark in container `id` (one the policy

@@ -24,11 +24,13 @@ pub use containment::Containment;
 pub use engine::{
     ContainerState, connect_negotiated, default_image, engine_name, engine_socket, force_remove,
 };
+pub(crate) use engine::{archive, first_file};
 pub use limits::{LimitHit, ResourceLimits};
 pub use policy::{
     ContainerGrant, NAME_LABEL, OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, check_spec, owner_alive,
     owner_id, process_start,
 };
+pub(crate) use policy::{readable_source, split_container_path, writable_target};
 
 /// Which engine to speak to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -40,13 +40,13 @@ impl ContainerGrant {
     /// Whether `copy-in` may read the host path `path`, as it checks.
     pub fn may_read(&self, path: &Path) -> bool {
         path.to_str()
-            .is_some_and(|p| readable_source(p, self).is_ok())
+            .is_some_and(|p| readable_source(p, &self.readable).is_ok())
     }
 
     /// Whether `copy-file-out` may write the host path `path`, as it checks.
     pub fn may_write(&self, path: &Path) -> bool {
         path.to_str()
-            .is_some_and(|p| writable_target(p, self).is_ok())
+            .is_some_and(|p| writable_target(p, &self.writable).is_ok())
     }
 }
 
@@ -214,9 +214,9 @@ pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<St
 
 /// The host path `copy-in` may read, canonical: inside the grant's readable
 /// paths once symlinks are resolved.
-pub(super) fn readable_source(path: &str, grant: &ContainerGrant) -> Result<PathBuf, String> {
+pub(crate) fn readable_source(path: &str, readable: &[PathBuf]) -> Result<PathBuf, String> {
     let source = canonical(path)?;
-    if !within(&source, &grant.readable) {
+    if !within(&source, readable) {
         return Err(format!(
             "refused: reading host path `{path}`: only the worktree, the git dir, the declared mounts and the scratch dir are readable"
         ));
@@ -226,7 +226,7 @@ pub(super) fn readable_source(path: &str, grant: &ContainerGrant) -> Result<Path
 
 /// The host path `copy-file-out` may write: its nearest existing ancestor is
 /// inside the grant, and it is not a symlink (which could point anywhere).
-pub(super) fn writable_target(path: &str, grant: &ContainerGrant) -> Result<PathBuf, String> {
+pub(crate) fn writable_target(path: &str, writable: &[PathBuf]) -> Result<PathBuf, String> {
     let target = PathBuf::from(path);
     if !target.is_absolute() {
         return Err(format!("`{path}` is not an absolute host path"));
@@ -246,7 +246,7 @@ pub(super) fn writable_target(path: &str, grant: &ContainerGrant) -> Result<Path
     if rest
         .components()
         .any(|c| c == std::path::Component::ParentDir)
-        || !within(&existing, &grant.writable)
+        || !within(&existing, writable)
     {
         return Err(format!(
             "refused: writing host path `{path}`: only the worktree and the scratch dir are writable"
@@ -256,7 +256,7 @@ pub(super) fn writable_target(path: &str, grant: &ContainerGrant) -> Result<Path
 }
 
 /// Split an absolute container path into (parent, file name).
-pub(super) fn split_container_path(path: &str) -> Result<(String, String), String> {
+pub(crate) fn split_container_path(path: &str) -> Result<(String, String), String> {
     let p = Path::new(path);
     match (p.is_absolute(), p.parent(), p.file_name()) {
         (true, Some(parent), Some(name)) => Ok((
@@ -497,7 +497,7 @@ mod tests {
             ),
         ];
         for (path, want) in ok {
-            assert_eq!(writable_target(&path, &f.grant).unwrap(), want);
+            assert_eq!(writable_target(&path, &f.grant.writable).unwrap(), want);
             assert!(f.grant.may_write(Path::new(&path)), "{path}");
         }
         let refused = [
@@ -511,7 +511,7 @@ mod tests {
             ("relative/file".to_string(), "not an absolute host path"),
         ];
         for (path, want) in refused {
-            let err = writable_target(&path, &f.grant).unwrap_err();
+            let err = writable_target(&path, &f.grant.writable).unwrap_err();
             assert!(err.contains(want), "{path}: {err}");
             assert!(!f.grant.may_write(Path::new(&path)), "{path}");
         }
@@ -524,7 +524,7 @@ mod tests {
         std::fs::write(f.outside.join("secret"), "x").unwrap();
         let wt = f.worktree.display().to_string();
         assert_eq!(
-            readable_source(&format!("{wt}/file"), &f.grant).unwrap(),
+            readable_source(&format!("{wt}/file"), &f.grant.readable).unwrap(),
             f.worktree.join("file")
         );
         assert!(f.grant.may_read(&f.worktree.join("file")));
@@ -540,7 +540,7 @@ mod tests {
             ("relative/file".to_string(), "not an absolute host path"),
         ];
         for (path, want) in refused {
-            let err = readable_source(&path, &f.grant).unwrap_err();
+            let err = readable_source(&path, &f.grant.readable).unwrap_err();
             assert!(err.contains(want), "{path}: {err}");
             assert!(!f.grant.may_read(Path::new(&path)), "{path}");
         }

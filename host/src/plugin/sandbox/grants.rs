@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use super::spec::{ProviderConfig, SandboxSpec};
 use crate::capability::containers::Containment;
 use crate::capability::egress::EgressPolicy;
-use crate::capability::{Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant};
+use crate::capability::{
+    Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant, PodGrant,
+};
 use crate::error::{Error, Result};
 use crate::plugin::api::ProviderInfo;
 
@@ -32,6 +34,11 @@ pub(super) fn for_sandbox(
     } else {
         None
     };
+    let pods = if caps.pods {
+        Some(pod_grant(spec, scratch, &resolved.config)?)
+    } else {
+        None
+    };
     let mut directories = Vec::new();
     match caps.worktree {
         DirectoryAccess::None => {}
@@ -48,6 +55,7 @@ pub(super) fn for_sandbox(
             .cloned()
             .collect(),
         containers,
+        pods,
         http: {
             let origins = http_origins?;
             if origins.is_empty() {
@@ -188,5 +196,32 @@ fn container_grant(
         readable,
         writable,
         containment,
+    })
+}
+
+/// The pods grant for one sandbox: the cluster the user chose with the
+/// provider's `context` and `namespace` options (read here, so the provider
+/// cannot pick another), what `copy-in` may read and `copy-file-out` write.
+fn pod_grant(
+    spec: &SandboxSpec,
+    scratch: Option<&Path>,
+    config: &ProviderConfig,
+) -> Result<PodGrant> {
+    let option = |key: &str| {
+        config
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_empty())
+    };
+    let files = container_grant(spec, scratch, &[], Containment::default())?;
+    Ok(PodGrant {
+        run_id: spec.run_id.clone(),
+        name: spec.name.clone(),
+        context: option("context"),
+        namespace: option("namespace"),
+        readable: files.readable,
+        writable: files.writable,
     })
 }

@@ -248,6 +248,7 @@ impl Sandbox {
         self.closed = true;
         // Containers the provider did not remove go now, whatever it did.
         self.store.data_mut().containers.remove_all().await;
+        self.store.data_mut().pods.remove_all().await;
         self.cleanup();
         if r.is_ok()
             && let Some(record) = self.record.take()
@@ -313,9 +314,11 @@ impl Sandbox {
 
     fn cleanup(&mut self) {
         self.store.data().brokered.kill_all();
-        let leftovers = self.store.data_mut().containers.remove_all();
+        let containers = self.store.data_mut().containers.remove_all();
+        let pods = self.store.data_mut().pods.remove_all();
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(leftovers);
+            rt.spawn(containers);
+            rt.spawn(pods);
         }
         if let Some(dir) = self.scratch.take() {
             let _ = std::fs::remove_dir_all(dir);

@@ -221,6 +221,7 @@ impl SandboxProvider {
             Err(e) => {
                 // Whatever the provider created before failing goes too.
                 store.data_mut().containers.remove_all().await;
+                store.data_mut().pods.remove_all().await;
                 remove_scratch();
                 return Err(e);
             }

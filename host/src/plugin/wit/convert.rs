@@ -150,7 +150,7 @@ macro_rules! shared_conversions {
 /// imports wasi:http. Expanded inside a version module like
 /// `shared_conversions!`.
 macro_rules! since_0_2 {
-    () => {
+    ($($pods:ident)?) => {
         /// This version's imports, beside WASI: the sanddune interfaces one by one
         /// (the world's own `add_to_linker` would want wasi:http's host traits on
         /// `PluginState`), then wasi:http through the `http` capability.
@@ -167,6 +167,7 @@ macro_rules! since_0_2 {
             output::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
             process::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
             containers::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
+            $($pods::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;)?
             crate::capability::http::add_to_linker(sandbox)?;
             AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(agent, get)
         }
@@ -190,19 +191,30 @@ macro_rules! since_0_2 {
             }
         }
 
+        /// What every version since 0.2 says of an agent; no egress hosts.
+        fn agent_info(i: agent::AgentInfo) -> api::AgentInfo {
+            api::AgentInfo {
+                name: i.name,
+                version: i.version,
+                description: i.description,
+                program: i.program,
+                default_model: i.default_model,
+                options: i.options.into_iter().map(Into::into).collect(),
+                env: i.env.into_iter().map(Into::into).collect(),
+                optional_env: i.optional_env,
+                session_files: i.session_files,
+                egress_hosts: Vec::new(),
+            }
+        }
+    };
+}
+
+/// The agent's info before 0.5: it declares no egress hosts.
+macro_rules! before_0_5 {
+    () => {
         impl From<agent::AgentInfo> for api::AgentInfo {
             fn from(i: agent::AgentInfo) -> Self {
-                Self {
-                    name: i.name,
-                    version: i.version,
-                    description: i.description,
-                    program: i.program,
-                    default_model: i.default_model,
-                    options: i.options.into_iter().map(Into::into).collect(),
-                    env: i.env.into_iter().map(Into::into).collect(),
-                    optional_env: i.optional_env,
-                    session_files: i.session_files,
-                }
+                agent_info(i)
             }
         }
     };

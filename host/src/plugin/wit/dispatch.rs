@@ -6,7 +6,7 @@
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, ResourceAny};
 
-use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4};
+use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4, v0_5};
 use crate::capability::PluginState;
 use crate::plugin::api;
 
@@ -21,6 +21,7 @@ macro_rules! each {
             $enum::V0_2($b) => $body,
             $enum::V0_3($b) => $body,
             $enum::V0_4($b) => $body,
+            $enum::V0_5($b) => $body,
         }
     };
 }
@@ -51,6 +52,11 @@ macro_rules! instantiate {
                     .instantiate_async($store)
                     .await?,
             ),
+            ApiVersion::V0_5 => Self::V0_5(
+                v0_5::$pre_type::new($pre.clone())?
+                    .instantiate_async($store)
+                    .await?,
+            ),
         })
     };
 }
@@ -60,6 +66,7 @@ pub enum SandboxBindings {
     V0_2(v0_2::SandboxPlugin),
     V0_3(v0_3::SandboxPlugin),
     V0_4(v0_4::SandboxPlugin),
+    V0_5(v0_5::SandboxPlugin),
 }
 
 impl SandboxBindings {
@@ -111,6 +118,11 @@ impl SandboxBindings {
                 .call_find(s, &o.clone().into())
                 .await
                 .map(Some),
+            Self::V0_5(b) => b
+                .sanddune_plugin_sandbox_provider()
+                .call_find(s, &o.clone().into())
+                .await
+                .map(Some),
         }
     }
 }
@@ -120,6 +132,7 @@ pub enum AgentBindings {
     V0_2(v0_2::AgentPlugin),
     V0_3(v0_3::AgentPlugin),
     V0_4(v0_4::AgentPlugin),
+    V0_5(v0_5::AgentPlugin),
 }
 
 impl AgentBindings {
@@ -198,6 +211,12 @@ impl AgentBindings {
             Self::V0_2(b) => unaware!(b),
             Self::V0_3(b) => unaware!(b),
             Self::V0_4(b) => {
+                b.sanddune_plugin_agent_provider()
+                    .stream_parser()
+                    .call_constructor(s, &r.clone().into())
+                    .await
+            }
+            Self::V0_5(b) => {
                 b.sanddune_plugin_agent_provider()
                     .stream_parser()
                     .call_constructor(s, &r.clone().into())

@@ -224,3 +224,120 @@ macro_rules! exec_interactive {
         }
     };
 }
+
+/// The `pods` capability (since 0.5), for a version whose world imports it;
+/// `pods` and `cap_pods` name that version's interface and the capability.
+macro_rules! pods_imports {
+    () => {
+        impl pods::Host for PluginState {
+            async fn connect(&mut self) -> wasmtime::Result<Result<pods::ClusterInfo, String>> {
+                Ok(self.pods_connect().await.map(|i| pods::ClusterInfo {
+                    context: i.context,
+                    server: i.server,
+                    namespace: i.namespace,
+                    version: i.version,
+                }))
+            }
+
+            async fn create(
+                &mut self,
+                s: pods::PodSpec,
+                timeout_ms: u64,
+            ) -> wasmtime::Result<Result<String, String>> {
+                let spec = cap_pods::PodSpec {
+                    image: s.image,
+                    command: s.command,
+                    env: env_pairs(s.env),
+                    workdir: s.workdir,
+                    cpus: s.cpus,
+                    memory: s.memory,
+                    service_account: s.service_account,
+                    node_selector: s.node_selector,
+                    runtime_class: s.runtime_class,
+                    image_pull_secrets: s.image_pull_secrets,
+                    active_deadline_seconds: s.active_deadline_seconds,
+                    labels: s.labels,
+                    namespace: s.namespace,
+                    privileged: s.privileged,
+                    host_network: s.host_network,
+                    host_pid: s.host_pid,
+                    host_paths: s.host_paths,
+                    cap_add: s.cap_add,
+                };
+                Ok(self.pods_create(spec, timeout_ms).await)
+            }
+
+            async fn claim(
+                &mut self,
+                template: String,
+                timeout_ms: u64,
+            ) -> wasmtime::Result<Result<String, String>> {
+                Ok(self.pods_claim(template, timeout_ms).await)
+            }
+
+            async fn exec(
+                &mut self,
+                pod: String,
+                o: pods::ExecOptions,
+                sink: Option<Resource<OutputSink>>,
+            ) -> wasmtime::Result<Result<pods::ExecStatus, String>> {
+                let tx = match &sink {
+                    Some(sink) => Some(self.table.get(sink)?.tx.clone()),
+                    None => None,
+                };
+                let options = cap_pods::ExecOptions {
+                    argv: o.argv,
+                    env: env_pairs(o.env),
+                    workdir: o.workdir,
+                    stdin: o.stdin,
+                    timeout_ms: o.timeout_ms,
+                };
+                Ok(self
+                    .pods_exec(pod, options, tx)
+                    .await
+                    .map(|s| pods::ExecStatus {
+                        code: s.code,
+                        timed_out: s.timed_out,
+                        killed: s.killed,
+                        stdout: s.stdout,
+                        stderr: s.stderr,
+                    }))
+            }
+
+            async fn exec_interactive(
+                &mut self,
+                pod: String,
+                argv: Vec<String>,
+                workdir: Option<String>,
+            ) -> wasmtime::Result<Result<i32, String>> {
+                Ok(self.pods_exec_interactive(pod, argv, workdir).await)
+            }
+
+            async fn copy_in(
+                &mut self,
+                pod: String,
+                host_path: String,
+                pod_path: String,
+            ) -> wasmtime::Result<Result<(), String>> {
+                Ok(self.pods_copy_in(pod, host_path, pod_path).await)
+            }
+
+            async fn copy_file_out(
+                &mut self,
+                pod: String,
+                pod_path: String,
+                host_path: String,
+            ) -> wasmtime::Result<Result<(), String>> {
+                Ok(self.pods_copy_file_out(pod, pod_path, host_path).await)
+            }
+
+            async fn remove(&mut self, pod: String) -> wasmtime::Result<Result<(), String>> {
+                Ok(self.pods_remove(pod).await)
+            }
+
+            async fn list(&mut self) -> wasmtime::Result<Result<Vec<String>, String>> {
+                Ok(self.pods_list().await)
+            }
+        }
+    };
+}

@@ -15,6 +15,7 @@ pub mod v0_1;
 pub mod v0_2;
 pub mod v0_3;
 pub mod v0_4;
+pub mod v0_5;
 
 use wasmtime::component::Linker;
 
@@ -33,17 +34,19 @@ pub enum ApiVersion {
     V0_2,
     V0_3,
     V0_4,
+    V0_5,
 }
 
 impl ApiVersion {
-    pub const ALL: [ApiVersion; 4] = [
+    pub const ALL: [ApiVersion; 5] = [
         ApiVersion::V0_1,
         ApiVersion::V0_2,
         ApiVersion::V0_3,
         ApiVersion::V0_4,
+        ApiVersion::V0_5,
     ];
     /// What `sanddune plugin new` scaffolds and the built-ins use.
-    pub const CURRENT: ApiVersion = ApiVersion::V0_4;
+    pub const CURRENT: ApiVersion = ApiVersion::V0_5;
 
     /// (major, minor); any patch of it loads.
     pub fn number(self) -> (u64, u64) {
@@ -52,6 +55,7 @@ impl ApiVersion {
             ApiVersion::V0_2 => (0, 2),
             ApiVersion::V0_3 => (0, 3),
             ApiVersion::V0_4 => (0, 4),
+            ApiVersion::V0_5 => (0, 5),
         }
     }
 
@@ -62,7 +66,7 @@ impl ApiVersion {
         Self::ALL.into_iter().find(|v| v.number() == (major, minor))
     }
 
-    /// `0.1, 0.2, 0.3, 0.4` for messages.
+    /// `0.1, 0.2, 0.3, 0.4, 0.5` for messages.
     pub fn supported() -> String {
         Self::ALL
             .iter()
@@ -96,6 +100,7 @@ impl Linkers {
             ApiVersion::V0_2 => v0_2::add_to_linkers(&mut sandbox, &mut agent)?,
             ApiVersion::V0_3 => v0_3::add_to_linkers(&mut sandbox, &mut agent)?,
             ApiVersion::V0_4 => v0_4::add_to_linkers(&mut sandbox, &mut agent)?,
+            ApiVersion::V0_5 => v0_5::add_to_linkers(&mut sandbox, &mut agent)?,
         }
         Ok(Self { sandbox, agent })
     }

@@ -70,6 +70,7 @@ impl sandbox::ProviderInfo {
             http_options: Vec::new(),
             env_keys: caps.env_keys,
             containers: caps.containers,
+            pods: false,
         };
         Ok(api::ProviderInfo {
             name: self.name,
@@ -93,6 +94,7 @@ impl From<agent::AgentInfo> for api::AgentInfo {
             options: i.options.into_iter().map(Into::into).collect(),
             env: i.env.into_iter().map(Into::into).collect(),
             optional_env: Vec::new(),
+            egress_hosts: Vec::new(),
             session_files: i.session_files,
         }
     }

@@ -46,4 +46,5 @@ host_imports!({
 });
 shared_conversions!();
 since_0_2!();
+before_0_5!();
 before_0_4!();

@@ -1,11 +1,11 @@
-//! `sanddune:plugin@0.4.x` (`wit/`): the current version. What it adds to
-//! 0.3: the agent sees the run's values of its declared env and may ask for
-//! config files in the sandbox's HOME (ADR 0018).
+//! `sanddune:plugin@0.4.x` (`wit/v0.4/`, frozen). It differs from 0.5 in
+//! two places: the sandbox world has no `pods` import, and `agent-info` no
+//! `egress-hosts`.
 
 mod generated {
     wasmtime::component::bindgen!({
         world: "sandbox-plugin",
-        path: "../wit",
+        path: "../wit/v0.4",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
@@ -21,7 +21,7 @@ mod generated {
 mod agent_generated {
     wasmtime::component::bindgen!({
         world: "agent-plugin",
-        path: "../wit",
+        path: "../wit/v0.4",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
@@ -54,6 +54,7 @@ host_imports!({
 });
 shared_conversions!();
 since_0_2!();
+before_0_5!();
 
 impl From<api::CommandRequest> for agent::CommandRequest {
     fn from(r: api::CommandRequest) -> Self {

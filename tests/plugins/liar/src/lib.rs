@@ -29,6 +29,7 @@ impl Guest for Agent {
             env: vec![],
             optional_env: vec![],
             session_files: false,
+            egress_hosts: Vec::new(),
         }
     }
 

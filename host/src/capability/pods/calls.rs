@@ -1,0 +1,357 @@
+//! The capability's calls, as the bindings make them on `PluginState`: each
+//! checks the grant and that the pod is this plugin's for this run, then
+//! does the work, and a refusal or failure goes to the host's log too.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::api::{Api, DynamicObject, ListParams};
+use tokio::sync::mpsc;
+
+use super::cluster::{self, Cluster};
+use super::exec::{exec, exec_bytes, exec_interactive};
+use super::lifecycle::{self, claims_resource};
+use super::policy::{labelled_mine, labels_for, pod_for, selector};
+use super::{ClusterInfo, ExecOptions, ExecStatus, PodGrant, PodSpec};
+use crate::capability::containers::{
+    archive, first_file, readable_source, split_container_path, writable_target,
+};
+use crate::capability::output::OutputLine;
+use crate::capability::{Brokered, PluginState};
+
+/// The label the agent-sandbox controller puts on a claimed sandbox's pod.
+const CLAIM_UID_LABEL: &str = "agents.x-k8s.io/claim-uid";
+
+/// Per-instance state: the connected cluster and what this instance made.
+#[derive(Default)]
+pub struct PodState {
+    cluster: Option<Cluster>,
+    /// (pod, the claim it came from) for each pod not removed yet.
+    created: Vec<(String, Option<String>)>,
+}
+
+impl PodState {
+    /// Delete every pod (and claim) this instance made and did not remove
+    /// itself. Runs when the sandbox closes or is dropped, whatever the
+    /// plugin did.
+    pub fn remove_all(&mut self) -> impl Future<Output = ()> + Send + 'static {
+        let created = std::mem::take(&mut self.created);
+        let cluster = self.cluster.clone();
+        async move {
+            let Some(cluster) = cluster else { return };
+            for (pod, claim) in created {
+                let _ = match claim {
+                    Some(claim) => lifecycle::delete_claim(&cluster, &claim).await,
+                    None => lifecycle::delete_pod(&cluster, &pod).await,
+                };
+            }
+        }
+    }
+}
+
+/// What one call needs, cloned out of the state so no borrow of it lives
+/// across an await.
+struct Ctx {
+    cluster: Cluster,
+    grant: PodGrant,
+    plugin: Arc<str>,
+    brokered: Brokered,
+}
+
+impl Ctx {
+    /// The pod `name` when this plugin made it for this run, with the claim
+    /// it came from; else the refusal.
+    async fn owned(&self, name: &str) -> Result<Option<String>, String> {
+        let refused = || {
+            format!(
+                "refused: pod `{name}` was not created by plugin `{}` for this run",
+                self.plugin
+            )
+        };
+        let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &self.cluster.namespace);
+        let pod = pods
+            .get_opt(name)
+            .await
+            .map_err(|e| self.cluster.error("get", "pods", e))?
+            .ok_or_else(|| format!("pod `{name}` does not exist (it was deleted)"))?;
+        let labels = pod.metadata.labels.as_ref();
+        if labelled_mine(labels, &self.grant, &self.plugin) {
+            return Ok(None);
+        }
+        // A claimed pod carries its claim's uid, and the claim our labels.
+        let Some(uid) = labels.and_then(|l| l.get(CLAIM_UID_LABEL)) else {
+            return Err(refused());
+        };
+        let claim = self
+            .claims()
+            .await?
+            .into_iter()
+            .find(|c| c.metadata.uid.as_ref() == Some(uid))
+            .and_then(|c| c.metadata.name)
+            .ok_or_else(refused)?;
+        Ok(Some(claim))
+    }
+
+    async fn claims(&self) -> Result<Vec<DynamicObject>, String> {
+        let claims: Api<DynamicObject> = Api::namespaced_with(
+            self.cluster.client.clone(),
+            &self.cluster.namespace,
+            &claims_resource(),
+        );
+        match claims
+            .list(&ListParams::default().labels(&selector(&self.grant, &self.plugin)))
+            .await
+        {
+            Ok(list) => Ok(list.items),
+            // A cluster without agent-sandbox has no claims.
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+            Err(e) => Err(self.cluster.error("list", "sandboxclaims", e)),
+        }
+    }
+
+    async fn create(&self, spec: PodSpec, timeout: Duration) -> Result<String, String> {
+        let pod = pod_for(spec, &self.grant, &self.plugin, &self.cluster.namespace)?;
+        let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &self.cluster.namespace);
+        let created = pods
+            .create(&Default::default(), &pod)
+            .await
+            .map_err(|e| self.cluster.error("create", "pods", e))?;
+        let name = created.metadata.name.unwrap_or_default();
+        match lifecycle::wait_ready(&self.cluster, &name, timeout).await {
+            Ok(()) => Ok(name),
+            Err(e) => {
+                let _ = lifecycle::delete_pod(&self.cluster, &name).await;
+                Err(e)
+            }
+        }
+    }
+
+    async fn copy_in(&self, pod: &str, host_path: &str, pod_path: &str) -> Result<(), String> {
+        self.owned(pod).await?;
+        let source = readable_source(host_path, &self.grant.readable)?;
+        let (parent, name) = split_container_path(pod_path)?;
+        let tar = tokio::task::spawn_blocking(move || archive(&source, &name))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot read `{host_path}`: {e}"))?;
+        let argv = ["tar", "-x", "-f", "-", "-C", &parent]
+            .map(String::from)
+            .to_vec();
+        exec_bytes(&self.cluster, &self.brokered, pod, argv, Some(tar))
+            .await
+            .map(drop)
+            .map_err(|e| format!("cannot copy into `{pod_path}`: {e}"))
+    }
+
+    async fn copy_file_out(
+        &self,
+        pod: &str,
+        pod_path: &str,
+        host_path: &str,
+    ) -> Result<(), String> {
+        self.owned(pod).await?;
+        let target = writable_target(host_path, &self.grant.writable)?;
+        let (parent, name) = split_container_path(pod_path)?;
+        let argv = ["tar", "-c", "-f", "-", "-C", &parent, "--", &name]
+            .map(String::from)
+            .to_vec();
+        let tar = exec_bytes(&self.cluster, &self.brokered, pod, argv, None)
+            .await
+            .map_err(|e| format!("cannot copy `{pod_path}` out: {e}"))?;
+        let content = tokio::task::spawn_blocking(move || first_file(&tar))
+            .await
+            .map_err(|e| e.to_string())?
+            .map_err(|e| format!("cannot copy `{pod_path}` out: {e}"))?;
+        if let Some(parent) = target.parent() {
+            std::fs::create_dir_all(parent).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(&target, content).map_err(|e| format!("cannot write `{host_path}`: {e}"))
+    }
+
+    async fn remove(&self, pod: &str) -> Result<(), String> {
+        match self.owned(pod).await {
+            Ok(Some(claim)) => lifecycle::delete_claim(&self.cluster, &claim).await,
+            Ok(None) => lifecycle::delete_pod(&self.cluster, pod).await,
+            // Already gone: nothing to remove.
+            Err(e) if e.contains("does not exist") => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn list(&self) -> Result<Vec<String>, String> {
+        let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &self.cluster.namespace);
+        let mut names: Vec<String> = pods
+            .list(&ListParams::default().labels(&selector(&self.grant, &self.plugin)))
+            .await
+            .map_err(|e| self.cluster.error("list", "pods", e))?
+            .items
+            .into_iter()
+            .filter_map(|p| p.metadata.name)
+            .collect();
+        // A claim's pod is named after its sandbox.
+        for claim in self.claims().await? {
+            let status = claim.data.get("status");
+            if let Some(pod) = status.and_then(|s| s["sandbox"]["name"].as_str()) {
+                names.push(pod.to_string());
+            }
+        }
+        Ok(names)
+    }
+}
+
+impl PluginState {
+    fn pod_grant(&self) -> Result<PodGrant, String> {
+        self.grants.pods.clone().ok_or_else(|| {
+            format!(
+                "plugin `{}` was not granted the pods capability",
+                self.plugin
+            )
+        })
+    }
+
+    fn pods_ctx(&self) -> Result<Ctx, String> {
+        let grant = self.pod_grant()?;
+        let cluster = self
+            .pods
+            .cluster
+            .clone()
+            .ok_or("no cluster: call pods.connect first")?;
+        Ok(Ctx {
+            cluster,
+            grant,
+            plugin: self.plugin.clone(),
+            brokered: self.brokered.clone(),
+        })
+    }
+
+    /// Refusals and failures go to the host's log too, named by plugin.
+    fn pods_logged<T>(&self, r: Result<T, String>) -> Result<T, String> {
+        if let Err(e) = &r {
+            tracing::warn!("plugin `{}`: pods: {e}", self.plugin);
+        }
+        r
+    }
+
+    pub async fn pods_connect(&mut self) -> Result<ClusterInfo, String> {
+        let r = match self.pod_grant() {
+            Ok(grant) => cluster::connect(&grant).await,
+            Err(e) => Err(e),
+        };
+        let r = r.map(|(cluster, info)| {
+            self.pods.cluster = Some(cluster);
+            info
+        });
+        self.pods_logged(r)
+    }
+
+    pub async fn pods_create(&mut self, spec: PodSpec, timeout_ms: u64) -> Result<String, String> {
+        let r = match self.pods_ctx() {
+            Ok(ctx) => ctx.create(spec, Duration::from_millis(timeout_ms)).await,
+            Err(e) => Err(e),
+        };
+        if let Ok(name) = &r {
+            self.pods.created.push((name.clone(), None));
+        }
+        self.pods_logged(r)
+    }
+
+    pub async fn pods_claim(
+        &mut self,
+        template: String,
+        timeout_ms: u64,
+    ) -> Result<String, String> {
+        let r = match self.pods_ctx() {
+            Ok(ctx) => {
+                let labels = labels_for(&ctx.grant, &ctx.plugin);
+                let timeout = Duration::from_millis(timeout_ms);
+                lifecycle::claim(&ctx.cluster, &template, labels, timeout).await
+            }
+            Err(e) => Err(e),
+        };
+        let r = r.map(|(claim, pod)| {
+            self.pods.created.push((pod.clone(), Some(claim)));
+            pod
+        });
+        self.pods_logged(r)
+    }
+
+    /// `sink` receives each line as it arrives; without one the output is
+    /// returned in the status.
+    pub async fn pods_exec(
+        &mut self,
+        pod: String,
+        options: ExecOptions,
+        tx: Option<mpsc::Sender<OutputLine>>,
+    ) -> Result<ExecStatus, String> {
+        let r = match self.pods_ctx() {
+            Ok(ctx) => match ctx.owned(&pod).await {
+                Ok(_) => exec(&ctx.cluster, &ctx.brokered, &pod, options, tx).await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        self.pods_logged(r)
+    }
+
+    pub async fn pods_exec_interactive(
+        &mut self,
+        pod: String,
+        argv: Vec<String>,
+        workdir: Option<String>,
+    ) -> Result<i32, String> {
+        let r = match self.pods_ctx() {
+            Ok(ctx) => match ctx.owned(&pod).await {
+                Ok(_) => exec_interactive(&ctx.cluster, &ctx.brokered, &pod, argv, workdir).await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        };
+        self.pods_logged(r)
+    }
+
+    pub async fn pods_copy_in(
+        &mut self,
+        pod: String,
+        host_path: String,
+        pod_path: String,
+    ) -> Result<(), String> {
+        let r = match self.pods_ctx() {
+            Ok(ctx) => ctx.copy_in(&pod, &host_path, &pod_path).await,
+            Err(e) => Err(e),
+        };
+        self.pods_logged(r)
+    }
+
+    pub async fn pods_copy_file_out(
+        &mut self,
+        pod: String,
+        pod_path: String,
+        host_path: String,
+    ) -> Result<(), String> {
+        let r = match self.pods_ctx() {
+            Ok(ctx) => ctx.copy_file_out(&pod, &pod_path, &host_path).await,
+            Err(e) => Err(e),
+        };
+        self.pods_logged(r)
+    }
+
+    pub async fn pods_remove(&mut self, pod: String) -> Result<(), String> {
+        let r = match self.pods_ctx() {
+            Ok(ctx) => ctx.remove(&pod).await,
+            Err(e) => Err(e),
+        };
+        if r.is_ok() {
+            self.pods.created.retain(|(p, _)| p != &pod);
+        }
+        self.pods_logged(r)
+    }
+
+    pub async fn pods_list(&mut self) -> Result<Vec<String>, String> {
+        let r = match self.pods_ctx() {
+            Ok(ctx) => ctx.list().await,
+            Err(e) => Err(e),
+        };
+        self.pods_logged(r)
+    }
+}

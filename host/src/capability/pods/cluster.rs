@@ -1,0 +1,176 @@
+//! The cluster a grant speaks to: the user's kubeconfig (the file kubectl
+//! reads) or, inside a pod, the in-cluster config; and the API's errors in
+//! words that name the context, the server, the user and the verb.
+
+use k8s_openapi::api::core::v1::Namespace;
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::{Api, Client, Config};
+
+use super::{ClusterInfo, PodGrant};
+
+/// A connected cluster and what errors name.
+#[derive(Clone)]
+pub(super) struct Cluster {
+    pub(super) client: Client,
+    pub(super) context: String,
+    pub(super) server: String,
+    /// The kubeconfig user (or the pod's service account).
+    pub(super) user: String,
+    pub(super) namespace: String,
+}
+
+impl Cluster {
+    /// `e`, from `verb` on `resource`, as the user should read it.
+    pub(super) fn error(&self, verb: &str, resource: &str, e: kube::Error) -> String {
+        match e {
+            kube::Error::Api(status) => match status.code {
+                401 => format!(
+                    "the API server of context `{}` ({}) did not accept the credentials of kubeconfig user `{}` (401 Unauthorized): log in again or refresh the token, then retry",
+                    self.context, self.server, self.user
+                ),
+                403 if status.message.contains("exceeded quota") => format!(
+                    "namespace `{}` has no quota left for another pod: {}",
+                    self.namespace, status.message
+                ),
+                403 => format!(
+                    "kubeconfig user `{}` may not {verb} {resource} in namespace `{}` (403 Forbidden): {}",
+                    self.user, self.namespace, status.message
+                ),
+                _ => format!("{verb} {resource}: {} ({})", status.message, status.reason),
+            },
+            other => format!(
+                "cannot reach the API server of context `{}` at {}: {}",
+                self.context,
+                self.server,
+                root_cause(&other)
+            ),
+        }
+    }
+}
+
+/// The innermost error: what a connection failure is actually about.
+fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut cause = e;
+    while let Some(next) = cause.source() {
+        cause = next;
+    }
+    if std::ptr::eq(cause, e) {
+        e.to_string()
+    } else {
+        format!("{e}: {cause}")
+    }
+}
+
+/// Connect as `grant` says and check the API server answers and the
+/// namespace exists.
+pub(super) async fn connect(grant: &PodGrant) -> Result<(Cluster, ClusterInfo), String> {
+    let (config, context, user) = load(grant).await?;
+    let namespace = grant
+        .namespace
+        .clone()
+        .unwrap_or_else(|| config.default_namespace.clone());
+    let server = config
+        .cluster_url
+        .to_string()
+        .trim_end_matches('/')
+        .to_string();
+    let client = Client::try_from(config)
+        .map_err(|e| format!("a client for context `{context}` ({server}): {e}"))?;
+    let cluster = Cluster {
+        client,
+        context,
+        server,
+        user,
+        namespace,
+    };
+    let version = cluster
+        .client
+        .apiserver_version()
+        .await
+        .map_err(|e| cluster.error("get", "the server's version", e))?;
+    let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
+    match namespaces.get_opt(&cluster.namespace).await {
+        Ok(Some(_)) => {}
+        Ok(None) => {
+            return Err(format!(
+                "namespace `{}` does not exist in context `{}` ({}): create it (kubectl create namespace {}) or choose another with --sandbox-opt namespace=NAME",
+                cluster.namespace, cluster.context, cluster.server, cluster.namespace
+            ));
+        }
+        // A user who may not read namespaces may still own one.
+        Err(kube::Error::Api(status)) if status.code == 403 => {}
+        Err(e) => return Err(cluster.error("get", "namespaces", e)),
+    }
+    let info = ClusterInfo {
+        context: cluster.context.clone(),
+        server: cluster.server.clone(),
+        namespace: cluster.namespace.clone(),
+        version: version.git_version,
+    };
+    Ok((cluster, info))
+}
+
+/// The config for the grant's context, with that context's name and user.
+async fn load(grant: &PodGrant) -> Result<(Config, String, String), String> {
+    let from_file = std::env::var_os("KUBECONFIG").is_some()
+        || std::env::home_dir().is_some_and(|h| h.join(".kube/config").exists());
+    if !from_file && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+        if let Some(context) = &grant.context {
+            return Err(format!(
+                "context={context}: there is no kubeconfig here, only the in-cluster config of the pod sanddune runs in"
+            ));
+        }
+        let config = Config::incluster().map_err(|e| format!("the in-cluster config: {e}"))?;
+        return Ok((
+            config,
+            "in-cluster".into(),
+            "the pod's service account".into(),
+        ));
+    }
+    let kubeconfig = Kubeconfig::read().map_err(|e| {
+        format!(
+            "cannot read your kubeconfig (KUBECONFIG, else ~/.kube/config: the file kubectl reads): {e}"
+        )
+    })?;
+    let context = match grant
+        .context
+        .clone()
+        .or_else(|| kubeconfig.current_context.clone())
+    {
+        Some(c) => c,
+        None => {
+            return Err(
+                "your kubeconfig has no current context: choose one with --sandbox-opt context=NAME"
+                    .into(),
+            );
+        }
+    };
+    let Some(named) = kubeconfig.contexts.iter().find(|c| c.name == context) else {
+        let known: Vec<&str> = kubeconfig
+            .contexts
+            .iter()
+            .map(|c| c.name.as_str())
+            .collect();
+        return Err(format!(
+            "context `{context}` is not in your kubeconfig; it has: {}",
+            if known.is_empty() {
+                "none".to_string()
+            } else {
+                known.join(", ")
+            }
+        ));
+    };
+    let user = named
+        .context
+        .as_ref()
+        .and_then(|c| c.user.clone())
+        .unwrap_or_else(|| "(none)".into());
+    let options = KubeConfigOptions {
+        context: Some(context.clone()),
+        ..Default::default()
+    };
+    let config = Config::from_custom_kubeconfig(kubeconfig, &options)
+        .await
+        .map_err(|e| format!("context `{context}` of your kubeconfig: {e}"))?;
+    Ok((config, context, user))
+}

@@ -1,0 +1,516 @@
+//! Commands in a pod over the API server's exec stream (WebSocket, kube-rs),
+//! brokered like host processes, and files in and out through them.
+//!
+//! Kubernetes exec has no environment, working directory or kill of its
+//! own: each command runs as `env SANDDUNE_EXEC=MARK K=V... argv` (behind a
+//! `cd` when it has a working directory), and a kill is a second exec that
+//! ends every process carrying the mark.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
+use kube::api::{Api, AttachParams, TerminalSize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::{Notify, mpsc};
+
+use super::cluster::Cluster;
+use super::{ExecOptions, ExecStatus};
+use crate::capability::exec_mark::{EXEC_MARK, KILL_SCRIPT, exec_mark};
+use crate::capability::output::{Lines, OutputLine, OutputStream};
+use crate::capability::process::Killer;
+use crate::capability::{Brokered, tty};
+
+/// Output an exec without a sink returns, per stream.
+const MAX_CAPTURE_BYTES: usize = 1 << 20;
+/// After a kill, how long the stream may take to end before it is dropped.
+const DRAIN_AFTER_KILL: Duration = Duration::from_secs(3);
+
+/// The argv that runs `argv` marked, with `env`, in `workdir`.
+fn wrapped(
+    argv: &[String],
+    env: &[(String, String)],
+    workdir: Option<&str>,
+    mark: &str,
+) -> Vec<String> {
+    let mut command = vec!["env".to_string(), format!("{EXEC_MARK}={mark}")];
+    command.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
+    command.extend(argv.iter().cloned());
+    match workdir {
+        Some(dir) => [
+            "sh".to_string(),
+            "-c".into(),
+            r#"cd "$1" || exit 1; shift; exec "$@""#.into(),
+            "sanddune-exec".into(),
+            dir.into(),
+        ]
+        .into_iter()
+        .chain(command)
+        .collect(),
+        None => command,
+    }
+}
+
+/// Kills every process of one exec inside its pod.
+struct ExecKill {
+    cluster: Cluster,
+    pod: String,
+    mark: String,
+    killed: AtomicBool,
+    done: Notify,
+    runtime: tokio::runtime::Handle,
+}
+
+impl Killer for ExecKill {
+    fn kill(&self) {
+        if self.killed.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let (cluster, pod, mark) = (self.cluster.clone(), self.pod.clone(), self.mark.clone());
+        self.runtime.spawn(async move {
+            let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
+            let argv = [
+                "sh".to_string(),
+                "-c".into(),
+                KILL_SCRIPT.into(),
+                "sanddune-kill".into(),
+                format!("{EXEC_MARK}={mark}"),
+            ];
+            match pods.exec(&pod, argv, &AttachParams::default()).await {
+                Ok(process) => {
+                    let _ = process.join().await;
+                }
+                Err(e) => tracing::warn!("cannot kill an exec in pod {pod}: {e}"),
+            }
+        });
+        self.done.notify_one();
+    }
+}
+
+/// The error of an exec that could not start.
+fn exec_error(cluster: &Cluster, pod: &str, argv: &[String], e: kube::Error) -> String {
+    use kube::client::UpgradeConnectionError::ProtocolSwitch;
+    match e {
+        kube::Error::UpgradeConnection(ProtocolSwitch(code)) if code.as_u16() == 403 => format!(
+            "kubeconfig user `{}` may not create pods/exec in namespace `{}` (403 Forbidden)",
+            cluster.user, cluster.namespace
+        ),
+        kube::Error::UpgradeConnection(ProtocolSwitch(code)) if code.as_u16() == 404 => {
+            format!("pod `{pod}` is gone")
+        }
+        kube::Error::UpgradeConnection(e) => {
+            format!("cannot exec `{}` in pod `{pod}`: {e}", argv.join(" "))
+        }
+        e => cluster.error("exec in", &format!("pod `{pod}`"), e),
+    }
+}
+
+/// Run a command in `pod` (one the policy found the plugin owns), streaming
+/// or capturing its lines.
+pub(super) async fn exec(
+    cluster: &Cluster,
+    brokered: &Brokered,
+    pod: &str,
+    options: ExecOptions,
+    sink: Option<mpsc::Sender<OutputLine>>,
+) -> Result<ExecStatus, String> {
+    match sink {
+        Some(tx) => run(cluster, brokered, pod, options, tx).await,
+        None => {
+            let (tx, mut rx) = mpsc::channel::<OutputLine>(256);
+            let capture = async {
+                let (mut stdout, mut stderr) = (String::new(), String::new());
+                while let Some(line) = rx.recv().await {
+                    let buf = match line.stream {
+                        OutputStream::Stdout => &mut stdout,
+                        OutputStream::Stderr => &mut stderr,
+                    };
+                    if buf.len() + line.text.len() < MAX_CAPTURE_BYTES {
+                        buf.push_str(&line.text);
+                        buf.push('\n');
+                    }
+                }
+                (stdout, stderr)
+            };
+            let (status, (stdout, stderr)) =
+                tokio::join!(run(cluster, brokered, pod, options, tx), capture);
+            status.map(|s| ExecStatus {
+                stdout,
+                stderr,
+                ..s
+            })
+        }
+    }
+}
+
+async fn run(
+    cluster: &Cluster,
+    brokered: &Brokered,
+    pod: &str,
+    options: ExecOptions,
+    tx: mpsc::Sender<OutputLine>,
+) -> Result<ExecStatus, String> {
+    if brokered.is_cancelled() {
+        return Err("the run was cancelled: no new execs".into());
+    }
+    let mark = exec_mark();
+    let argv = wrapped(
+        &options.argv,
+        &options.env,
+        options.workdir.as_deref(),
+        &mark,
+    );
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
+    let params = AttachParams::default()
+        .stdin(options.stdin.is_some())
+        .stdout(true)
+        .stderr(true);
+    let mut process = pods
+        .exec(pod, argv, &params)
+        .await
+        .map_err(|e| exec_error(cluster, pod, &options.argv, e))?;
+    let kill = Arc::new(ExecKill {
+        cluster: cluster.clone(),
+        pod: pod.to_string(),
+        mark,
+        killed: AtomicBool::new(false),
+        done: Notify::new(),
+        runtime: tokio::runtime::Handle::current(),
+    });
+    let registration = brokered.register(kill.clone());
+
+    let stdin = options.stdin.map(|bytes| (bytes, process.stdin()));
+    let (stdout, stderr) = (process.stdout(), process.stderr());
+    let status = process.take_status();
+    let work = async {
+        let feed = async {
+            if let Some((bytes, Some(mut writer))) = stdin {
+                // kube-rs sends end-of-file on shutdown, not on drop.
+                let _ = writer.write_all(&bytes).await;
+                let _ = writer.shutdown().await;
+            }
+        };
+        tokio::join!(
+            feed,
+            forward(stdout, OutputStream::Stdout, tx.clone()),
+            forward(stderr, OutputStream::Stderr, tx.clone()),
+        );
+        match status {
+            Some(status) => status.await,
+            None => None,
+        }
+    };
+    tokio::pin!(work);
+    let timeout = options.timeout_ms.map(Duration::from_millis);
+    let mut timed_out = false;
+    let status = tokio::select! {
+        s = &mut work => s,
+        () = async { match timeout { Some(t) => tokio::time::sleep(t).await, None => std::future::pending().await } } => {
+            timed_out = true;
+            kill.kill();
+            tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await.ok().flatten()
+        }
+        () = kill.done.notified() => {
+            tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await.ok().flatten()
+        }
+    };
+    brokered.unregister(registration);
+    let killed = kill.killed.load(Ordering::SeqCst) && !timed_out;
+    if timed_out || killed {
+        return Ok(ExecStatus {
+            code: None,
+            timed_out,
+            killed,
+            ..Default::default()
+        });
+    }
+    match status {
+        Some(status) if status.status.as_deref() == Some("Success") => Ok(ExecStatus {
+            code: Some(0),
+            ..Default::default()
+        }),
+        Some(status) => match exit_code(&status) {
+            // A command fails when its pod does: say which.
+            Some(code) => match pod_ended(cluster, pod, &options.argv).await {
+                Some(why) => Err(why),
+                None => Ok(ExecStatus {
+                    code: Some(code),
+                    ..Default::default()
+                }),
+            },
+            None => Err(format!(
+                "`{}` in pod `{pod}`: {}",
+                options.argv.join(" "),
+                message(&status)
+            )),
+        },
+        None => Err(cut_short(cluster, pod, &options.argv).await),
+    }
+}
+
+/// The exit code in a `NonZeroExitCode` status.
+fn exit_code(status: &Status) -> Option<i32> {
+    status
+        .details
+        .as_ref()?
+        .causes
+        .iter()
+        .flatten()
+        .find(|c| c.reason.as_deref() == Some("ExitCode"))?
+        .message
+        .as_deref()?
+        .parse()
+        .ok()
+}
+
+/// What a failed status says.
+fn message(status: &Status) -> String {
+    status.message.clone().unwrap_or_else(|| "failed".into())
+}
+
+/// Why an exec stream ended without a status: the pod went, or the stream.
+async fn cut_short(cluster: &Cluster, pod: &str, argv: &[String]) -> String {
+    pod_ended(cluster, pod, argv).await.unwrap_or_else(|| {
+        format!(
+            "the API server closed the exec stream of `{}` in pod `{pod}` before the command ended",
+            argv.join(" ")
+        )
+    })
+}
+
+/// Why `pod` cannot run commands any more, if it cannot: deleted or ended.
+async fn pod_ended(cluster: &Cluster, pod: &str, argv: &[String]) -> Option<String> {
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
+    let command = argv.join(" ");
+    match pods.get_opt(pod).await {
+        Ok(None) => Some(format!("pod `{pod}` was deleted while `{command}` ran")),
+        Ok(Some(p)) => {
+            let status = p.status.unwrap_or_default();
+            let reason = status
+                .container_statuses
+                .iter()
+                .flatten()
+                .find_map(|c| c.state.as_ref()?.terminated.as_ref()?.reason.clone())
+                .or(status.reason);
+            match status.phase.as_deref() {
+                Some(phase @ ("Failed" | "Succeeded")) => Some(format!(
+                    "pod `{pod}` ended ({phase}{}) while `{command}` ran",
+                    reason.map(|r| format!(": {r}")).unwrap_or_default()
+                )),
+                _ => None,
+            }
+        }
+        Err(e) => Some(cluster.error("get", "pods", e)),
+    }
+}
+
+/// Send `reader`'s lines to `tx` as they come.
+async fn forward(
+    reader: Option<impl AsyncRead + Unpin>,
+    stream: OutputStream,
+    tx: mpsc::Sender<OutputLine>,
+) {
+    let Some(mut reader) = reader else { return };
+    let (mut lines, mut out) = (Lines::default(), Vec::new());
+    let mut buf = vec![0u8; 16 << 10];
+    loop {
+        match reader.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => lines.push(&buf[..n], stream, &mut out),
+        }
+        for line in out.drain(..) {
+            let _ = tx.send(line).await;
+        }
+    }
+    lines.finish(stream, &mut out);
+    for line in out {
+        let _ = tx.send(line).await;
+    }
+}
+
+/// Run `argv` with `stdin` and return its stdout, failing on a non-zero
+/// exit with its stderr: the file transfers' one command.
+pub(super) async fn exec_bytes(
+    cluster: &Cluster,
+    brokered: &Brokered,
+    pod: &str,
+    argv: Vec<String>,
+    stdin: Option<Vec<u8>>,
+) -> Result<Vec<u8>, String> {
+    if brokered.is_cancelled() {
+        return Err("the run was cancelled: no new execs".into());
+    }
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
+    let mark = exec_mark();
+    let command = wrapped(&argv, &[], None, &mark);
+    let params = AttachParams::default()
+        .stdin(stdin.is_some())
+        .stdout(true)
+        .stderr(true);
+    let mut process = pods
+        .exec(pod, command, &params)
+        .await
+        .map_err(|e| exec_error(cluster, pod, &argv, e))?;
+    let writer = process.stdin();
+    let (mut stdout, mut stderr) = (process.stdout(), process.stderr());
+    let status = process.take_status();
+    let feed = async {
+        if let (Some(bytes), Some(mut w)) = (stdin, writer) {
+            let _ = w.write_all(&bytes).await;
+            let _ = w.shutdown().await;
+        }
+    };
+    let (mut out, mut err) = (Vec::new(), Vec::new());
+    let read_out = async {
+        if let Some(r) = stdout.as_mut() {
+            let _ = r.read_to_end(&mut out).await;
+        }
+    };
+    let read_err = async {
+        if let Some(r) = stderr.as_mut() {
+            let _ = r.read_to_end(&mut err).await;
+        }
+    };
+    tokio::join!(feed, read_out, read_err);
+    let status = match status {
+        Some(s) => s.await,
+        None => None,
+    };
+    match status {
+        Some(s) if s.status.as_deref() == Some("Success") => Ok(out),
+        Some(s) => Err(format!(
+            "`{}` in pod `{pod}` failed ({}): {}",
+            argv.join(" "),
+            exit_code(&s).map_or(message(&s), |c| format!("exit code {c}")),
+            String::from_utf8_lossy(&err).trim()
+        )),
+        None => Err(cut_short(cluster, pod, &argv).await),
+    }
+}
+
+/// A command with the user's terminal attached through a TTY.
+pub(super) async fn exec_interactive(
+    cluster: &Cluster,
+    brokered: &Brokered,
+    pod: &str,
+    argv: Vec<String>,
+    workdir: Option<String>,
+) -> Result<i32, String> {
+    use tokio::signal::unix::{SignalKind, signal};
+
+    if !tty::attached() {
+        return Err(
+            "an interactive exec needs a terminal: stdin and stdout are not both one".into(),
+        );
+    }
+    if brokered.is_cancelled() {
+        return Err("the run was cancelled: no new execs".into());
+    }
+    let mark = exec_mark();
+    let term = std::env::var("TERM").unwrap_or_else(|_| "xterm-256color".into());
+    let command = wrapped(&argv, &[("TERM".into(), term)], workdir.as_deref(), &mark);
+    let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
+    let mut process = pods
+        .exec(pod, command, &AttachParams::interactive_tty())
+        .await
+        .map_err(|e| exec_error(cluster, pod, &argv, e))?;
+    let kill = Arc::new(ExecKill {
+        cluster: cluster.clone(),
+        pod: pod.to_string(),
+        mark,
+        killed: AtomicBool::new(false),
+        done: Notify::new(),
+        runtime: tokio::runtime::Handle::current(),
+    });
+    let registration = brokered.register(kill.clone());
+    let mut input = process.stdin();
+    let mut output = process.stdout();
+    let mut sizes = process.terminal_size();
+    let status = process.take_status();
+    let raw = tty::RawMode::enter();
+    let mut keys = tty::Keys::start();
+    let mut winch = signal(SignalKind::window_change()).ok();
+    // The window's size now; kube-rs sends it on the resize channel.
+    let size = || {
+        tty::size().map(|(rows, cols)| TerminalSize {
+            height: rows,
+            width: cols,
+        })
+    };
+    if let (Some(tx), Some(size)) = (sizes.as_mut(), size()) {
+        let _ = tx.try_send(size);
+    }
+    let mut stdout = tokio::io::stdout();
+    let mut buf = vec![0u8; 16 << 10];
+    loop {
+        tokio::select! {
+            n = async { match output.as_mut() { Some(o) => o.read(&mut buf).await, None => Ok(0) } } => match n {
+                Ok(n) if n > 0 => {
+                    let _ = stdout.write_all(&buf[..n]).await;
+                    let _ = stdout.flush().await;
+                }
+                _ => break,
+            },
+            Some(bytes) = keys.rx.recv() => {
+                let Some(w) = input.as_mut() else { break };
+                if w.write_all(&bytes).await.is_err() {
+                    break;
+                }
+            }
+            Some(()) = async { match winch.as_mut() { Some(w) => w.recv().await, None => std::future::pending().await } } => {
+                if let (Some(tx), Some(size)) = (sizes.as_mut(), size()) {
+                    let _ = tx.try_send(size);
+                }
+            }
+            () = kill.done.notified() => break,
+        }
+    }
+    drop(keys);
+    drop(raw);
+    brokered.unregister(registration);
+    if kill.killed.load(Ordering::SeqCst) {
+        return Err("the interactive exec was killed (the run was aborted)".into());
+    }
+    let status = match status {
+        Some(s) => tokio::time::timeout(DRAIN_AFTER_KILL, s)
+            .await
+            .ok()
+            .flatten(),
+        None => None,
+    };
+    match status {
+        Some(s) if s.status.as_deref() == Some("Success") => Ok(0),
+        Some(s) => exit_code(&s).ok_or_else(|| message(&s)),
+        None => Err(cut_short(cluster, pod, &argv).await),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_runs_marked_with_its_env_in_its_workdir() {
+        let argv = vec!["git".to_string(), "status".into()];
+        let env = [("A".to_string(), "1 2".to_string())];
+        assert_eq!(
+            wrapped(&argv, &env, None, "m"),
+            ["env", "SANDDUNE_EXEC=m", "A=1 2", "git", "status"]
+        );
+        let with_dir = wrapped(&argv, &[], Some("/w d"), "m");
+        assert_eq!(&with_dir[..2], ["sh", "-c"]);
+        assert_eq!(
+            &with_dir[3..],
+            [
+                "sanddune-exec",
+                "/w d",
+                "env",
+                "SANDDUNE_EXEC=m",
+                "git",
+                "status"
+            ]
+        );
+    }
+}

@@ -1,0 +1,333 @@
+//! The `kubernetes` sandbox provider end to end: the real binary, the
+//! built-in component, the host's `pods` capability through kube-rs, and the
+//! loopback Kubernetes API server of tests/k8s-mock, whose pods are docker
+//! containers of the test image, so the fake claude in them really edits
+//! and commits. The repository goes in over the exec stream and the commits
+//! come back to the host repository's branches.
+
+mod common;
+
+use std::process::{Command, Output};
+use std::time::Instant;
+
+use common::engines::{IMAGE, require_engine};
+use common::trials::{self, skip, trial};
+use common::{TestRepo, scaffolded, stderr, stdout};
+use k8s_mock::K8sMock;
+use serde_json::Value;
+
+/// The mock, and its kubeconfig written in the test's home.
+struct Cluster {
+    mock: K8sMock,
+    kubeconfig: std::path::PathBuf,
+}
+
+fn cluster(repo: &TestRepo) -> Cluster {
+    require_engine("docker");
+    let mock = K8sMock::start().unwrap_or_else(|e| skip(format!("the k8s mock: {e}")));
+    let kubeconfig = repo.home.path().join("mock.kubeconfig");
+    std::fs::write(&kubeconfig, mock.kubeconfig()).unwrap();
+    Cluster { mock, kubeconfig }
+}
+
+/// `sanddune ARGS` with the mock's kubeconfig.
+fn sanddune(repo: &TestRepo, kubeconfig: &std::path::Path, args: &[&str]) -> Command {
+    let mut cmd = repo.command(args);
+    cmd.env("KUBECONFIG", kubeconfig);
+    cmd
+}
+
+/// `sanddune run --sandbox kubernetes` of the image's fake claude.
+fn run(repo: &TestRepo, kubeconfig: &std::path::Path, branch: &str, extra: &[&str]) -> Output {
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "kubernetes",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "add a note",
+        "--branch",
+        branch,
+        "--sandbox-opt",
+        &image,
+    ];
+    args.extend_from_slice(extra);
+    sanddune(repo, kubeconfig, &args).output().unwrap()
+}
+
+fn kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let out = run(
+        &repo,
+        &c.kubeconfig,
+        "k8s-note",
+        &["--sandbox-opt", "ttl=20m", "--json"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert_eq!(result["branch"], "k8s-note", "{result}");
+    assert!(
+        !repo
+            .git(&["log", "-1", "--format=%s", "k8s-note"])
+            .is_empty(),
+        "no commit on the branch"
+    );
+    assert_eq!(c.mock.pods_not_ended("default"), 0, "a pod was left");
+    assert!(c.mock.containers().is_empty(), "a pod's container was left");
+}
+
+/// What a fault test sets up: its name, the options, the fault, what the
+/// error must say.
+type FaultCase = (
+    &'static str,
+    Vec<String>,
+    Box<dyn Fn(&K8sMock)>,
+    Vec<String>,
+);
+
+/// Each way the cluster says no is an error that names what to fix, and
+/// nothing is left behind.
+fn kubernetes_faults_are_named() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+
+    // No image: refused before anything is created.
+    let out = sanddune(
+        &repo,
+        &c.kubeconfig,
+        &[
+            "run",
+            "--sandbox",
+            "kubernetes",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "x",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("image=IMAGE"), "{}", stderr(&out));
+
+    let cases: Vec<FaultCase> = vec![
+        (
+            "a missing namespace",
+            vec!["namespace=nope".into()],
+            Box::new(|_| {}),
+            vec!["namespace `nope` does not exist in context `mock`".into()],
+        ),
+        (
+            "an image that never pulls",
+            vec!["image=registry.invalid/none:1".into()],
+            Box::new(|_| {}),
+            vec![
+                "cannot pull image `registry.invalid/none:1`".into(),
+                "image-pull-secret".into(),
+            ],
+        ),
+        (
+            "an unschedulable pod",
+            vec!["start-timeout=3s".into()],
+            Box::new(|m| {
+                m.set_unschedulable(Some("0/3 nodes are available: 3 Insufficient memory."))
+            }),
+            vec![
+                "scheduler cannot place it".into(),
+                "Insufficient memory".into(),
+            ],
+        ),
+        (
+            "a forbidden create",
+            vec![],
+            Box::new(|m| m.forbid("create", "pods")),
+            vec!["kubeconfig user `mock-user` may not create pods in namespace `default`".into()],
+        ),
+        (
+            "an exhausted quota",
+            vec![],
+            Box::new(|m| m.set_pod_quota(Some(0))),
+            vec!["no quota left".into()],
+        ),
+        (
+            "an unknown context",
+            vec!["context=prod".into()],
+            Box::new(|_| {}),
+            vec!["context `prod` is not in your kubeconfig; it has: mock".into()],
+        ),
+    ];
+    for (what, options, fault, wants) in cases {
+        c.mock.allow_all();
+        c.mock.set_unschedulable(None);
+        c.mock.set_pod_quota(None);
+        fault(&c.mock);
+        let mut extra = Vec::new();
+        for o in &options {
+            extra.extend(["--sandbox-opt", o.as_str()]);
+        }
+        let out = run(
+            &repo,
+            &c.kubeconfig,
+            &format!("k8s-fault-{}", what.len()),
+            &extra,
+        );
+        assert!(!out.status.success(), "{what}: succeeded");
+        for want in wants {
+            assert!(stderr(&out).contains(&want), "{what}: {}", stderr(&out));
+        }
+        assert_eq!(
+            c.mock.pods_not_ended("default"),
+            0,
+            "{what}: a pod was left"
+        );
+    }
+
+    // A wrong token: 401 names the user; a closed port names the server.
+    let bad = repo.home.path().join("bad.kubeconfig");
+    std::fs::write(&bad, c.mock.kubeconfig_with_token("wrong")).unwrap();
+    let out = run(&repo, &bad, "k8s-401", &[]);
+    assert!(
+        stderr(&out).contains("did not accept the credentials of kubeconfig user `mock-user`"),
+        "{}",
+        stderr(&out)
+    );
+    let url = c.mock.url().to_string();
+    c.mock.stop();
+    let out = run(&repo, &c.kubeconfig, "k8s-down", &[]);
+    assert!(
+        stderr(&out).contains(&format!(
+            "cannot reach the API server of context `mock` at {url}"
+        )),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A pod deleted under a running agent fails the run with the reason, and
+/// the host's repository keeps what it had.
+fn kubernetes_a_pod_deleted_mid_run_fails_the_run_naming_it() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let image = format!("image={IMAGE}");
+    let child = sanddune(
+        &repo,
+        &c.kubeconfig,
+        &[
+            "run",
+            "--sandbox",
+            "kubernetes",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "FAKE:run:sleep 60",
+            "--branch",
+            "k8s-gone",
+            "--sandbox-opt",
+            &image,
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    let pod = loop {
+        let running = c.mock.pod_names("default").into_iter().find(|name| {
+            c.mock
+                .pod("default", name)
+                .is_some_and(|p| p["status"]["phase"] == "Running")
+        });
+        if let Some(name) = running {
+            break name;
+        }
+        assert!(Instant::now() < deadline, "the pod never ran");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    // Past the sync, into the agent's minute of sleep.
+    std::thread::sleep(std::time::Duration::from_secs(5));
+    c.mock.remove_pod_container("default", &pod).unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains(&format!("pod `{pod}`")),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(c.mock.pods_not_ended("default"), 0);
+}
+
+/// `workflow run --parallel 8` of 16 items onto the cluster: each item in
+/// its own pod, every branch landed, nothing left.
+fn kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch() {
+    let issues: Vec<(String, String)> = (1..=16)
+        .map(|i| (i.to_string(), format!("task {i}")))
+        .collect();
+    let refs: Vec<(&str, &str)> = issues
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let repo = scaffolded("parallel-planner", &refs);
+    let c = cluster(&repo);
+    let file = repo
+        .path()
+        .join(".sanddune/workflows/parallel-planner.toml");
+    let text = std::fs::read_to_string(&file).unwrap();
+    let text = text
+        .replacen("name = \"plan\"\n", "name = \"plan\"\nsandbox = \"test-isolated\"\n", 1)
+        .replacen(
+            "name = \"implement\"\n",
+            &format!("name = \"implement\"\nsandbox = \"kubernetes\"\nsandboxOptions = {{ image = \"{IMAGE}\" }}\n"),
+            1,
+        )
+        .replacen("promptFile = \"prompts/implement.md\"", "prompt = \"implement the task\"", 1)
+        .lines()
+        .filter(|l| !l.starts_with("promptArgs"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    std::fs::write(&file, text).unwrap();
+    let started = Instant::now();
+    let out = sanddune(
+        &repo,
+        &c.kubeconfig,
+        &[
+            "workflow",
+            "run",
+            "parallel-planner",
+            "--parallel",
+            "8",
+            "--json",
+        ],
+    )
+    .output()
+    .unwrap();
+    let wall = started.elapsed();
+    let result: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", stderr(&out)));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let items = result["steps"][1]["items"].as_array().unwrap();
+    assert_eq!(items.len(), 16);
+    for item in items {
+        let branch = item["runs"][0]["branch"].as_str().unwrap();
+        assert!(
+            !repo.git(&["log", "-1", "--format=%s", branch]).is_empty(),
+            "{branch}: no commit"
+        );
+    }
+    assert_eq!(c.mock.pods_not_ended("default"), 0, "a pod was left");
+    eprintln!(
+        "16 items, --parallel 8, onto the mock: {:.1}s",
+        wall.as_secs_f64()
+    );
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod),
+        trial!(kubernetes_faults_are_named),
+        trial!(kubernetes_a_pod_deleted_mid_run_fails_the_run_naming_it),
+        trial!(kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch),
+    ])
+}
