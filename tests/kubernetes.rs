@@ -323,11 +323,300 @@ fn kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch() {
     );
 }
 
+/// The run's pod, once it runs.
+fn running_pod(mock: &K8sMock) -> String {
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let running = mock.pod_names("default").into_iter().find(|name| {
+            mock.pod("default", name)
+                .is_some_and(|p| p["status"]["phase"] == "Running")
+        });
+        if let Some(name) = running {
+            return name;
+        }
+        assert!(Instant::now() < deadline, "the pod never ran");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Ctrl-C during the agent's turn deletes the pod.
+fn kubernetes_ctrl_c_deletes_the_pod() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let image = format!("image={IMAGE}");
+    let child = sanddune(
+        &repo,
+        &c.kubeconfig,
+        &[
+            "run",
+            "--sandbox",
+            "kubernetes",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "FAKE:run:sleep 60",
+            "--sandbox-opt",
+            &image,
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let pod = running_pod(&c.mock);
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success());
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(30),
+        "the abort took {:?}",
+        started.elapsed()
+    );
+    assert!(
+        c.mock.pod("default", &pod).is_none(),
+        "pod {pod} is still there: {}",
+        stderr(&out)
+    );
+}
+
+/// A run killed with its commit still in the pod: `gc` brings the commit
+/// onto the run's branch and deletes the pod.
+fn kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let image = format!("image={IMAGE}");
+    let child = sanddune(
+        &repo,
+        &c.kubeconfig,
+        &[
+            "run",
+            "--sandbox",
+            "kubernetes",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "note stranded\nFAKE:file:notes/stranded.md\nFAKE:slow",
+            "--sandbox-opt",
+            &image,
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let committed = || {
+        c.mock.pod_names("default").iter().any(|pod| {
+            c.mock.container_of("default", pod).is_some_and(|id| {
+                Command::new("docker")
+                    .args([
+                        "exec",
+                        &id,
+                        "git",
+                        "-C",
+                        "/home/agent/workspace",
+                        "log",
+                        "--format=%s",
+                    ])
+                    .output()
+                    .is_ok_and(|o| stdout(&o).contains("Add a note"))
+            })
+        })
+    };
+    common::kill_once(child, "the agent's commit in its pod", committed);
+    let on_branches = || repo.git(&["log", "--all", "--format=%s"]);
+    assert!(!on_branches().contains("Add a note"));
+    let out = sanddune(&repo, &c.kubeconfig, &["gc"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(on_branches().contains("Add a note"), "{}", stdout(&out));
+    assert_eq!(c.mock.pods_not_ended("default"), 0, "{}", stdout(&out));
+}
+
+/// `template=` claims a pod from an agent-sandbox SandboxTemplate's warm
+/// pool; the run commits there, and its claim is deleted at the end.
+fn kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let ext = "extensions.agents.x-k8s.io/v1alpha1";
+    let objects = [
+        serde_json::json!({"apiVersion": ext, "kind": "SandboxTemplate", "metadata": {"name": "agent"},
+            "spec": {"podTemplate": {"spec": {"containers": [
+                {"name": "agent", "image": IMAGE, "command": ["sleep", "infinity"]}]}}}}),
+        serde_json::json!({"apiVersion": ext, "kind": "SandboxWarmPool", "metadata": {"name": "pool"},
+            "spec": {"replicas": 1, "sandboxTemplateRef": {"name": "agent"}}}),
+    ];
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let config = kube::config::Kubeconfig::read_from(&c.kubeconfig).unwrap();
+    let client = runtime.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    });
+    let api = |kind: &str, plural: &str| {
+        let resource = kube::api::ApiResource {
+            group: "extensions.agents.x-k8s.io".into(),
+            version: "v1alpha1".into(),
+            api_version: ext.into(),
+            kind: kind.into(),
+            plural: plural.into(),
+        };
+        kube::Api::<kube::api::DynamicObject>::namespaced_with(client.clone(), "default", &resource)
+    };
+    runtime.block_on(async {
+        for (object, plural) in objects.iter().zip(["sandboxtemplates", "sandboxwarmpools"]) {
+            let object: kube::api::DynamicObject = serde_json::from_value(object.clone()).unwrap();
+            let kind = object.types.clone().unwrap().kind;
+            api(&kind, plural)
+                .create(&Default::default(), &object)
+                .await
+                .unwrap();
+        }
+    });
+    // The pool's one sandbox is warm before the run.
+    let deadline = Instant::now() + std::time::Duration::from_secs(60);
+    let warm = loop {
+        let warm = c.mock.pod_names("default").into_iter().find(|n| {
+            n.starts_with("pool-")
+                && c.mock
+                    .pod("default", n)
+                    .is_some_and(|p| p["status"]["phase"] == "Running")
+        });
+        if let Some(warm) = warm {
+            break warm;
+        }
+        assert!(Instant::now() < deadline, "the pool never warmed");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = sanddune(
+        &repo,
+        &c.kubeconfig,
+        &[
+            "run",
+            "--sandbox",
+            "kubernetes",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "add a note",
+            "--branch",
+            "k8s-claimed",
+            "--sandbox-opt",
+            "template=agent",
+            "--json",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        !repo
+            .git(&["log", "-1", "--format=%s", "k8s-claimed"])
+            .is_empty()
+    );
+    // The run had the warm pod, and deleting its claim deleted it.
+    assert!(
+        c.mock.pod("default", &warm).is_none(),
+        "the run did not take the warm pod {warm}"
+    );
+    let claims = runtime
+        .block_on(api("SandboxClaim", "sandboxclaims").list(&Default::default()))
+        .unwrap();
+    assert!(
+        claims.items.is_empty(),
+        "the claim was left: {:?}",
+        claims.items
+    );
+    // A template that does not exist is named.
+    let out = sanddune(
+        &repo,
+        &c.kubeconfig,
+        &[
+            "run",
+            "--sandbox",
+            "kubernetes",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "x",
+            "--sandbox-opt",
+            "template=nope",
+            "--sandbox-opt",
+            "start-timeout=20s",
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(stderr(&out).contains("template=nope"), "{}", stderr(&out));
+}
+
+/// What the pod is made with: the run's labels, the ttl as its deadline,
+/// no service-account token, the limits.
+fn kubernetes_the_pod_carries_the_labels_ttl_and_limits() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let image = format!("image={IMAGE}");
+    let child = sanddune(
+        &repo,
+        &c.kubeconfig,
+        &[
+            "run",
+            "--sandbox",
+            "kubernetes",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "FAKE:run:sleep 30",
+            "--sandbox-opt",
+            &image,
+            "--sandbox-opt",
+            "ttl=45m",
+            "--sandbox-opt",
+            "cpus=500m",
+            "--sandbox-opt",
+            "memory=1Gi",
+        ],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let pod = running_pod(&c.mock);
+    let object = c.mock.pod("default", &pod).unwrap();
+    // SAFETY: kill has no memory-safety preconditions.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let _ = child.wait_with_output();
+    let spec = &object["spec"];
+    assert_eq!(spec["activeDeadlineSeconds"], 2700, "{object}");
+    assert_eq!(spec["automountServiceAccountToken"], false);
+    assert_eq!(
+        spec["containers"][0]["resources"]["limits"]["memory"],
+        "1Gi"
+    );
+    assert_eq!(
+        spec["containers"][0]["resources"]["requests"]["cpu"],
+        "500m"
+    );
+    assert_eq!(
+        spec["containers"][0]["securityContext"]["privileged"],
+        false
+    );
+    let labels = &object["metadata"]["labels"];
+    assert_eq!(labels["sanddune.plugin"], "kubernetes", "{object}");
+    assert!(labels["sanddune.run"].is_string(), "{object}");
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod),
         trial!(kubernetes_faults_are_named),
         trial!(kubernetes_a_pod_deleted_mid_run_fails_the_run_naming_it),
         trial!(kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch),
+        trial!(kubernetes_ctrl_c_deletes_the_pod),
+        trial!(kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod),
+        trial!(kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim),
+        trial!(kubernetes_the_pod_carries_the_labels_ttl_and_limits),
     ])
 }

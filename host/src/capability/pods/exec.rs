@@ -232,8 +232,10 @@ async fn run(
             ..Default::default()
         }),
         Some(status) => match exit_code(&status) {
-            // A command fails when its pod does: say which.
-            Some(code) => match pod_ended(cluster, pod, &options.argv).await {
+            // A command fails when its pod does: say which. The runtime's
+            // 126 (exec failed) and 137 (killed) come before the pod's
+            // status says so, by up to a kubelet sync.
+            Some(code) => match ended_by(cluster, pod, &options.argv, code).await {
                 Some(why) => Err(why),
                 None => Ok(ExecStatus {
                     code: Some(code),
@@ -278,6 +280,20 @@ async fn cut_short(cluster: &Cluster, pod: &str, argv: &[String]) -> String {
             argv.join(" ")
         )
     })
+}
+
+/// Why a command that exited `code` failed, if its pod ended under it.
+async fn ended_by(cluster: &Cluster, pod: &str, argv: &[String], code: i32) -> Option<String> {
+    let tries = if matches!(code, 126 | 137) { 15 } else { 1 };
+    for attempt in 0..tries {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        if let Some(why) = pod_ended(cluster, pod, argv).await {
+            return Some(why);
+        }
+    }
+    None
 }
 
 /// Why `pod` cannot run commands any more, if it cannot: deleted or ended.
