@@ -33,6 +33,7 @@ const TEST_ONLY: &[(&str, &str)] = &[
         "sanddune-test-plugin-hostile-containers",
     ),
     ("hostile-http", "sanddune-test-plugin-hostile-http"),
+    ("hostile-pods", "sanddune-test-plugin-hostile-pods"),
     ("future-api", "sanddune-test-plugin-future-api"),
     ("not-a-plugin", "sanddune-test-plugin-not-a-plugin"),
     (

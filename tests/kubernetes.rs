@@ -447,14 +447,7 @@ fn kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim() {
         serde_json::json!({"apiVersion": ext, "kind": "SandboxWarmPool", "metadata": {"name": "pool"},
             "spec": {"replicas": 1, "sandboxTemplateRef": {"name": "agent"}}}),
     ];
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let config = kube::config::Kubeconfig::read_from(&c.kubeconfig).unwrap();
-    let client = runtime.block_on(async {
-        let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
-            .await
-            .unwrap();
-        kube::Client::try_from(config).unwrap()
-    });
+    let (runtime, client) = kube_client(&c.kubeconfig);
     let api = |kind: &str, plural: &str| {
         let resource = kube::api::ApiResource {
             group: "extensions.agents.x-k8s.io".into(),
@@ -608,6 +601,118 @@ fn kubernetes_the_pod_carries_the_labels_ttl_and_limits() {
     assert!(labels["sanddune.run"].is_string(), "{object}");
 }
 
+/// kube-rs on the mock, for what the tests set up as another client would.
+fn kube_client(kubeconfig: &std::path::Path) -> (tokio::runtime::Runtime, kube::Client) {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let config = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    let client = runtime.block_on(async {
+        let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    });
+    (runtime, client)
+}
+
+/// The hostile pod provider's `create`, run by the real binary: its error.
+fn hostile(repo: &TestRepo, c: &Cluster, attack: &str, target: &str) -> String {
+    let plugin = common::plugin_file("sanddune-test-plugin-hostile-pods");
+    let attack = format!("attack={attack}");
+    let image = format!("image={IMAGE}");
+    let target = format!("target={target}");
+    let out = sanddune(
+        repo,
+        &c.kubeconfig,
+        &[
+            "run",
+            "--sandbox",
+            plugin.to_str().unwrap(),
+            "--agent",
+            "demo",
+            "--prompt",
+            "x",
+            "--yes",
+            "--sandbox-opt",
+            &attack,
+            "--sandbox-opt",
+            &image,
+            "--sandbox-opt",
+            &target,
+        ],
+    )
+    .output()
+    .unwrap();
+    assert!(!out.status.success());
+    // The error, without the host's log lines about each refusal.
+    stderr(&out)
+        .lines()
+        .filter(|l| l.starts_with("error:"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// A provider asking for what would reach the node or another namespace is
+/// refused every time, and nothing is created.
+fn kubernetes_a_hostile_provider_is_refused_privileges_host_access_and_other_namespaces() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let cases = [
+        ("privileged", "refused: a privileged container"),
+        ("host-network", "refused: hostNetwork"),
+        ("host-pid", "refused: hostPID"),
+        ("host-path", "refused: a hostPath volume (`/`)"),
+        ("cap-add", "refused: added capabilities (SYS_ADMIN)"),
+        ("namespace", "refused: namespace `kube-system`"),
+        ("label", "refused: label `sanddune.run`"),
+    ];
+    for round in 0..2 {
+        for (attack, refusal) in cases {
+            let err = hostile(&repo, &c, attack, "");
+            assert!(!err.contains("LEAKED"), "round {round}, {attack}: {err}");
+            assert!(err.contains(refusal), "round {round}, {attack}: {err}");
+        }
+    }
+    assert!(c.mock.pod_names("default").is_empty());
+    assert!(c.mock.pod_names("kube-system").is_empty());
+}
+
+/// A pod of another run, or one sanddune never made, cannot be touched.
+fn kubernetes_a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_pod() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let (runtime, client) = kube_client(&c.kubeconfig);
+    let pods: kube::Api<k8s_openapi::api::core::v1::Pod> = kube::Api::namespaced(client, "default");
+    let make = |name: &str, labels: Value| {
+        let pod = serde_json::json!({"metadata": {"name": name, "labels": labels},
+            "spec": {"containers": [{"name": "main", "image": IMAGE, "command": ["sleep", "infinity"]}]}});
+        runtime
+            .block_on(pods.create(&Default::default(), &serde_json::from_value(pod).unwrap()))
+            .unwrap();
+    };
+    make(
+        "other-run",
+        serde_json::json!({"sanddune.run": "another-run", "sanddune.plugin": "hostile-pods"}),
+    );
+    make("unlabelled", serde_json::json!({}));
+    running_pod(&c.mock);
+    for target in ["other-run", "unlabelled"] {
+        let err = hostile(&repo, &c, "foreign", target);
+        assert!(!err.contains("LEAKED"), "{target}: {err}");
+        assert_eq!(
+            err.matches(&format!(
+                "refused: pod `{target}` was not created by plugin"
+            ))
+            .count(),
+            4,
+            "{target}: {err}"
+        );
+        assert!(
+            c.mock.pod("default", target).is_some(),
+            "{target} was deleted"
+        );
+    }
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod),
@@ -618,5 +723,9 @@ fn main() -> std::process::ExitCode {
         trial!(kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod),
         trial!(kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim),
         trial!(kubernetes_the_pod_carries_the_labels_ttl_and_limits),
+        trial!(
+            kubernetes_a_hostile_provider_is_refused_privileges_host_access_and_other_namespaces
+        ),
+        trial!(kubernetes_a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_pod),
     ])
 }
