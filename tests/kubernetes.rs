@@ -77,6 +77,20 @@ fn kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod() {
     );
     assert_eq!(c.mock.pods_not_ended("default"), 0, "a pod was left");
     assert!(c.mock.containers().is_empty(), "a pod's container was left");
+    // plugin inspect names the namespace and the verbs the host grants.
+    let out = sanddune(&repo, &c.kubeconfig, &["plugin", "inspect", "kubernetes"])
+        .output()
+        .unwrap();
+    let text = stdout(&out);
+    assert!(
+        text.contains("by default namespace `default` of context `mock`"),
+        "{text}"
+    );
+    assert!(
+        text.contains("verbs: create, get, list, delete pods; create pods/exec"),
+        "{text}"
+    );
+    assert!(text.contains("sanddune:plugin@0.5.0"), "{text}");
 }
 
 /// What a fault test sets up: its name, the options, the fault, what the

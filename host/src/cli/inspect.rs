@@ -108,6 +108,21 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 "  containers: {}",
                 if caps.containers { "yes" } else { "no" }
             );
+            if caps.pods {
+                // The user's choice, read by the host (ADR 0024).
+                let target = match crate::capability::pods::default_target() {
+                    Some((context, namespace)) => {
+                        format!("namespace `{namespace}` of context `{context}`")
+                    }
+                    None => "no kubeconfig found".into(),
+                };
+                println!(
+                    "  pods:       yes, through your kubeconfig in one namespace: by default {target}; --sandbox-opt context= and namespace= choose another"
+                );
+                println!(
+                    "              verbs: create, get, list, delete pods; create pods/exec; create, get, list, delete sandboxclaims; every pod labelled with the run and refused privileged, hostPath, hostNetwork, hostPID and added capabilities"
+                );
+            }
             print_imports(provider.plugin());
         }
         PluginKind::Agent => {

@@ -174,3 +174,17 @@ async fn load(grant: &PodGrant) -> Result<(Config, String, String), String> {
         .map_err(|e| format!("context `{context}` of your kubeconfig: {e}"))?;
     Ok((config, context, user))
 }
+
+/// The context and namespace a grant with no options would use, read from
+/// the kubeconfig without reaching the cluster; None without one.
+pub fn default_target() -> Option<(String, String)> {
+    let kubeconfig = Kubeconfig::read().ok()?;
+    let context = kubeconfig.current_context.clone()?;
+    let namespace = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == context)
+        .and_then(|c| c.context.as_ref()?.namespace.clone())
+        .unwrap_or_else(|| "default".into());
+    Some((context, namespace))
+}

@@ -23,6 +23,7 @@ mod policy;
 use std::path::PathBuf;
 
 pub use calls::PodState;
+pub use cluster::default_target;
 pub use policy::{NAME_LABEL, PLUGIN_LABEL, RUN_LABEL};
 
 /// What one plugin instance may do with the capability.
