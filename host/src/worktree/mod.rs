@@ -882,14 +882,15 @@ impl Repo {
         };
         match pruned {
             Ok(()) => Ok(()),
-            // Pruned by someone else, or broken by a kill while git created
-            // it (libgit2 cannot prune what it cannot read): remove what
-            // is left.
-            Err(_) if !admin.exists() || Repository::open(path).is_err() => {
+            // Pruned by someone else, broken by a kill while git created it
+            // (libgit2 cannot prune what it cannot read), or an admin file
+            // a killed sync left half-written (`shallow`, found by kill -9
+            // at seeded points): remove what is left, as prune would have.
+            Err(e) => {
+                tracing::debug!("libgit2 could not prune worktree {name}: {e}; removing it");
                 remove_dir(&admin)?;
                 remove_dir(path)
             }
-            Err(e) => Err(git_err("remove worktree", e)),
         }
     }
 

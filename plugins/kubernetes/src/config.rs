@@ -99,9 +99,10 @@ impl Options {
         for (key, value) in config {
             let bad = |why: &str| format!("kubernetes: {key}={value}: {why}");
             let value = value.trim();
+            // What a SandboxTemplate decides (a claim takes no deadline either).
             if !matches!(
                 key.as_str(),
-                "context" | "namespace" | "template" | "ttl" | "start-timeout" | "workdir"
+                "context" | "namespace" | "template" | "start-timeout" | "workdir"
             ) {
                 pod_keys.push(key.clone());
             }
@@ -124,6 +125,12 @@ impl Options {
                     o.runtime_class = Some(nonempty(value).ok_or_else(|| bad("empty"))?)
                 }
                 "cpus" => o.cpus = Some(quantity(value).map_err(|e| bad(&e))?),
+                // `m` is a thousandth: 512m of memory is half a byte.
+                "memory" if value.ends_with('m') => {
+                    return Err(bad(
+                        "`m` means thousandths of a byte: write Mi (512Mi) or M",
+                    ));
+                }
                 "memory" => o.memory = Some(quantity(value).map_err(|e| bad(&e))?),
                 "image-pull-secret" => o.image_pull_secrets.extend(
                     value
@@ -256,6 +263,7 @@ mod tests {
         assert_eq!(o.image_pull_secrets, ["a", "b"]);
         for (key, value, want) in [
             ("memory", "lots", "memory=lots: not a Kubernetes quantity"),
+            ("memory", "512m", "write Mi"),
             ("cpus", "-1", "cpus=-1"),
             ("ttl", "soon", "ttl=soon: not a duration"),
             ("ttl", "0", "more than 0"),
@@ -270,8 +278,10 @@ mod tests {
 
     #[test]
     fn a_template_gives_the_pod_so_pod_options_beside_it_are_refused() {
-        let o = parse(&[("template", "python"), ("ttl", "1h")]).unwrap();
+        let o = parse(&[("template", "python"), ("start-timeout", "1m")]).unwrap();
         assert_eq!(o.template.as_deref(), Some("python"));
+        let err = parse(&[("template", "python"), ("ttl", "1h")]).unwrap_err();
+        assert!(err.contains("ttl would be ignored"), "{err}");
         let err = parse(&[("template", "python"), ("image", "i"), ("cpus", "1")]).unwrap_err();
         assert!(err.contains("image, cpus would be ignored"), "{err}");
     }

@@ -90,7 +90,14 @@ mod component {
                     timeout,
                 )?,
             };
-            let sandbox = PodSandbox::new(pod, o.workdir, &options);
+            // A created pod has the env in its spec; a claimed one gets it
+            // with every exec.
+            let env = if o.template.is_some() {
+                options.env.clone()
+            } else {
+                vec![]
+            };
+            let sandbox = PodSandbox::new(pod, o.workdir, env, &options);
             let made =
                 sandbox.run_script_ok("create the workdir", shell_fs::MKDIR_P, &[&sandbox.workdir]);
             if let Err(e) = made {
@@ -104,9 +111,10 @@ mod component {
         fn find(options: CreateOptions) -> Result<Vec<String>, String> {
             pods::connect()?;
             let workdir = workdir_of(&options);
+            let claimed = Options::parse(&options.config).is_ok_and(|o| o.template.is_some());
             Ok(pods::list()?
                 .into_iter()
-                .map(|pod| state(&pod, &workdir))
+                .map(|pod| state(&pod, &workdir, claimed))
                 .collect())
         }
 
@@ -118,11 +126,17 @@ mod component {
                 return Err("kubernetes: the sandbox state names no pod".into());
             };
             pods::connect()?;
+            let env = if value["claimed"] == true {
+                options.env.clone()
+            } else {
+                vec![]
+            };
             // The host refuses every call on a pod this plugin did not
             // create for the run.
             Ok(Sandbox::new(PodSandbox::new(
                 pod.into(),
                 workdir.into(),
+                env,
                 &options,
             )))
         }
@@ -134,13 +148,16 @@ mod component {
             .unwrap_or_else(|_| "/home/agent/workspace".into())
     }
 
-    fn state(pod: &str, workdir: &str) -> String {
-        json!({"pod": pod, "workdir": workdir}).to_string()
+    fn state(pod: &str, workdir: &str, claimed: bool) -> String {
+        json!({"pod": pod, "workdir": workdir, "claimed": claimed}).to_string()
     }
 
     pub struct PodSandbox {
         pod: String,
         workdir: String,
+        /// What every exec adds to the pod's own env: the run's env for a
+        /// claimed pod, whose spec is the template's; nothing for a created
+        /// one, which has it in its spec already.
         env: Vec<EnvVar>,
         scratch: Option<String>,
         /// Names the scratch files of this instance's file calls.
@@ -148,11 +165,11 @@ mod component {
     }
 
     impl PodSandbox {
-        fn new(pod: String, workdir: String, options: &CreateOptions) -> Self {
+        fn new(pod: String, workdir: String, env: Vec<EnvVar>, options: &CreateOptions) -> Self {
             PodSandbox {
                 pod,
                 workdir,
-                env: options.env.clone(),
+                env,
                 scratch: options.scratch_dir.clone(),
                 files: Cell::new(0),
             }
@@ -238,7 +255,7 @@ mod component {
         }
 
         fn state(&self) -> String {
-            state(&self.pod, &self.workdir)
+            state(&self.pod, &self.workdir, !self.env.is_empty())
         }
 
         fn exec(&self, request: ExecRequest, sink: &OutputSink) -> Result<ExecResult, String> {

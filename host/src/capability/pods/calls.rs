@@ -2,6 +2,7 @@
 //! checks the grant and that the pod is this plugin's for this run, then
 //! does the work, and a refusal or failure goes to the host's log too.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +30,9 @@ pub struct PodState {
     cluster: Option<Cluster>,
     /// (pod, the claim it came from) for each pod not removed yet.
     created: Vec<(String, Option<String>)>,
+    /// Pods found to be this plugin's for the run, with their claims: each
+    /// is checked against the API once per instance, not on every call.
+    known: HashMap<String, Option<String>>,
 }
 
 impl PodState {
@@ -128,7 +132,6 @@ impl Ctx {
     }
 
     async fn copy_in(&self, pod: &str, host_path: &str, pod_path: &str) -> Result<(), String> {
-        self.owned(pod).await?;
         let source = readable_source(host_path, &self.grant.readable)?;
         let (parent, name) = split_container_path(pod_path)?;
         let tar = tokio::task::spawn_blocking(move || archive(&source, &name))
@@ -169,13 +172,10 @@ impl Ctx {
         std::fs::write(&target, content).map_err(|e| format!("cannot write `{host_path}`: {e}"))
     }
 
-    async fn remove(&self, pod: &str) -> Result<(), String> {
-        match self.owned(pod).await {
-            Ok(Some(claim)) => lifecycle::delete_claim(&self.cluster, &claim).await,
-            Ok(None) => lifecycle::delete_pod(&self.cluster, pod).await,
-            // Already gone: nothing to remove.
-            Err(e) if e.contains("does not exist") => Ok(()),
-            Err(e) => Err(e),
+    async fn remove(&self, pod: &str, claim: Option<String>) -> Result<(), String> {
+        match claim {
+            Some(claim) => lifecycle::delete_claim(&self.cluster, &claim).await,
+            None => lifecycle::delete_pod(&self.cluster, pod).await,
         }
     }
 
@@ -233,6 +233,18 @@ impl PluginState {
         r
     }
 
+    /// The context for a call on `pod`, once `pod` is known to be this
+    /// plugin's for the run; with the claim it came from.
+    async fn pods_checked(&mut self, pod: &str) -> Result<(Ctx, Option<String>), String> {
+        let ctx = self.pods_ctx()?;
+        let claim = match self.pods.known.get(pod) {
+            Some(claim) => claim.clone(),
+            None => ctx.owned(pod).await?,
+        };
+        self.pods.known.insert(pod.to_string(), claim.clone());
+        Ok((ctx, claim))
+    }
+
     pub async fn pods_connect(&mut self) -> Result<ClusterInfo, String> {
         let r = match self.pod_grant() {
             Ok(grant) => cluster::connect(&grant).await,
@@ -252,6 +264,7 @@ impl PluginState {
         };
         if let Ok(name) = &r {
             self.pods.created.push((name.clone(), None));
+            self.pods.known.insert(name.clone(), None);
         }
         self.pods_logged(r)
     }
@@ -270,7 +283,8 @@ impl PluginState {
             Err(e) => Err(e),
         };
         let r = r.map(|(claim, pod)| {
-            self.pods.created.push((pod.clone(), Some(claim)));
+            self.pods.created.push((pod.clone(), Some(claim.clone())));
+            self.pods.known.insert(pod.clone(), Some(claim));
             pod
         });
         self.pods_logged(r)
@@ -284,11 +298,8 @@ impl PluginState {
         options: ExecOptions,
         tx: Option<mpsc::Sender<OutputLine>>,
     ) -> Result<ExecStatus, String> {
-        let r = match self.pods_ctx() {
-            Ok(ctx) => match ctx.owned(&pod).await {
-                Ok(_) => exec(&ctx.cluster, &ctx.brokered, &pod, options, tx).await,
-                Err(e) => Err(e),
-            },
+        let r = match self.pods_checked(&pod).await {
+            Ok((ctx, _)) => exec(&ctx.cluster, &ctx.brokered, &pod, options, tx).await,
             Err(e) => Err(e),
         };
         self.pods_logged(r)
@@ -300,11 +311,10 @@ impl PluginState {
         argv: Vec<String>,
         workdir: Option<String>,
     ) -> Result<i32, String> {
-        let r = match self.pods_ctx() {
-            Ok(ctx) => match ctx.owned(&pod).await {
-                Ok(_) => exec_interactive(&ctx.cluster, &ctx.brokered, &pod, argv, workdir).await,
-                Err(e) => Err(e),
-            },
+        let r = match self.pods_checked(&pod).await {
+            Ok((ctx, _)) => {
+                exec_interactive(&ctx.cluster, &ctx.brokered, &pod, argv, workdir).await
+            }
             Err(e) => Err(e),
         };
         self.pods_logged(r)
@@ -316,8 +326,8 @@ impl PluginState {
         host_path: String,
         pod_path: String,
     ) -> Result<(), String> {
-        let r = match self.pods_ctx() {
-            Ok(ctx) => ctx.copy_in(&pod, &host_path, &pod_path).await,
+        let r = match self.pods_checked(&pod).await {
+            Ok((ctx, _)) => ctx.copy_in(&pod, &host_path, &pod_path).await,
             Err(e) => Err(e),
         };
         self.pods_logged(r)
@@ -329,20 +339,23 @@ impl PluginState {
         pod_path: String,
         host_path: String,
     ) -> Result<(), String> {
-        let r = match self.pods_ctx() {
-            Ok(ctx) => ctx.copy_file_out(&pod, &pod_path, &host_path).await,
+        let r = match self.pods_checked(&pod).await {
+            Ok((ctx, _)) => ctx.copy_file_out(&pod, &pod_path, &host_path).await,
             Err(e) => Err(e),
         };
         self.pods_logged(r)
     }
 
     pub async fn pods_remove(&mut self, pod: String) -> Result<(), String> {
-        let r = match self.pods_ctx() {
-            Ok(ctx) => ctx.remove(&pod).await,
+        let r = match self.pods_checked(&pod).await {
+            Ok((ctx, claim)) => ctx.remove(&pod, claim).await,
+            // Already gone: nothing to remove.
+            Err(e) if e.contains("does not exist") => Ok(()),
             Err(e) => Err(e),
         };
         if r.is_ok() {
             self.pods.created.retain(|(p, _)| p != &pod);
+            self.pods.known.remove(&pod);
         }
         self.pods_logged(r)
     }

@@ -103,7 +103,7 @@ fn exec_error(cluster: &Cluster, pod: &str, argv: &[String], e: kube::Error) -> 
         kube::Error::UpgradeConnection(e) => {
             format!("cannot exec `{}` in pod `{pod}`: {e}", argv.join(" "))
         }
-        e => cluster.error("exec in", &format!("pod `{pod}`"), e),
+        e => cluster.error("create", "pods/exec", e),
     }
 }
 
