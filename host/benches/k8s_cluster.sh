@@ -61,6 +61,7 @@ ln -s "$root/tests/fakes/gh" "$work/home/bin/gh"
 echo 0.05 > "$work/home/fake-sleep"
 python3 -c 'import json; print(json.dumps([{"id": str(i), "title": f"task {i}"} for i in range(1, 17)]))' \
   > "$work/home/issues.json"
+real_home=$HOME
 export HOME="$work/home" PATH="$work/home/bin:$PATH"
 export SANDDUNE_CACHE_DIR="$root/target/tmp/component-cache"
 export ANTHROPIC_API_KEY=sk-ant-bench-fake
@@ -79,9 +80,11 @@ p = sys.argv[1]
 t = open(p).read()
 t = t.replace('name = "plan"\n', 'name = "plan"\nsandbox = "test-isolated"\n', 1)
 t = t.replace('name = "implement"\n', 'name = "implement"\nsandbox = "kubernetes"\nsandboxOptions = { image = "sanddune-test:latest" }\n', 1)
-t = t.replace('promptFile = "prompts/implement.md"', 'prompt = "implement the task"', 1)
-open(p, "w").write("\n".join(l for l in t.splitlines() if not l.startswith("promptArgs")) + "\n")
+t = "\n".join('promptArgs = { TASK_ID = "{{item.id}}" }' if l.startswith("promptArgs") else l for l in t.splitlines())
+open(p, "w").write(t + "\n")
 PY
+# A note of its own per task, so that every branch has something to land.
+printf 'implement task {{TASK_ID}}\nFAKE:file:notes/{{TASK_ID}}.md\n' > .sanddune/prompts/implement.md
 printf 'GIT_AUTHOR_NAME=a\nGIT_AUTHOR_EMAIL=a@a.invalid\nGIT_COMMITTER_NAME=a\nGIT_COMMITTER_EMAIL=a@a.invalid\n' > .sanddune/.env
 git add .sanddune
 git -c user.name=b -c user.email=b@b.invalid commit -q -m "sanddune init"
@@ -114,4 +117,4 @@ printf 'each concurrent item adds %.2f MiB of peak RSS (16 at once against 1 at 
   "$(echo "(${rss[16]} - ${rss[1]}) / 15 / 1024" | bc -l)"
 
 cd "$root"
-cargo bench -q -p sanddune --bench k8s_exec
+HOME=$real_home cargo bench -q -p sanddune --bench k8s_exec
