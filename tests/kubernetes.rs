@@ -425,6 +425,43 @@ fn kubernetes_a_pod_killed_mid_run_fails_the_run_naming_it() {
     assert_eq!(c.live_pods(), Vec::<String>::new());
 }
 
+/// The API server drops the agent's exec stream mid-command, with no
+/// close frame and no exit status, as when the connection to it is lost:
+/// the run fails saying so instead of waiting on a dead stream, and the
+/// host's repository keeps what it had.
+fn kubernetes_an_exec_stream_cut_mid_command_fails_the_run_naming_it() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    // The agent's command line; its prompt goes on stdin.
+    c.mock().cut_exec("stream-json");
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let mut child = c
+        .run(&repo, "FAKE:run:sleep 20", &["--branch", "k8s-cut"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A guard, not a timing claim: a run that waits on the dead stream
+    // would otherwise hang the suite.
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the run still waits on a cut exec stream");
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert!(!out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("closed the exec stream"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), head);
+    assert_eq!(c.live_pods(), Vec::<String>::new());
+}
+
 /// Ctrl-C during the agent's turn deletes the pod.
 fn kubernetes_ctrl_c_deletes_the_pod() {
     let repo = TestRepo::new();
@@ -646,20 +683,17 @@ fn kubernetes_the_pod_carries_the_labels_ttl_and_limits() {
     assert!(labels["sanddune.run"].is_string(), "{object}");
 }
 
-/// `workflow run --parallel 8` of 16 items onto the cluster: each item in
-/// its own pod, every branch landed, nothing left.
-fn kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch() {
-    let issues: Vec<(String, String)> = (1..=16)
-        .map(|i| (i.to_string(), format!("task {i}")))
-        .collect();
-    let refs: Vec<(&str, &str)> = issues
+/// A `parallel-planner` workflow of `tasks` whose planner runs on the host
+/// (the scripted agent is on its PATH) and whose implementers run the
+/// image's fake claude in pods of the cluster, with `prompt` (which may
+/// use `{{TASK_ID}}` and `{{TASK_TITLE}}`).
+fn workflow_on_cluster(tasks: &[(String, String)], prompt: &str) -> (TestRepo, Cluster) {
+    let refs: Vec<(&str, &str)> = tasks
         .iter()
         .map(|(a, b)| (a.as_str(), b.as_str()))
         .collect();
     let repo = scaffolded("parallel-planner", &refs);
     let c = cluster(&repo);
-    // The planner runs on the host (the scripted agent is on its PATH); the
-    // implementers run the image's fake claude in pods.
     let file = repo
         .path()
         .join(".sanddune/workflows/parallel-planner.toml");
@@ -676,37 +710,59 @@ fn kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch() {
         )
         .replacen(
             "promptArgs = { TASK_ID = \"{{item.id}}\", TASK_TITLE = \"{{item.title}}\", BRANCH = \"{{item.branch}}\" }",
-            "promptArgs = { TASK_ID = \"{{item.id}}\" }",
+            "promptArgs = { TASK_ID = \"{{item.id}}\", TASK_TITLE = \"{{item.title}}\" }",
             1,
         );
     std::fs::write(&file, text).unwrap();
-    // A note of its own per task (the image's fake claude writes it), so
-    // every branch has something to land.
-    let prompt = repo.path().join(".sanddune/prompts/implement.md");
-    assert!(prompt.exists());
-    std::fs::write(
-        &prompt,
-        "implement task {{TASK_ID}}\nFAKE:file:notes/{{TASK_ID}}.md\n",
-    )
-    .unwrap();
-    let started = Instant::now();
+    let path = repo.path().join(".sanddune/prompts/implement.md");
+    assert!(path.exists());
+    std::fs::write(&path, prompt).unwrap();
+    (repo, c)
+}
+
+/// `sanddune workflow run parallel-planner --parallel N --json`: the
+/// process's output and the result it printed.
+fn run_workflow(c: &Cluster, repo: &TestRepo, parallel: &str) -> (std::process::Output, Value) {
     let out = c
         .sanddune(
-            &repo,
+            repo,
             &[
                 "workflow",
                 "run",
                 "parallel-planner",
                 "--parallel",
-                "8",
+                parallel,
                 "--json",
             ],
         )
         .output()
         .unwrap();
-    let wall = started.elapsed();
     let result: Value = serde_json::from_str(&stdout(&out))
         .unwrap_or_else(|e| panic!("bad JSON ({e}): {}", stderr(&out)));
+    (out, result)
+}
+
+/// Whether `path` is in the host repository's checked-out branch.
+fn on_head(repo: &TestRepo, path: &str) -> bool {
+    repo.git(&["ls-tree", "-r", "--name-only", "HEAD"])
+        .lines()
+        .any(|l| l == path)
+}
+
+/// `workflow run --parallel 8` of 16 items onto the cluster: each item in
+/// its own pod, every branch landed, nothing left.
+fn kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch() {
+    let tasks: Vec<(String, String)> = (1..=16)
+        .map(|i| (i.to_string(), format!("task {i}")))
+        .collect();
+    // A note of its own per task, so every branch has something to land.
+    let (repo, c) = workflow_on_cluster(
+        &tasks,
+        "implement {{TASK_TITLE}}\nFAKE:file:notes/{{TASK_ID}}.md\n",
+    );
+    let started = Instant::now();
+    let (out, result) = run_workflow(&c, &repo, "8");
+    let wall = started.elapsed();
     assert!(out.status.success(), "{}", stderr(&out));
     let items = result["steps"][1]["items"].as_array().unwrap();
     assert_eq!(items.len(), 16);
@@ -726,6 +782,69 @@ fn kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch() {
     assert_eq!(landed, 16, "{}", result["steps"][2]);
     assert_eq!(c.live_pods(), Vec::<String>::new(), "a pod was left");
     eprintln!("16 items, --parallel 8: {:.1}s", wall.as_secs_f64());
+}
+
+/// A pod deleted under one item of a workflow: that item fails naming the
+/// pod, the others land, and the host keeps everything else.
+fn kubernetes_a_pod_deleted_under_a_workflow_item_fails_only_that_item() {
+    let tasks: Vec<(String, String)> = [("1", "true"), ("2", "sleep 120"), ("3", "true")]
+        .map(|(id, title)| (id.to_string(), title.to_string()))
+        .to_vec();
+    let (repo, c) = workflow_on_cluster(
+        &tasks,
+        "implement task {{TASK_ID}}\nFAKE:file:notes/{{TASK_ID}}.md\nFAKE:run:{{TASK_TITLE}}\n",
+    );
+    let status = repo.git(&["status", "--porcelain"]);
+    let runner = std::thread::scope(|scope| {
+        let runner = scope.spawn(|| run_workflow(&c, &repo, "3"));
+        // The pod whose agent is in its two minutes of sleep (the pattern
+        // does not match the grep's own command line).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let victim = loop {
+            let sleeping = c.live_pods().into_iter().find(|pod| {
+                c.exec(
+                    pod,
+                    "cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' ' ' | grep -q 'sleep 12[0]'",
+                )
+                .is_some()
+            });
+            if let Some(pod) = sleeping {
+                break pod;
+            }
+            assert!(Instant::now() < deadline, "no pod ran task 2");
+            std::thread::sleep(Duration::from_millis(500));
+        };
+        c.kill_pod(&victim);
+        (runner.join().unwrap(), victim)
+    });
+    let ((out, result), victim) = runner;
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let statuses: Vec<&str> = result["steps"][1]["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["succeeded", "failed", "succeeded"], "{result}");
+    let failed = &result["steps"][1]["items"][1];
+    assert!(
+        failed["error"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("pod `{victim}`")),
+        "{failed}"
+    );
+    let queue: Vec<&str> = result["steps"][2]["merge"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|q| q["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(queue, ["landed", "failed", "landed"], "{result}");
+    assert!(on_head(&repo, "notes/1.md") && on_head(&repo, "notes/3.md"));
+    assert!(!on_head(&repo, "notes/2.md"));
+    assert_eq!(repo.git(&["status", "--porcelain"]), status);
+    assert_eq!(c.live_pods(), Vec::<String>::new(), "a pod was left");
 }
 
 /// The hostile pod provider's `create`, run by the real binary: its error,
@@ -838,11 +957,13 @@ fn main() -> std::process::ExitCode {
         trial!(kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod),
         trial!(kubernetes_faults_are_named),
         trial!(kubernetes_a_pod_killed_mid_run_fails_the_run_naming_it),
+        trial!(kubernetes_an_exec_stream_cut_mid_command_fails_the_run_naming_it),
         trial!(kubernetes_ctrl_c_deletes_the_pod),
         trial!(kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod),
         trial!(kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim),
         trial!(kubernetes_the_pod_carries_the_labels_ttl_and_limits),
         trial!(kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch),
+        trial!(kubernetes_a_pod_deleted_under_a_workflow_item_fails_only_that_item),
         trial!(
             kubernetes_a_hostile_provider_is_refused_privileges_host_access_and_other_namespaces
         ),

@@ -6,13 +6,14 @@
 //! `cd` when it has a working directory), and a kill is a second exec that
 //! ends every process carrying the mark.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Status;
-use kube::api::{Api, AttachParams, TerminalSize};
+use kube::api::{Api, AttachParams, AttachedProcess, TerminalSize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::{Notify, mpsc};
 
@@ -181,39 +182,27 @@ async fn run(
     });
     let registration = brokered.register(kill.clone());
 
-    let stdin = options.stdin.map(|bytes| (bytes, process.stdin()));
-    let (stdout, stderr) = (process.stdout(), process.stderr());
-    let status = process.take_status();
-    let work = async {
-        let feed = async {
-            if let Some((bytes, Some(mut writer))) = stdin {
-                // kube-rs sends end-of-file on shutdown, not on drop.
-                let _ = writer.write_all(&bytes).await;
-                let _ = writer.shutdown().await;
-            }
-        };
+    let (stdin, stdout, stderr) = (process.stdin(), process.stdout(), process.stderr());
+    let io = async {
         tokio::join!(
-            feed,
+            feed(options.stdin, stdin),
             forward(stdout, OutputStream::Stdout, tx.clone()),
             forward(stderr, OutputStream::Stderr, tx.clone()),
         );
-        match status {
-            Some(status) => status.await,
-            None => None,
-        }
     };
+    let work = drive(io, process);
     tokio::pin!(work);
     let timeout = options.timeout_ms.map(Duration::from_millis);
     let mut timed_out = false;
-    let status = tokio::select! {
+    let ended = tokio::select! {
         s = &mut work => s,
         () = async { match timeout { Some(t) => tokio::time::sleep(t).await, None => std::future::pending().await } } => {
             timed_out = true;
             kill.kill();
-            tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await.ok().flatten()
+            tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await.unwrap_or(Ok(None))
         }
         () = kill.done.notified() => {
-            tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await.ok().flatten()
+            tokio::time::timeout(DRAIN_AFTER_KILL, &mut work).await.unwrap_or(Ok(None))
         }
     };
     brokered.unregister(registration);
@@ -226,30 +215,74 @@ async fn run(
             ..Default::default()
         });
     }
-    match status {
-        Some(status) if status.status.as_deref() == Some("Success") => Ok(ExecStatus {
+    match ended {
+        Ok(Some(status)) if status.status.as_deref() == Some("Success") => Ok(ExecStatus {
             code: Some(0),
             ..Default::default()
         }),
-        Some(status) => match exit_code(&status) {
+        Ok(Some(status)) => match exit_code(&status) {
             // A command fails when its pod does: say which. The runtime's
             // 126 (exec failed) and 137 (killed) come before the pod's
             // status says so, by up to a kubelet sync.
-            Some(code) => match ended_by(cluster, pod, &options.argv, code).await {
+            Some(code) => match ended_by(cluster, pod, &options.argv, Some(code)).await {
                 Some(why) => Err(why),
                 None => Ok(ExecStatus {
                     code: Some(code),
                     ..Default::default()
                 }),
             },
-            None => Err(format!(
-                "`{}` in pod `{pod}`: {}",
-                options.argv.join(" "),
-                message(&status)
-            )),
+            // No exit code: the runtime could not run it, often because
+            // the pod's container is gone.
+            None => Err(match ended_by(cluster, pod, &options.argv, None).await {
+                Some(why) => why,
+                None => format!(
+                    "`{}` in pod `{pod}`: {}",
+                    options.argv.join(" "),
+                    message(&status)
+                ),
+            }),
         },
-        None => Err(cut_short(cluster, pod, &options.argv).await),
+        Ok(None) => Err(cut_short(cluster, pod, &options.argv, None).await),
+        Err(broken) => Err(cut_short(cluster, pod, &options.argv, Some(&broken)).await),
     }
+}
+
+/// Write `bytes` to an exec's stdin and end it.
+async fn feed(bytes: Option<Vec<u8>>, writer: Option<impl AsyncWriteExt + Unpin>) {
+    if let (Some(bytes), Some(mut writer)) = (bytes, writer) {
+        // kube-rs sends end-of-file on shutdown, not on drop.
+        let _ = writer.write_all(&bytes).await;
+        let _ = writer.shutdown().await;
+    }
+}
+
+/// Run `io`, the feeding and reading of one exec's streams, until the exec
+/// ends, and return the status the API server sent: `Ok(None)` when the
+/// stream closed without one, `Err` with the cause when it broke.
+///
+/// kube-rs ends stdout and stderr only when the stream closes cleanly; when
+/// the connection drops they stay open, and stdin stops being read once the
+/// command is gone. So once the stream has ended, `io` gets a moment to
+/// drain what came before, and no more.
+async fn drive(
+    io: impl Future<Output = ()>,
+    mut process: AttachedProcess,
+) -> Result<Option<Status>, String> {
+    let status = process.take_status();
+    let ended = process.join();
+    tokio::pin!(io, ended);
+    let ended = tokio::select! {
+        () = &mut io => ended.await,
+        ended = &mut ended => {
+            let _ = tokio::time::timeout(DRAIN_AFTER_KILL, io).await;
+            ended
+        }
+    };
+    ended.map_err(|e| e.to_string())?;
+    Ok(match status {
+        Some(status) => status.await,
+        None => None,
+    })
 }
 
 /// The exit code in a `NonZeroExitCode` status.
@@ -272,19 +305,31 @@ fn message(status: &Status) -> String {
     status.message.clone().unwrap_or_else(|| "failed".into())
 }
 
-/// Why an exec stream ended without a status: the pod went, or the stream.
-async fn cut_short(cluster: &Cluster, pod: &str, argv: &[String]) -> String {
+/// Why an exec stream ended without a status: the pod went, or the stream
+/// (`broken` says how, when the connection dropped).
+async fn cut_short(cluster: &Cluster, pod: &str, argv: &[String], broken: Option<&str>) -> String {
     pod_ended(cluster, pod, argv).await.unwrap_or_else(|| {
         format!(
-            "the API server closed the exec stream of `{}` in pod `{pod}` before the command ended",
-            argv.join(" ")
+            "the API server closed the exec stream of `{}` in pod `{pod}` before the command ended{}",
+            argv.join(" "),
+            broken.map(|e| format!(" ({e})")).unwrap_or_default()
         )
     })
 }
 
-/// Why a command that exited `code` failed, if its pod ended under it.
-async fn ended_by(cluster: &Cluster, pod: &str, argv: &[String], code: i32) -> Option<String> {
-    let tries = if matches!(code, 126 | 137) { 15 } else { 1 };
+/// Why a command that exited `code` (None: could not run) failed, if its
+/// pod ended under it.
+async fn ended_by(
+    cluster: &Cluster,
+    pod: &str,
+    argv: &[String],
+    code: Option<i32>,
+) -> Option<String> {
+    let tries = if matches!(code, None | Some(126 | 137)) {
+        15
+    } else {
+        1
+    };
     for attempt in 0..tries {
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(200)).await;
@@ -371,38 +416,30 @@ pub(super) async fn exec_bytes(
         .map_err(|e| exec_error(cluster, pod, &argv, e))?;
     let writer = process.stdin();
     let (mut stdout, mut stderr) = (process.stdout(), process.stderr());
-    let status = process.take_status();
-    let feed = async {
-        if let (Some(bytes), Some(mut w)) = (stdin, writer) {
-            let _ = w.write_all(&bytes).await;
-            let _ = w.shutdown().await;
-        }
-    };
     let (mut out, mut err) = (Vec::new(), Vec::new());
-    let read_out = async {
-        if let Some(r) = stdout.as_mut() {
-            let _ = r.read_to_end(&mut out).await;
-        }
+    let io = async {
+        let read_out = async {
+            if let Some(r) = stdout.as_mut() {
+                let _ = r.read_to_end(&mut out).await;
+            }
+        };
+        let read_err = async {
+            if let Some(r) = stderr.as_mut() {
+                let _ = r.read_to_end(&mut err).await;
+            }
+        };
+        tokio::join!(feed(stdin, writer), read_out, read_err);
     };
-    let read_err = async {
-        if let Some(r) = stderr.as_mut() {
-            let _ = r.read_to_end(&mut err).await;
-        }
-    };
-    tokio::join!(feed, read_out, read_err);
-    let status = match status {
-        Some(s) => s.await,
-        None => None,
-    };
-    match status {
-        Some(s) if s.status.as_deref() == Some("Success") => Ok(out),
-        Some(s) => Err(format!(
+    match drive(io, process).await {
+        Ok(Some(s)) if s.status.as_deref() == Some("Success") => Ok(out),
+        Ok(Some(s)) => Err(format!(
             "`{}` in pod `{pod}` failed ({}): {}",
             argv.join(" "),
             exit_code(&s).map_or(message(&s), |c| format!("exit code {c}")),
             String::from_utf8_lossy(&err).trim()
         )),
-        None => Err(cut_short(cluster, pod, &argv).await),
+        Ok(None) => Err(cut_short(cluster, pod, &argv, None).await),
+        Err(broken) => Err(cut_short(cluster, pod, &argv, Some(&broken)).await),
     }
 }
 
@@ -445,6 +482,11 @@ pub(super) async fn exec_interactive(
     let mut output = process.stdout();
     let mut sizes = process.terminal_size();
     let status = process.take_status();
+    // kube-rs leaves stdout open when the connection drops: its stream
+    // task ending is what says so.
+    let ended = process.join();
+    tokio::pin!(ended);
+    let (mut running, mut broken) = (true, None);
     let raw = tty::RawMode::enter();
     let mut keys = tty::Keys::start();
     let mut winch = signal(SignalKind::window_change()).ok();
@@ -481,6 +523,14 @@ pub(super) async fn exec_interactive(
                 }
             }
             () = kill.done.notified() => break,
+            result = &mut ended, if running => {
+                running = false;
+                if let Err(e) = result {
+                    broken = Some(e.to_string());
+                    break;
+                }
+                // A clean end: what stdout still holds comes first.
+            }
         }
     }
     drop(keys);
@@ -499,7 +549,7 @@ pub(super) async fn exec_interactive(
     match status {
         Some(s) if s.status.as_deref() == Some("Success") => Ok(0),
         Some(s) => exit_code(&s).ok_or_else(|| message(&s)),
-        None => Err(cut_short(cluster, pod, &argv).await),
+        None => Err(cut_short(cluster, pod, &argv, broken.as_deref()).await),
     }
 }
 
