@@ -641,10 +641,19 @@ fn kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim() {
 fn kubernetes_the_pod_carries_the_labels_ttl_and_limits() {
     let repo = TestRepo::new();
     let c = cluster(&repo);
+    // A key the agent needs: it reaches the agent, but neither the pod's
+    // spec (whoever may get pods reads it) nor an exec's URL (the audit
+    // log keeps those).
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/.env"),
+        "PROBE_API_KEY=s3cret-probe-value\n",
+    )
+    .unwrap();
     let child = c
         .run(
             &repo,
-            "FAKE:run:sleep 30",
+            "FAKE:say-env:PROBE_API_KEY\nFAKE:run:sleep 6",
             &[
                 "--sandbox-opt",
                 "ttl=45m",
@@ -652,17 +661,34 @@ fn kubernetes_the_pod_carries_the_labels_ttl_and_limits() {
                 "cpus=500m",
                 "--sandbox-opt",
                 "memory=1Gi",
+                "--json",
             ],
         )
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     let pod = c.running_pod(|n| n.starts_with("sanddune-"));
     let object = c.pod(&pod).unwrap();
-    // SAFETY: kill has no memory-safety preconditions.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let _ = child.wait_with_output();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("s3cret-probe-value"),
+        "the agent did not see its key: {}",
+        stdout(&out)
+    );
+    assert!(
+        !object.to_string().contains("s3cret-probe-value"),
+        "the key is in the pod: {object}"
+    );
+    if let Some(mock) = &c.mock {
+        let execs = mock.exec_commands();
+        assert!(execs.iter().any(|e| e.contains("claude")), "{execs:?}");
+        assert!(
+            !execs.iter().any(|e| e.contains("s3cret-probe-value")),
+            "the key is in an exec's URL: {execs:?}"
+        );
+    }
     let spec = &object["spec"];
     assert_eq!(spec["activeDeadlineSeconds"], 2700, "{object}");
     assert_eq!(spec["automountServiceAccountToken"], false);

@@ -3,6 +3,9 @@
 //! `exec` of `true` through the component (host -> wasm -> the pods
 //! capability -> kube-rs's WebSocket exec -> mock -> docker exec, the exit
 //! status back) against kube-rs alone making the same exec in the same pod.
+//! The sandbox has an env key, as a run's has the agent's, so each exec
+//! goes the way an agent's does: behind the wrapper that reads the env on
+//! stdin and enters the workdir.
 //! Needs docker and sanddune-test:latest (tests/images/build.sh docker).
 //! Run: cargo bench -p sanddune --bench k8s_exec [-- ROUNDS]
 
@@ -45,7 +48,7 @@ fn main() {
             worktree: repo.path().to_path_buf(),
             git_dir: repo.path().join(".git"),
             branch: "main".into(),
-            env: vec![],
+            env: vec![("ANTHROPIC_API_KEY".into(), "sk-bench".into())],
             config: vec![("image".into(), "sanddune-test:latest".into())],
             side_by_side: 1,
         };

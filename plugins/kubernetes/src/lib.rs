@@ -70,7 +70,9 @@ mod component {
                         image: o.image.clone().unwrap_or_default(),
                         // PID 1 only keeps the pod alive; delete ends it at once.
                         command: vec!["sleep".into(), "infinity".into()],
-                        env: options.env.clone(),
+                        // The env goes with each exec, never in the spec,
+                        // which whoever may get pods can read.
+                        env: vec![],
                         workdir: None,
                         cpus: o.cpus.clone(),
                         memory: o.memory.clone(),
@@ -90,14 +92,7 @@ mod component {
                     timeout,
                 )?,
             };
-            // A created pod has the env in its spec; a claimed one gets it
-            // with every exec.
-            let env = if o.template.is_some() {
-                options.env.clone()
-            } else {
-                vec![]
-            };
-            let sandbox = PodSandbox::new(pod, o.workdir, env, &options);
+            let sandbox = PodSandbox::new(pod, o.workdir, &options);
             let made =
                 sandbox.run_script_ok("create the workdir", shell_fs::MKDIR_P, &[&sandbox.workdir]);
             if let Err(e) = made {
@@ -111,10 +106,9 @@ mod component {
         fn find(options: CreateOptions) -> Result<Vec<String>, String> {
             pods::connect()?;
             let workdir = workdir_of(&options);
-            let claimed = Options::parse(&options.config).is_ok_and(|o| o.template.is_some());
             Ok(pods::list()?
                 .into_iter()
-                .map(|pod| state(&pod, &workdir, claimed))
+                .map(|pod| state(&pod, &workdir))
                 .collect())
         }
 
@@ -126,17 +120,11 @@ mod component {
                 return Err("kubernetes: the sandbox state names no pod".into());
             };
             pods::connect()?;
-            let env = if value["claimed"] == true {
-                options.env.clone()
-            } else {
-                vec![]
-            };
             // The host refuses every call on a pod this plugin did not
             // create for the run.
             Ok(Sandbox::new(PodSandbox::new(
                 pod.into(),
                 workdir.into(),
-                env,
                 &options,
             )))
         }
@@ -148,16 +136,16 @@ mod component {
             .unwrap_or_else(|_| "/home/agent/workspace".into())
     }
 
-    fn state(pod: &str, workdir: &str, claimed: bool) -> String {
-        json!({"pod": pod, "workdir": workdir, "claimed": claimed}).to_string()
+    fn state(pod: &str, workdir: &str) -> String {
+        json!({"pod": pod, "workdir": workdir}).to_string()
     }
 
     pub struct PodSandbox {
         pod: String,
         workdir: String,
-        /// What every exec adds to the pod's own env: the run's env for a
-        /// claimed pod, whose spec is the template's; nothing for a created
-        /// one, which has it in its spec already.
+        /// The run's env, which every exec gets (the host sends it on the
+        /// exec's stdin): never in a pod's spec, and a claimed pod's spec
+        /// is the template's.
         env: Vec<EnvVar>,
         scratch: Option<String>,
         /// Names the scratch files of this instance's file calls.
@@ -165,11 +153,11 @@ mod component {
     }
 
     impl PodSandbox {
-        fn new(pod: String, workdir: String, env: Vec<EnvVar>, options: &CreateOptions) -> Self {
+        fn new(pod: String, workdir: String, options: &CreateOptions) -> Self {
             PodSandbox {
                 pod,
                 workdir,
-                env,
+                env: options.env.clone(),
                 scratch: options.scratch_dir.clone(),
                 files: Cell::new(0),
             }
@@ -255,7 +243,7 @@ mod component {
         }
 
         fn state(&self) -> String {
-            state(&self.pod, &self.workdir, !self.env.is_empty())
+            state(&self.pod, &self.workdir)
         }
 
         fn exec(&self, request: ExecRequest, sink: &OutputSink) -> Result<ExecResult, String> {

@@ -95,6 +95,7 @@ pub fn upgrade(
             );
         };
         let line = command.join(" ");
+        st.exec_log.push(line.clone());
         let cut = st.exec_cuts.iter().position(|n| line.contains(n.as_str()));
         if let Some(i) = cut {
             st.exec_cuts.remove(i);

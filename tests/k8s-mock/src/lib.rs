@@ -77,6 +77,8 @@ pub(crate) struct State {
     pub forbidden: Vec<(String, String)>,
     /// The next exec whose command line contains one of these is cut.
     pub exec_cuts: Vec<String>,
+    /// Every exec's command line, as the request's URL carried it.
+    pub exec_log: Vec<String>,
     /// While set, new pods stay Pending, unschedulable for this reason.
     pub unschedulable: Option<String>,
     /// A ResourceQuota's hard `pods` limit, per namespace.
@@ -165,6 +167,7 @@ impl K8sMock {
                 events: Vec::new(),
                 forbidden: Vec::new(),
                 exec_cuts: Vec::new(),
+                exec_log: Vec::new(),
                 unschedulable: None,
                 pod_quota: None,
             }),
@@ -295,6 +298,12 @@ current-context: mock
     pub fn cut_exec(&self, needle: &str) {
         let mut st = self.shared.state.lock().unwrap();
         st.exec_cuts.push(needle.to_string());
+    }
+
+    /// The command line (words joined by spaces) of every exec so far, in
+    /// order: what the API server's audit log would keep of them.
+    pub fn exec_commands(&self) -> Vec<String> {
+        self.shared.state.lock().unwrap().exec_log.clone()
     }
 
     /// While `Some`, pods created stay Pending with `PodScheduled` False,

@@ -29,29 +29,67 @@ const MAX_CAPTURE_BYTES: usize = 1 << 20;
 /// After a kill, how long the stream may take to end before it is dropped.
 const DRAIN_AFTER_KILL: Duration = Duration::from_secs(3);
 
-/// The argv that runs `argv` marked, with `env`, in `workdir`.
+/// Moves to the working directory `$1` and runs the rest.
+const IN_DIR: &str = r#"cd "$1" || exit 1; shift; exec "$@""#;
+
+/// Reads the env the host sends ahead of the command's stdin (a line with
+/// the number of lines that follow, then `export K='V'` lines), moves to
+/// the working directory `$1` (none when empty) and runs the rest. `read`
+/// takes no byte past its line from a pipe, so the command's own stdin
+/// follows intact.
+const ENV_ON_STDIN: &str = r#"read -r n || exit 1
+s=
+while [ "$n" -gt 0 ]; do IFS= read -r l || exit 1; s="$s$l
+"; n=$((n-1)); done
+eval "$s" || exit 1
+if [ -n "$1" ]; then cd "$1" || exit 1; fi
+shift
+exec "$@""#;
+
+/// The argv that runs `argv` marked in `workdir`, and what goes on its
+/// stdin ahead of the command's own: `env`, which never rides in argv,
+/// since argv is the exec request's URL and the API server's audit log
+/// keeps that.
 fn wrapped(
     argv: &[String],
     env: &[(String, String)],
     workdir: Option<&str>,
     mark: &str,
-) -> Vec<String> {
+) -> Result<(Vec<String>, Vec<u8>), String> {
     let mut command = vec!["env".to_string(), format!("{EXEC_MARK}={mark}")];
-    command.extend(env.iter().map(|(k, v)| format!("{k}={v}")));
     command.extend(argv.iter().cloned());
-    match workdir {
-        Some(dir) => [
-            "sh".to_string(),
-            "-c".into(),
-            r#"cd "$1" || exit 1; shift; exec "$@""#.into(),
-            "sanddune-exec".into(),
-            dir.into(),
-        ]
-        .into_iter()
-        .chain(command)
-        .collect(),
-        None => command,
+    let shell = |script: &str, dir: &str| -> Vec<String> {
+        ["sh", "-c", script, "sanddune-exec", dir]
+            .into_iter()
+            .map(String::from)
+            .chain(command.iter().cloned())
+            .collect()
+    };
+    if env.is_empty() {
+        return Ok(match workdir {
+            Some(dir) => (shell(IN_DIR, dir), Vec::new()),
+            None => (command, Vec::new()),
+        });
     }
+    let mut script = String::new();
+    for (key, value) in env {
+        let shell_name = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if !shell_name {
+            return Err(format!(
+                "env key `{key}` cannot be set in a pod: use letters, digits and `_`, not starting with a digit"
+            ));
+        }
+        script.push_str(&format!(
+            "export {key}='{}'\n",
+            value.replace('\'', r"'\''")
+        ));
+    }
+    let prelude = format!("{}\n{script}", script.matches('\n').count());
+    Ok((
+        shell(ENV_ON_STDIN, workdir.unwrap_or("")),
+        prelude.into_bytes(),
+    ))
 }
 
 /// Kills every process of one exec inside its pod.
@@ -157,15 +195,16 @@ async fn run(
         return Err("the run was cancelled: no new execs".into());
     }
     let mark = exec_mark();
-    let argv = wrapped(
+    let (argv, mut stdin) = wrapped(
         &options.argv,
         &options.env,
         options.workdir.as_deref(),
         &mark,
-    );
+    )?;
+    stdin.extend(options.stdin.unwrap_or_default());
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
     let params = AttachParams::default()
-        .stdin(options.stdin.is_some())
+        .stdin(!stdin.is_empty())
         .stdout(true)
         .stderr(true);
     let mut process = pods
@@ -182,10 +221,10 @@ async fn run(
     });
     let registration = brokered.register(kill.clone());
 
-    let (stdin, stdout, stderr) = (process.stdin(), process.stdout(), process.stderr());
+    let (writer, stdout, stderr) = (process.stdin(), process.stdout(), process.stderr());
     let io = async {
         tokio::join!(
-            feed(options.stdin, stdin),
+            feed(stdin, writer),
             forward(stdout, OutputStream::Stdout, tx.clone()),
             forward(stderr, OutputStream::Stderr, tx.clone()),
         );
@@ -248,8 +287,8 @@ async fn run(
 }
 
 /// Write `bytes` to an exec's stdin and end it.
-async fn feed(bytes: Option<Vec<u8>>, writer: Option<impl AsyncWriteExt + Unpin>) {
-    if let (Some(bytes), Some(mut writer)) = (bytes, writer) {
+async fn feed(bytes: Vec<u8>, writer: Option<impl AsyncWriteExt + Unpin>) {
+    if let Some(mut writer) = writer {
         // kube-rs sends end-of-file on shutdown, not on drop.
         let _ = writer.write_all(&bytes).await;
         let _ = writer.shutdown().await;
@@ -405,7 +444,7 @@ pub(super) async fn exec_bytes(
     }
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
     let mark = exec_mark();
-    let command = wrapped(&argv, &[], None, &mark);
+    let (command, _) = wrapped(&argv, &[], None, &mark)?;
     let params = AttachParams::default()
         .stdin(stdin.is_some())
         .stdout(true)
@@ -428,7 +467,7 @@ pub(super) async fn exec_bytes(
                 let _ = r.read_to_end(&mut err).await;
             }
         };
-        tokio::join!(feed(stdin, writer), read_out, read_err);
+        tokio::join!(feed(stdin.unwrap_or_default(), writer), read_out, read_err);
     };
     match drive(io, process).await {
         Ok(Some(s)) if s.status.as_deref() == Some("Success") => Ok(out),
@@ -463,7 +502,15 @@ pub(super) async fn exec_interactive(
     }
     let mark = exec_mark();
     let term = std::env::var("TERM").unwrap_or_else(|_| "xterm-256color".into());
-    let command = wrapped(&argv, &[("TERM".into(), term)], workdir.as_deref(), &mark);
+    // On a terminal the env cannot go ahead on stdin (the terminal would
+    // echo it), so TERM goes in argv, and the component puts the run's env
+    // there too.
+    let with_term: Vec<String> = ["env".to_string(), format!("TERM={term}")]
+        .into_iter()
+        .chain(argv.iter().cloned())
+        .collect();
+    // Without env nothing goes on stdin.
+    let (command, _) = wrapped(&with_term, &[], workdir.as_deref(), &mark)?;
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
     let mut process = pods
         .exec(pod, command, &AttachParams::interactive_tty())
@@ -558,17 +605,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_command_runs_marked_with_its_env_in_its_workdir() {
+    fn a_command_runs_marked_in_its_workdir_with_its_env_on_stdin() {
         let argv = vec!["git".to_string(), "status".into()];
-        let env = [("A".to_string(), "1 2".to_string())];
+        let (plain, stdin) = wrapped(&argv, &[], None, "m").unwrap();
+        assert_eq!(plain, ["env", "SANDDUNE_EXEC=m", "git", "status"]);
+        assert!(stdin.is_empty());
+        let (in_dir, stdin) = wrapped(&argv, &[], Some("/w d"), "m").unwrap();
+        assert_eq!(&in_dir[..2], ["sh", "-c"]);
         assert_eq!(
-            wrapped(&argv, &env, None, "m"),
-            ["env", "SANDDUNE_EXEC=m", "A=1 2", "git", "status"]
-        );
-        let with_dir = wrapped(&argv, &[], Some("/w d"), "m");
-        assert_eq!(&with_dir[..2], ["sh", "-c"]);
-        assert_eq!(
-            &with_dir[3..],
+            &in_dir[3..],
             [
                 "sanddune-exec",
                 "/w d",
@@ -577,6 +622,49 @@ mod tests {
                 "git",
                 "status"
             ]
+        );
+        assert!(stdin.is_empty());
+        let env = [
+            ("KEY".to_string(), "s3cret it's\nlong".to_string()),
+            ("B".to_string(), String::new()),
+        ];
+        let (with_env, stdin) = wrapped(&argv, &env, None, "m").unwrap();
+        assert!(!with_env.concat().contains("s3cret"), "{with_env:?}");
+        assert_eq!(
+            String::from_utf8(stdin).unwrap(),
+            "3\nexport KEY='s3cret it'\\''s\nlong'\nexport B=''\n"
+        );
+        let bad = wrapped(&argv, &[("A-B".into(), "1".into())], None, "m").unwrap_err();
+        assert!(bad.contains("`A-B`"), "{bad}");
+    }
+
+    /// The wrapper as `sh` runs it: the env set, the directory entered, the
+    /// command's own stdin intact after the env.
+    #[test]
+    fn the_wrapper_sets_the_env_and_leaves_the_commands_stdin() {
+        use std::io::Write;
+        let dir = tempfile::tempdir().unwrap();
+        let env = [("KEY".to_string(), "a 'b'\nc $HOME".to_string())];
+        let argv = vec![
+            "sh".to_string(),
+            "-c".into(),
+            r#"printf '%s|%s|' "$KEY" "$(pwd)"; cat"#.into(),
+        ];
+        let workdir = dir.path().to_str().unwrap();
+        let (argv, mut stdin) = wrapped(&argv, &env, Some(workdir), "m").unwrap();
+        stdin.extend_from_slice(b"the command's input\n");
+        let mut child = std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(&stdin).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            format!("a 'b'\nc $HOME|{workdir}|the command's input\n")
         );
     }
 }
