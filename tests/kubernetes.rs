@@ -17,8 +17,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use common::engines::{IMAGE, require_engine};
+use common::tmux::{self, Tmux};
 use common::trials::{self, skip, trial};
-use common::{TestRepo, scaffolded, stderr, stdout};
+use common::{TestRepo, scaffolded, shell_line, stderr, stdout};
 use k8s_mock::K8sMock;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, ApiResource, AttachParams, DeleteParams, DynamicObject, ListParams};
@@ -459,6 +460,61 @@ fn kubernetes_an_exec_stream_cut_mid_command_fails_the_run_naming_it() {
         stderr(&out)
     );
     assert_eq!(repo.git(&["rev-parse", "HEAD"]), head);
+    assert_eq!(c.live_pods(), Vec::<String>::new());
+}
+
+/// `sanddune interactive` in a pod: the agent's UI on the user's terminal
+/// through the exec's TTY (its size, a resize, keys, Ctrl-C for the agent),
+/// its commit brought back, the terminal given back cooked, the pod gone.
+fn kubernetes_interactive_gives_the_agent_a_tty_in_the_pod() {
+    tmux::require();
+    let patience = Duration::from_secs(90);
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let image = format!("image={}", c.image);
+    let namespace = format!("namespace={}", c.namespace);
+    let command = c.sanddune(
+        &repo,
+        &[
+            "interactive",
+            "--sandbox",
+            "kubernetes",
+            "--agent",
+            "claude-code",
+            "--sandbox-opt",
+            &image,
+            "--sandbox-opt",
+            &namespace,
+        ],
+    );
+    // Afterwards the shell reports whether its terminal is cooked again.
+    let line = format!(
+        "{}; s=$?; stty -a | grep -q -- ' icanon' && echo terminal-cooked; (exit $s)",
+        shell_line(&command)
+    );
+    let term = Tmux::start(&line, repo.path(), 100, 30);
+    term.wait_for("the agent's UI in the pod", patience, |s| {
+        s.contains("fake claude UI 100x30")
+            || (s.contains("fake claude UI") && s.contains("window 100x30"))
+    });
+    term.resize(120, 40);
+    term.wait_for("the resize to reach the pod's TTY", patience, |s| {
+        s.contains("window 120x40")
+    });
+    term.send_keys(&["add a haiku", "Enter"]);
+    term.wait_for("the agent to work on what was typed", patience, |s| {
+        s.contains("done: add a haiku")
+    });
+    term.send_keys(&["C-c"]);
+    term.wait_for("the agent's answer to Ctrl-C", patience, |s| {
+        s.contains("Press Ctrl-C again to exit")
+    });
+    term.send_keys(&["C-c"]);
+    let (status, screen) = term.wait_exit(patience);
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("agent exited with code 0"), "{screen}");
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+    assert!(screen.contains("terminal-cooked"), "{screen}");
     assert_eq!(c.live_pods(), Vec::<String>::new());
 }
 
@@ -984,6 +1040,7 @@ fn main() -> std::process::ExitCode {
         trial!(kubernetes_faults_are_named),
         trial!(kubernetes_a_pod_killed_mid_run_fails_the_run_naming_it),
         trial!(kubernetes_an_exec_stream_cut_mid_command_fails_the_run_naming_it),
+        trial!(kubernetes_interactive_gives_the_agent_a_tty_in_the_pod),
         trial!(kubernetes_ctrl_c_deletes_the_pod),
         trial!(kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod),
         trial!(kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim),
