@@ -133,7 +133,7 @@ fn exec_error(cluster: &Cluster, pod: &str, argv: &[String], e: kube::Error) -> 
     use kube::client::UpgradeConnectionError::ProtocolSwitch;
     match e {
         kube::Error::UpgradeConnection(ProtocolSwitch(code)) if code.as_u16() == 403 => format!(
-            "kubeconfig user `{}` may not create pods/exec in namespace `{}` (403 Forbidden)",
+            "kubeconfig user `{}` may not create pods/exec in namespace `{}` (403 Forbidden; API servers before 1.31 check get pods/exec)",
             cluster.user, cluster.namespace
         ),
         kube::Error::UpgradeConnection(ProtocolSwitch(code)) if code.as_u16() == 404 => {
