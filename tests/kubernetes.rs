@@ -487,30 +487,13 @@ fn kubernetes_interactive_gives_the_agent_a_tty_in_the_pod() {
             &namespace,
         ],
     );
-    // Afterwards the shell reports whether its terminal is cooked again.
-    let line = format!(
-        "{}; s=$?; stty -a | grep -q -- ' icanon' && echo terminal-cooked; (exit $s)",
-        shell_line(&command)
+    let term = Tmux::start(
+        &tmux::reporting_cooked(&shell_line(&command)),
+        repo.path(),
+        100,
+        30,
     );
-    let term = Tmux::start(&line, repo.path(), 100, 30);
-    term.wait_for("the agent's UI in the pod", patience, |s| {
-        s.contains("fake claude UI 100x30")
-            || (s.contains("fake claude UI") && s.contains("window 100x30"))
-    });
-    term.resize(120, 40);
-    term.wait_for("the resize to reach the pod's TTY", patience, |s| {
-        s.contains("window 120x40")
-    });
-    term.send_keys(&["add a haiku", "Enter"]);
-    term.wait_for("the agent to work on what was typed", patience, |s| {
-        s.contains("done: add a haiku")
-    });
-    term.send_keys(&["C-c"]);
-    term.wait_for("the agent's answer to Ctrl-C", patience, |s| {
-        s.contains("Press Ctrl-C again to exit")
-    });
-    term.send_keys(&["C-c"]);
-    let (status, screen) = term.wait_exit(patience);
+    let (status, screen) = tmux::play_the_fake_ui(&term, "pod", patience);
     assert_eq!(status, 0, "{screen}");
     assert!(screen.contains("agent exited with code 0"), "{screen}");
     assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");

@@ -141,6 +141,44 @@ impl Tmux {
     }
 }
 
+/// `line` (a shell line running `sanddune interactive` with a sandbox),
+/// followed by a report of whether the terminal is cooked again:
+/// `terminal-cooked` on the screen when it is.
+pub fn reporting_cooked(line: &str) -> String {
+    format!("{line}; s=$?; stty -a | grep -q -- ' icanon' && echo terminal-cooked; (exit $s)")
+}
+
+/// A session with the fake claude's interactive UI in `place` (a
+/// container, a pod) through the exec's TTY, as a person has it: the UI at
+/// the window's size, a resize reaching it, a prompt typed and worked on,
+/// Ctrl-C twice (the agent warns, then exits). The exit status and last
+/// screen.
+pub fn play_the_fake_ui(term: &Tmux, place: &str, patience: Duration) -> (i32, String) {
+    // The exec's TTY gets the window's size right after it starts: a UI
+    // that read its size first learns it from the SIGWINCH, as a real
+    // one redraws then.
+    term.wait_for(&format!("the agent's UI in the {place}"), patience, |s| {
+        s.contains("fake claude UI 100x30")
+            || (s.contains("fake claude UI") && s.contains("window 100x30"))
+    });
+    term.resize(120, 40);
+    term.wait_for(
+        &format!("the resize to reach the {place}'s TTY"),
+        patience,
+        |s| s.contains("window 120x40"),
+    );
+    term.send_keys(&["add a haiku", "Enter"]);
+    term.wait_for("the agent to work on what was typed", patience, |s| {
+        s.contains("done: add a haiku")
+    });
+    term.send_keys(&["C-c"]);
+    term.wait_for("the agent's answer to Ctrl-C", patience, |s| {
+        s.contains("Press Ctrl-C again to exit")
+    });
+    term.send_keys(&["C-c"]);
+    term.wait_exit(patience)
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         let _ = Command::new("tmux")
