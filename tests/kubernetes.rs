@@ -102,6 +102,15 @@ impl Cluster {
     /// `prompt`, in the test namespace.
     fn run(&self, repo: &TestRepo, prompt: &str, extra: &[&str]) -> Command {
         let image = format!("image={}", self.image);
+        let mut args = vec!["--sandbox-opt", &image];
+        args.extend_from_slice(extra);
+        self.run_without_image(repo, prompt, &args)
+    }
+
+    /// `sanddune run --sandbox kubernetes --agent claude-code` with
+    /// `prompt` in the test namespace, the pod from `extra` (a template) or
+    /// from nothing.
+    fn run_without_image(&self, repo: &TestRepo, prompt: &str, extra: &[&str]) -> Command {
         let namespace = format!("namespace={}", self.namespace);
         let mut args = vec![
             "run",
@@ -111,8 +120,6 @@ impl Cluster {
             "claude-code",
             "--prompt",
             prompt,
-            "--sandbox-opt",
-            &image,
             "--sandbox-opt",
             &namespace,
         ];
@@ -279,21 +286,7 @@ fn kubernetes_faults_are_named() {
     let mock = c.mock();
 
     // No image: refused before anything is created.
-    let out = c
-        .sanddune(
-            &repo,
-            &[
-                "run",
-                "--sandbox",
-                "kubernetes",
-                "--agent",
-                "claude-code",
-                "--prompt",
-                "x",
-            ],
-        )
-        .output()
-        .unwrap();
+    let out = c.run_without_image(&repo, "x", &[]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(stderr(&out).contains("image=IMAGE"), "{}", stderr(&out));
 
@@ -471,6 +464,14 @@ fn kubernetes_interactive_gives_the_agent_a_tty_in_the_pod() {
     let patience = Duration::from_secs(90);
     let repo = TestRepo::new();
     let c = cluster(&repo);
+    // The agent's key reaches it, though a TTY exec takes no env and its
+    // argv is a URL the API server's audit log keeps.
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/.env"),
+        "PROBE_API_KEY=s3cret 'tty' value\n",
+    )
+    .unwrap();
     let image = format!("image={}", c.image);
     let namespace = format!("namespace={}", c.namespace);
     let command = c.sanddune(
@@ -493,12 +494,27 @@ fn kubernetes_interactive_gives_the_agent_a_tty_in_the_pod() {
         100,
         30,
     );
+    term.wait_for("the agent's UI in the pod", patience, |s| {
+        s.contains("fake claude UI")
+    });
+    term.send_keys(&["FAKE:say-env:PROBE_API_KEY", "Enter"]);
+    term.wait_for("the agent to say its key", patience, |s| {
+        s.contains("done: FAKE:say-env:PROBE_API_KEY s3cret 'tty' value")
+    });
     let (status, screen) = tmux::play_the_fake_ui(&term, "pod", patience);
     assert_eq!(status, 0, "{screen}");
     assert!(screen.contains("agent exited with code 0"), "{screen}");
     assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
     assert!(screen.contains("terminal-cooked"), "{screen}");
     assert_eq!(c.live_pods(), Vec::<String>::new());
+    if let Some(mock) = &c.mock {
+        let execs = mock.exec_commands();
+        assert!(execs.iter().any(|e| e.contains("claude")), "{execs:?}");
+        assert!(
+            !execs.iter().any(|e| e.contains("s3cret")),
+            "the key is in an exec's URL: {execs:?}"
+        );
+    }
 }
 
 /// Ctrl-C during the agent's turn deletes the pod.
@@ -599,23 +615,10 @@ fn kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim() {
     let warm = c.running_pod(|n| n.starts_with(&format!("{template}-")));
     let option = format!("template={template}");
     let out = c
-        .sanddune(
+        .run_without_image(
             &repo,
-            &[
-                "run",
-                "--sandbox",
-                "kubernetes",
-                "--agent",
-                "claude-code",
-                "--prompt",
-                "add a note",
-                "--branch",
-                "k8s-claimed",
-                "--sandbox-opt",
-                &option,
-                "--sandbox-opt",
-                &format!("namespace={}", c.namespace),
-            ],
+            "add a note",
+            &["--branch", "k8s-claimed", "--sandbox-opt", &option],
         )
         .output()
         .unwrap();
@@ -645,22 +648,14 @@ fn kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim() {
     );
     // A template that does not exist is named.
     let out = c
-        .sanddune(
+        .run_without_image(
             &repo,
+            "x",
             &[
-                "run",
-                "--sandbox",
-                "kubernetes",
-                "--agent",
-                "claude-code",
-                "--prompt",
-                "x",
                 "--sandbox-opt",
                 "template=nope",
                 "--sandbox-opt",
                 "start-timeout=20s",
-                "--sandbox-opt",
-                &format!("namespace={}", c.namespace),
             ],
         )
         .output()

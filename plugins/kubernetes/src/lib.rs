@@ -30,6 +30,20 @@ mod component {
 
     use crate::config::{OPTIONS, Options};
 
+    /// Writes the value of each variable named in the arguments to a file
+    /// of that name in a new private directory, and prints the directory.
+    /// The names are shell names: the host refused any other env key.
+    const SAVE_ENV: &str = r#"umask 077; d=$(mktemp -d) || exit 1
+for k; do eval "printf %s \"\$$k\"" > "$d/$k" || exit 1; done
+echo "$d""#;
+
+    /// Exports what `SAVE_ENV` saved in the directory `$1` (each value
+    /// exact, trailing newlines too), removes it and runs the rest.
+    const LOAD_ENV: &str = r#"d=$1; shift
+for f in "$d"/*; do [ -f "$f" ] || continue; v=$(cat "$f"; echo x); export "${f##*/}=${v%x}"; done
+rm -rf "$d"
+exec "$@""#;
+
     struct Provider;
 
     impl Guest for Provider {
@@ -199,6 +213,54 @@ mod component {
             })
         }
 
+        /// `argv` run with `env`, for the TTY exec, which takes no env: on
+        /// its stdin the terminal would echo it, and argv is the exec
+        /// request's URL, which the API server's audit log keeps. A plain
+        /// exec (whose env the host sends on stdin) saves each value to a
+        /// file in a directory only the pod's user can read; the TTY
+        /// command's shell exports them and removes the directory first.
+        fn env_from_files(
+            &self,
+            env: Vec<EnvVar>,
+            argv: Vec<String>,
+        ) -> Result<Vec<String>, String> {
+            let mut save = vec![
+                "sh".to_string(),
+                "-c".into(),
+                SAVE_ENV.into(),
+                "sanddune-env".into(),
+            ];
+            save.extend(env.iter().map(|e| e.key.clone()));
+            let status = pods::exec(
+                &self.pod,
+                &ExecOptions {
+                    argv: save,
+                    env,
+                    workdir: None,
+                    stdin: None,
+                    timeout_ms: None,
+                },
+                None,
+            )?;
+            let dir = status.stdout.trim();
+            if status.code != Some(0) || dir.is_empty() {
+                return Err(format!(
+                    "cannot hand the run's env to the interactive command in pod `{}` (it needs `mktemp` in the image): {}",
+                    self.pod,
+                    status.stderr.trim()
+                ));
+            }
+            let mut load = vec![
+                "sh".to_string(),
+                "-c".into(),
+                LOAD_ENV.into(),
+                "sanddune-env".into(),
+                dir.to_string(),
+            ];
+            load.extend(argv);
+            Ok(load)
+        }
+
         fn mkdir_parent(&self, path: &str) -> Result<(), String> {
             let full = self.resolve(path);
             match Path::new(&full).parent() {
@@ -257,10 +319,11 @@ mod component {
 
         fn interactive_exec(&self, request: ExecRequest) -> Result<i32, String> {
             let options = self.exec_options(&request)?;
-            // The TTY exec takes no environment: `env` sets it.
-            let mut argv = vec!["env".to_string()];
-            argv.extend(options.env.iter().map(|e| format!("{}={}", e.key, e.value)));
-            argv.extend(options.argv);
+            let argv = if options.env.is_empty() {
+                options.argv
+            } else {
+                self.env_from_files(options.env, options.argv)?
+            };
             pods::exec_interactive(&self.pod, &argv, options.workdir.as_deref())
         }
 

@@ -2,9 +2,9 @@
 //! brokered like host processes, and files in and out through them.
 //!
 //! Kubernetes exec has no environment, working directory or kill of its
-//! own: each command runs as `env SANDDUNE_EXEC=MARK K=V... argv` (behind a
-//! `cd` when it has a working directory), and a kill is a second exec that
-//! ends every process carrying the mark.
+//! own: each command runs as `env SANDDUNE_EXEC=MARK argv` behind a shell
+//! that reads its env from stdin and changes to its working directory, and
+//! a kill is a second exec that ends every process carrying the mark.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -503,8 +503,8 @@ pub(super) async fn exec_interactive(
     let mark = exec_mark();
     let term = std::env::var("TERM").unwrap_or_else(|_| "xterm-256color".into());
     // On a terminal the env cannot go ahead on stdin (the terminal would
-    // echo it), so TERM goes in argv, and the component puts the run's env
-    // there too.
+    // echo it): TERM, no secret, goes in argv; the component hands the
+    // run's env over in a file (plugins/kubernetes).
     let with_term: Vec<String> = ["env".to_string(), format!("TERM={term}")]
         .into_iter()
         .chain(argv.iter().cloned())
