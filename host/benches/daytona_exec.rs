@@ -7,62 +7,29 @@
 //! until it has an exit code, every 5 ms).
 //! Run: cargo bench -p sanddune --bench daytona_exec [-- ROUNDS]
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use sanddune::plugin::sandbox::{Command, ExecRequest, SandboxProvider, SandboxSpec};
-use sanddune::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
+mod common;
+
 use sanddune_daytona_mock::{API_KEY, DaytonaMock};
 
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
-}
-
 fn main() {
-    let rounds: usize = std::env::args()
-        .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(200);
+    let rounds = common::rounds(200);
     let mock = DaytonaMock::start();
     let repo = tempfile::tempdir().unwrap();
     let rt = tokio::runtime::Runtime::new().unwrap();
     let provider_times = rt.block_on(async {
-        let runtime = PluginRuntime::new(RuntimeConfig::default()).unwrap();
-        let provider = SandboxProvider::load(&runtime, &PluginRef::Builtin("daytona".into()))
-            .await
-            .unwrap();
-        let spec = SandboxSpec {
-            run_id: "bench".into(),
-            name: "bench".into(),
-            worktree: repo.path().to_path_buf(),
-            git_dir: repo.path().join(".git"),
-            branch: "main".into(),
-            env: vec![("DAYTONA_API_KEY".into(), API_KEY.into())],
-            config: vec![
-                ("api-url".into(), mock.api_url()),
-                ("toolbox-url".into(), mock.toolbox_url()),
+        let (_runtime, mut sandbox) = common::sandbox(
+            "daytona",
+            repo.path(),
+            &[("DAYTONA_API_KEY", API_KEY)],
+            &[
+                ("api-url", &mock.api_url()),
+                ("toolbox-url", &mock.toolbox_url()),
             ],
-            side_by_side: 1,
-        };
-        let mut sandbox = provider.create(&spec).await.unwrap();
-        let request = || ExecRequest {
-            command: Command::Argv(vec!["true".into()]),
-            cwd: None,
-            env: vec![],
-            stdin: None,
-            sudo: false,
-            timeout_ms: None,
-        };
-        for _ in 0..10 {
-            sandbox.exec(request(), |_| {}).await.unwrap();
-        }
-        let mut times = Vec::with_capacity(rounds);
-        for _ in 0..rounds {
-            let t = Instant::now();
-            let out = sandbox.exec(request(), |_| {}).await.unwrap();
-            times.push(t.elapsed());
-            assert_eq!(out.exit_code, 0);
-        }
+        )
+        .await;
+        let times = common::exec_times(&mut sandbox, rounds).await;
         sandbox.close().await.unwrap();
         times
     });
@@ -139,29 +106,11 @@ fn main() {
             std::thread::sleep(Duration::from_millis(5));
         }
     };
-    for _ in 0..10 {
-        bare();
-    }
-    let mut bare_times = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let t = Instant::now();
-        bare();
-        bare_times.push(t.elapsed());
-    }
-
-    let (p, b) = (median(provider_times), median(bare_times));
-    println!("daytona exec of `true` over the mock, {rounds} rounds, medians:");
-    println!(
-        "  provider (component, wasi:http): {:>8.2} ms",
-        p.as_secs_f64() * 1e3
-    );
-    println!(
-        "  bare HTTP client (ureq):         {:>8.2} ms",
-        b.as_secs_f64() * 1e3
-    );
-    println!(
-        "  overhead per exec:               {:>8.2} ms ({:.2}x)",
-        (p.as_secs_f64() - b.as_secs_f64()) * 1e3,
-        p.as_secs_f64() / b.as_secs_f64()
+    let bare_times = common::times(rounds, bare);
+    common::report(
+        "daytona exec of `true` over the mock",
+        "bare HTTP client (ureq)",
+        provider_times,
+        bare_times,
     );
 }
