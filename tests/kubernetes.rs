@@ -127,6 +127,19 @@ impl Cluster {
         self.sanddune(repo, &args)
     }
 
+    /// On the mock, which keeps what an audit log would: the agent ran
+    /// and no exec's URL (its command line) holds `secret`.
+    fn assert_no_exec_url_has(&self, secret: &str) {
+        if let Some(mock) = &self.mock {
+            let execs = mock.exec_commands();
+            assert!(execs.iter().any(|e| e.contains("claude")), "{execs:?}");
+            assert!(
+                !execs.iter().any(|e| e.contains(secret)),
+                "the key is in an exec's URL: {execs:?}"
+            );
+        }
+    }
+
     /// The pods sanddune made in the namespace, as the API has them.
     fn sanddune_pods(&self) -> Vec<Pod> {
         let params = ListParams::default().labels("sanddune.plugin");
@@ -507,14 +520,7 @@ fn kubernetes_interactive_gives_the_agent_a_tty_in_the_pod() {
     assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
     assert!(screen.contains("terminal-cooked"), "{screen}");
     assert_eq!(c.live_pods(), Vec::<String>::new());
-    if let Some(mock) = &c.mock {
-        let execs = mock.exec_commands();
-        assert!(execs.iter().any(|e| e.contains("claude")), "{execs:?}");
-        assert!(
-            !execs.iter().any(|e| e.contains("s3cret")),
-            "the key is in an exec's URL: {execs:?}"
-        );
-    }
+    c.assert_no_exec_url_has("s3cret");
 }
 
 /// Ctrl-C during the agent's turn deletes the pod.
@@ -715,14 +721,7 @@ fn kubernetes_the_pod_carries_the_labels_ttl_and_limits() {
         !object.to_string().contains("s3cret-probe-value"),
         "the key is in the pod: {object}"
     );
-    if let Some(mock) = &c.mock {
-        let execs = mock.exec_commands();
-        assert!(execs.iter().any(|e| e.contains("claude")), "{execs:?}");
-        assert!(
-            !execs.iter().any(|e| e.contains("s3cret-probe-value")),
-            "the key is in an exec's URL: {execs:?}"
-        );
-    }
+    c.assert_no_exec_url_has("s3cret-probe-value");
     let spec = &object["spec"];
     assert_eq!(spec["activeDeadlineSeconds"], 2700, "{object}");
     assert_eq!(spec["automountServiceAccountToken"], false);
