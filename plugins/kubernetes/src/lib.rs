@@ -6,9 +6,12 @@
 //!
 //! An isolated provider: the host syncs the repository into `workdir` and
 //! the commits out through exec and the file calls, which ride the API
-//! server's exec stream. Options are checked in `config`, natively tested.
+//! server's exec stream. Options are checked in `config`, and the scripts
+//! that hand the env to a TTY command are in `env_files`, both natively
+//! tested.
 
 pub mod config;
+pub mod env_files;
 
 #[cfg(target_arch = "wasm32")]
 mod component {
@@ -29,20 +32,7 @@ mod component {
     use serde_json::json;
 
     use crate::config::{OPTIONS, Options};
-
-    /// Writes the value of each variable named in the arguments to a file
-    /// of that name in a new private directory, and prints the directory.
-    /// The names are shell names: the host refused any other env key.
-    const SAVE_ENV: &str = r#"umask 077; d=$(mktemp -d) || exit 1
-for k; do eval "printf %s \"\$$k\"" > "$d/$k" || exit 1; done
-echo "$d""#;
-
-    /// Exports what `SAVE_ENV` saved in the directory `$1` (each value
-    /// exact, trailing newlines too), removes it and runs the rest.
-    const LOAD_ENV: &str = r#"d=$1; shift
-for f in "$d"/*; do [ -f "$f" ] || continue; v=$(cat "$f"; echo x); export "${f##*/}=${v%x}"; done
-rm -rf "$d"
-exec "$@""#;
+    use crate::env_files;
 
     struct Provider;
 
@@ -213,12 +203,8 @@ exec "$@""#;
             })
         }
 
-        /// `argv` run with `env`, for the TTY exec, which takes no env: on
-        /// its stdin the terminal would echo it, and argv is the exec
-        /// request's URL, which the API server's audit log keeps. A plain
-        /// exec (whose env the host sends on stdin) saves each value to a
-        /// file in a directory only the pod's user can read; the TTY
-        /// command's shell exports them and removes the directory first.
+        /// `argv` run with `env` on a TTY: a plain exec saves the env to
+        /// files the TTY command's shell loads (see `env_files`).
         fn env_from_files(
             &self,
             env: Vec<EnvVar>,
@@ -227,7 +213,7 @@ exec "$@""#;
             let mut save = vec![
                 "sh".to_string(),
                 "-c".into(),
-                SAVE_ENV.into(),
+                env_files::SAVE.into(),
                 "sanddune-env".into(),
             ];
             save.extend(env.iter().map(|e| e.key.clone()));
@@ -253,7 +239,7 @@ exec "$@""#;
             let mut load = vec![
                 "sh".to_string(),
                 "-c".into(),
-                LOAD_ENV.into(),
+                env_files::LOAD.into(),
                 "sanddune-env".into(),
                 dir.to_string(),
             ];
