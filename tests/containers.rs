@@ -300,6 +300,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         side_by_side: 1,
+        git_shield: None,
     }
 }
 

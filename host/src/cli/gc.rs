@@ -159,6 +159,13 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 ),
             }
         }
+        let stale = repo.remove_stale_agent_git_dirs();
+        if stale > 0 {
+            println!(
+                "removed {stale} agent git dir{} of dead runs",
+                if stale == 1 { "" } else { "s" }
+            );
+        }
     }
     if unreachable > 0 {
         return Err(Error::Plugin(format!(

@@ -330,6 +330,7 @@ async fn session_on(
                 setup::start_sandbox(&provider, place, env.clone(), so, &identity, log).await?;
             env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
             let mut sandbox = started.sandbox;
+            let agent_git = started.agent_git;
             let session = async {
                 let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
                 let prompt = match &template {
@@ -376,8 +377,18 @@ async fn session_on(
                 }
             };
             let closed = sandbox.close().await;
+            // The agent's commits land whatever the session's end.
+            let taken = match agent_git {
+                Some(mut dir) => {
+                    let taken = dir.take_back();
+                    dir.remove();
+                    taken.map(drop)
+                }
+                None => Ok(()),
+            };
             let code = code?;
             closed?;
+            taken?;
             code
         }
     };

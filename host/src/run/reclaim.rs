@@ -230,6 +230,7 @@ pub(super) async fn load_for(
         env: env.into_iter().collect(),
         config: record.config.clone(),
         side_by_side: 1,
+        git_shield: None,
     };
     Ok((loaded, spec))
 }

@@ -10,6 +10,8 @@
 //! lock per repository, so parallel runs never race on git's lock files.
 //! Decisions: ADR 0005.
 
+mod agent_git;
+mod beneath;
 mod copy;
 mod lock;
 mod merge;
@@ -24,6 +26,7 @@ use git2::{BranchType, Repository, WorktreeAddOptions, WorktreePruneOptions};
 use crate::error::{Error, Result};
 use lock::GitLock;
 
+pub use agent_git::{AGENT_GIT_DIRS, AgentGitDir, SHARED_OBJECTS, TakenBack};
 pub use copy::DEFAULT_COPY_TIMEOUT;
 pub use lock::{LockHolder, WorktreeLock};
 pub use merge::{FinishedMerge, MergeOutcome};
@@ -209,6 +212,21 @@ fn git_command(dir: &Path, args: &[&str]) -> std::process::Command {
         .args(["-c", "maintenance.auto=false", "-c", "gc.auto=0"])
         // Nor a daemon: one started under a shared git lock would hold it.
         .args(["-c", "core.fsmonitor=false"])
+        // The worktree is the agent's writing: sanddune's own git calls run
+        // no hook and never enter a submodule, whose git dir the agent may
+        // have planted (`-c` reaches every git that this one starts).
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "submodule.recurse=false",
+        ])
+        .args([
+            "-c",
+            "diff.ignoreSubmodules=all",
+            "-c",
+            "status.submoduleSummary=false",
+        ])
         .args(args);
     cmd
 }
