@@ -159,12 +159,8 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 ),
             }
         }
-        let stale = repo.remove_stale_agent_git_dirs();
-        if stale > 0 {
-            println!(
-                "removed {stale} agent git dir{} of dead runs",
-                if stale == 1 { "" } else { "s" }
-            );
+        for line in repo.recover_stale_agent_git_dirs() {
+            println!("{line}");
         }
     }
     if unreachable > 0 {

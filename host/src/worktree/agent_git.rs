@@ -15,8 +15,9 @@
 //!
 //! On the host the agent git dir is `<git dir>/sanddune-agent/<id>/git`,
 //! beside a `.git` file (`dot-git`) that is laid read-only over a linked
-//! worktree's own, and a lock held while a run uses it (`gc` removes the
-//! ones whose lock is free).
+//! worktree's own, what `gc` needs to know of the run (`run.json`), and a
+//! lock held while a run uses it: `gc` brings back the last commits of the
+//! ones whose lock is free (a killed run's) and removes them.
 
 use std::collections::HashSet;
 use std::fs::File;
@@ -142,6 +143,17 @@ impl Repo {
         let git = home.join("git");
         self.write_agent_git_dir(&git, &own, branch, tip)
             .map_err(|e| err("write the agent git dir", e))?;
+        let record = Record {
+            branch: branch.to_string(),
+            worktree: worktree.to_path_buf(),
+            own: own.clone(),
+            linked: !at_root,
+        };
+        std::fs::write(
+            home.join("run.json"),
+            serde_json::to_vec(&record).expect("serializable"),
+        )
+        .map_err(|e| err("write the run's record", e))?;
         if !at_root {
             std::fs::write(home.join("dot-git"), format!("gitdir: {}\n", own.display()))
                 .map_err(|e| err("write the .git file", e))?;
@@ -243,30 +255,112 @@ impl Repo {
         Ok(())
     }
 
-    /// Remove the agent git dirs no run holds (their run was killed); how
-    /// many. The commits an agent made after the last take-back of such a
-    /// run are not brought back.
-    pub fn remove_stale_agent_git_dirs(&self) -> usize {
+    /// The agent git dirs no run holds (their run was killed): what their
+    /// agent committed after the run's last take-back lands on the run's
+    /// branch when it fast-forwards, else is kept as a branch
+    /// `sanddune/rescued-<id>`; then the directory goes. What was done, a
+    /// line each.
+    pub fn recover_stale_agent_git_dirs(&self) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.git_dir().join(AGENT_GIT_DIRS)) else {
-            return 0;
+            return vec![];
         };
-        let mut removed = 0;
+        let mut done = vec![];
         for entry in entries.flatten() {
-            let path = entry.path();
+            let home = entry.path();
             if !entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
                 continue;
             }
-            let Ok(lock) = lock_file(&path.join("lock")) else {
+            let Ok(lock) = lock_file(&home.join("lock")) else {
                 continue;
             };
             // SAFETY: flock on a descriptor this function owns.
-            let free = unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0;
-            if free && std::fs::remove_dir_all(&path).is_ok() {
-                removed += 1;
+            if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+                continue;
+            }
+            let id = entry.file_name().to_string_lossy().into_owned();
+            match self.recover(&home, &id, lock) {
+                Ok(Some(line)) => done.push(line),
+                Ok(None) => {}
+                Err(e) => done.push(format!("agent git dir {id}: {e}")),
+            }
+            match std::fs::remove_dir_all(&home) {
+                Ok(()) => done.push(format!("removed the agent git dir of dead run {id}")),
+                Err(e) => done.push(format!("cannot remove {}: {e}", home.display())),
             }
         }
-        removed
+        done
     }
+
+    /// Bring a dead run's last commits back from its agent git dir.
+    fn recover(&self, home: &Path, id: &str, lock: File) -> Result<Option<String>> {
+        let Ok(bytes) = std::fs::read(home.join("run.json")) else {
+            return Ok(None);
+        };
+        let record: Record = serde_json::from_slice(&bytes)
+            .map_err(|e| Error::Other(anyhow::anyhow!("its record: {e}")))?;
+        let landed = self.branch_head(&record.branch).ok();
+        let mut dir = AgentGitDir {
+            home: home.to_path_buf(),
+            common: self.git_dir(),
+            worktree: record.worktree.clone(),
+            target: record.own.clone(),
+            host_index: record.own.join("index"),
+            linked: record.linked,
+            branch: record.branch.clone(),
+            synced: landed
+                .as_deref()
+                .and_then(|s| Oid::from_str(s).ok())
+                .unwrap_or(Oid::ZERO_SHA1),
+            submodules: vec![],
+            _lock: lock,
+        };
+        if landed.is_some()
+            && let Ok(Some(taken)) = dir.take_back()
+        {
+            return Ok(Some(format!(
+                "brought a dead run's commits onto {} ({}..{})",
+                record.branch,
+                &taken.from[..12],
+                &taken.to[..12]
+            )));
+        }
+        // The branch is gone, or the commits do not fast-forward it.
+        let git = dir.git_dir();
+        let root = beneath::open_dir(&git).map_err(|e| untrusted(&git, &e))?;
+        let Some(tip) = read_branch(&root, &record.branch).map_err(|e| untrusted(&git, &e))? else {
+            return Ok(None);
+        };
+        if self.repo.find_commit(tip).is_ok() && landed.as_deref() == Some(&tip.to_string()) {
+            return Ok(None);
+        }
+        import(&self.git_dir(), &root, tip, &home.join("packs")).map_err(|_| {
+            Error::Agent(format!(
+                "the commits of dead run {id} cannot be read safely"
+            ))
+        })?;
+        let name = format!("sanddune/rescued-{id}");
+        self.repo
+            .branch(
+                &name,
+                &self.repo.find_commit(tip).map_err(|e| git_err("read", e))?,
+                false,
+            )
+            .map_err(|e| git_err("keep the commits", e))?;
+        Ok(Some(format!(
+            "kept a dead run's commits as branch {name} (they do not fast-forward {})",
+            record.branch
+        )))
+    }
+}
+
+/// What `gc` needs of a run's agent git dir once the run is dead.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Record {
+    branch: String,
+    worktree: PathBuf,
+    /// The worktree's own git dir on the host.
+    own: PathBuf,
+    linked: bool,
 }
 
 impl AgentGitDir {
@@ -355,12 +449,15 @@ impl AgentGitDir {
             .find_commit(tip)
             .and_then(|c| c.tree())
             .map_err(|e| git_err("read the agent's commit", e))?;
-        let mut index =
-            git2::Index::open(&self.host_index).map_err(|e| git_err("open the index", e))?;
-        index
-            .read_tree(&tree)
-            .and_then(|()| index.write())
-            .map_err(|e| git_err("update the index", e))?;
+        // (A dead run's worktree may be gone: then so is its index.)
+        if self.host_index.is_file() {
+            let mut index =
+                git2::Index::open(&self.host_index).map_err(|e| git_err("open the index", e))?;
+            index
+                .read_tree(&tree)
+                .and_then(|()| index.write())
+                .map_err(|e| git_err("update the index", e))?;
+        }
         let from = std::mem::replace(&mut self.synced, tip);
         Ok(Some(TakenBack {
             from: from.to_string(),
@@ -923,14 +1020,53 @@ mod tests {
         assert!(dir.take_back().unwrap().is_none(), "and the run can go on");
     }
 
+    /// What gc did, once it could: a git another test thread is starting
+    /// holds a copy of the lock until it execs.
+    fn recovered(repo: &Repo) -> Vec<String> {
+        for _ in 0..200 {
+            let done = repo.recover_stale_agent_git_dirs();
+            if !done.is_empty() {
+                return done;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        vec![]
+    }
+
     #[test]
-    fn gc_removes_only_agent_git_dirs_no_run_holds() {
+    fn gc_brings_a_dead_runs_last_commits_back_and_removes_only_dirs_no_run_holds() {
         let (_tmp, repo, dir) = setup();
+        let tip = commit_file(&dir, "b.txt");
         let held = dir.git_dir();
-        assert_eq!(repo.remove_stale_agent_git_dirs(), 0);
+        assert!(
+            repo.recover_stale_agent_git_dirs().is_empty(),
+            "the run holds it"
+        );
         assert!(held.exists());
-        drop(dir);
-        assert_eq!(repo.remove_stale_agent_git_dirs(), 1);
+        drop(dir); // as a killed run's
+        let done = recovered(&repo);
+        assert!(
+            done[0].starts_with("brought a dead run's commits onto main"),
+            "{done:?}"
+        );
+        assert_eq!(repo.branch_head("main").unwrap(), tip);
         assert!(!held.exists());
+    }
+
+    #[test]
+    fn gc_keeps_a_dead_runs_commits_that_do_not_fast_forward_as_a_branch() {
+        let (_tmp, repo, dir) = setup();
+        let tip = commit_file(&dir, "b.txt");
+        // The user committed on the branch meanwhile.
+        std::fs::write(repo.root().join("u.txt"), "u").unwrap();
+        super::super::git(repo.root(), &["add", "u.txt"]).unwrap();
+        super::super::git(repo.root(), &["commit", "-q", "-m", "the user's"]).unwrap();
+        drop(dir);
+        let done = recovered(&repo);
+        assert!(
+            done[0].contains("as branch sanddune/rescued-t1"),
+            "{done:?}"
+        );
+        assert_eq!(repo.branch_head("sanddune/rescued-t1").unwrap(), tip);
     }
 }
