@@ -13,6 +13,7 @@ pub mod devcontainer;
 pub mod error;
 pub mod image_build;
 pub mod init;
+pub mod own_dir;
 pub mod plugin;
 pub mod prompt;
 pub mod run;
