@@ -17,6 +17,7 @@ pub mod own_dir;
 pub mod plugin;
 pub mod prompt;
 pub mod run;
+pub mod terminal_text;
 pub mod workflow;
 pub mod worktree;
 
