@@ -221,7 +221,15 @@ pub fn list(git_dir: &Path) -> Vec<Found> {
 
 /// Ask a live run to stop: it aborts as Ctrl-C would.
 pub fn request_stop(found: &Found) -> std::io::Result<()> {
-    std::fs::write(found.path.with_extension("stop"), b"")
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never through a link: it would truncate what the link names.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(found.path.with_extension("stop"))
+        .map(drop)
 }
 
 /// Remove the records of runs whose process is gone; returns them.

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::own_dir::{self, OwnDir};
 
 /// What a worktree lock file says: who holds the worktree, since when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +53,10 @@ impl WorktreeLock {
         branch: &str,
         git_dir: &Path,
     ) -> Result<Self> {
+        // `.sanddune/worktrees` swapped for a link (an agent writes the
+        // repository root under head) would put the lock, and the worktree,
+        // wherever it points.
+        OwnDir::open(worktrees_dir, 2, false)?;
         let path = worktrees_dir.join(format!("{name}.lock"));
         let holder = LockHolder {
             pid: std::process::id(),
@@ -143,14 +148,22 @@ fn publish(dir: &Path, path: &Path, content: &[u8]) -> Result<bool> {
     }
 }
 
+/// A lock's bytes; a link or a FIFO in its place (which no run made) is
+/// refused, naming it, and never followed or waited on.
 fn read(path: &Path) -> Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::Other(anyhow::anyhow!(
-            "read the worktree lock {}: {e}",
-            path.display()
-        ))),
+    own_dir::read_regular(path)
+}
+
+/// Who holds the lock at `path`, for `gc`; a lock file sanddune did not
+/// write (a link, a FIFO, not its JSON) is passed over, with a warning for
+/// anything but a regular file.
+pub(super) fn read_holder(path: &Path) -> Option<LockHolder> {
+    match read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes?).ok(),
+        Err(e) => {
+            tracing::warn!("{e}");
+            None
+        }
     }
 }
 
