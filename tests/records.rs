@@ -1,0 +1,332 @@
+//! Host actions never trust a path or record an agent can write (issue 33,
+//! part 2), through the real binary. Under the head branch strategy the
+//! agent's worktree is the repository root, so `.sanddune/` (logs,
+//! worktree locks) is the agent's to write; the hostile bind-mount
+//! provider runs it there on the host, as docker would mount it. What the
+//! agent could plant is planted, then sanddune runs, and a marker outside
+//! the repository must be exactly as it was.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use common::{TestRepo, plugin_file, stderr, stdout};
+
+const MARKER: &str = "the user's file\n";
+
+/// A file of the user's outside the repository, which nothing may change.
+fn marker(dir: &Path) -> PathBuf {
+    let marker = dir.join("bashrc");
+    std::fs::write(&marker, MARKER).unwrap();
+    marker
+}
+
+/// A run under head (the agent works in the repository root), its agent
+/// doing `prompt`.
+fn head_run(repo: &TestRepo, prompt: &str) -> std::process::Output {
+    let hostile = plugin_file("sanddune-test-plugin-hostile");
+    repo.sanddune(&[
+        "run",
+        "--sandbox",
+        hostile.to_str().unwrap(),
+        "--grant",
+        "program=sh",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        prompt,
+    ])
+}
+
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// `sanddune` with `args`, killed (and the test failed) if it is not done
+/// within 60 s: a FIFO read would block it for ever.
+fn sanddune_within(repo: &TestRepo, args: &[&str]) -> std::process::Output {
+    let mut child = repo
+        .command(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("sanddune {args:?} still ran after 60 s");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_link_the_agent_left_for_the_next_runs_events_log_fails_that_run_and_its_target_is_untouched() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = marker(outside.path());
+    // The agent links every name the next two minutes of runs would give
+    // their events file to the user's file.
+    let plant = format!(
+        "FAKE:run:now=$(date +%s); for k in $(seq 0 120); do ln -s {} .sanddune/logs/run-$(date -u -d @$((now+k)) +%Y%m%dT%H%M%SZ).events.jsonl; done",
+        marker.display()
+    );
+    let out = head_run(&repo, &format!("add a note\n{plant}"));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let planted = std::fs::read_dir(repo.path().join(".sanddune/logs"))
+        .unwrap()
+        .filter(|e| e.as_ref().unwrap().path().is_symlink())
+        .count();
+    assert_eq!(planted, 121, "the agent's links");
+
+    let out = head_run(&repo, "add a note");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains(".events.jsonl is a symlink or not a regular file"),
+        "{err}"
+    );
+    assert!(err.contains(".sanddune/logs/run-"), "{err}");
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), MARKER);
+}
+
+#[test]
+fn a_linked_sanddune_dir_fails_the_run_naming_it_and_nothing_is_written_through_it() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.path().join(".sanddune")).unwrap();
+
+    let out = head_run(&repo, "add a note");
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(".sanddune is a symlink or not a directory"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
+    assert!(repo.calls("claude").is_empty(), "the agent must not start");
+}
+
+#[test]
+fn a_worktree_lock_that_is_a_link_fails_the_run_naming_it() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = marker(outside.path());
+    let worktrees = repo.path().join(".sanddune/worktrees");
+    std::fs::create_dir_all(&worktrees).unwrap();
+    std::os::unix::fs::symlink(&marker, worktrees.join("feat.lock")).unwrap();
+
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--branch",
+        "feat",
+        "--prompt",
+        "add a note",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("feat.lock is a symlink"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&marker).unwrap(), MARKER);
+}
+
+/// A run record as `sanddune ps` reads it, naming `log` as its log.
+fn forge_run_record(repo: &TestRepo, id: &str, log: &Path) {
+    let dir = repo.path().join(".git/sanddune-runs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = serde_json::json!({
+        "name": id, "runId": id, "workflow": null, "item": null,
+        "sandbox": "test-isolated", "agent": "claude-code", "branch": "main",
+        "iteration": 1, "maxIterations": 1, "state": "running",
+        "started": 0, "tokens": 0, "logFile": log, "repo": repo.path(),
+        "owner": format!("{}:1", dead_pid()),
+    });
+    std::fs::write(dir.join(format!("{id}.json")), record.to_string()).unwrap();
+}
+
+#[test]
+fn logs_prints_only_the_repositorys_own_log_files_whatever_a_record_names() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = marker(outside.path());
+    let logs = repo.path().join(".sanddune/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+
+    // A file outside the logs dir.
+    forge_run_record(&repo, "outside", &marker);
+    let out = sanddune_within(&repo, &["logs", "outside"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("sanddune prints only its own logs"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "");
+
+    // A link in the logs dir to it, and a FIFO (which would block a read).
+    std::os::unix::fs::symlink(&marker, logs.join("link.log")).unwrap();
+    forge_run_record(&repo, "link", &logs.join("link.log"));
+    let out = sanddune_within(&repo, &["logs", "link"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("link.log is a symlink"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "");
+    let fifo = logs.join("fifo.log");
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    forge_run_record(&repo, "fifo", &fifo);
+    let out = sanddune_within(&repo, &["logs", "fifo"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("fifo.log is not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+
+    // Its own log still prints, bytes as they are when piped.
+    std::fs::write(logs.join("mine.log"), "line \x1b[1mone\n").unwrap();
+    forge_run_record(&repo, "mine", &logs.join("mine.log"));
+    let out = sanddune_within(&repo, &["logs", "mine"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(stdout(&out), "line \x1b[1mone\n");
+}
+
+#[test]
+fn gc_passes_over_lock_files_that_are_links_or_fifos_warning_about_them() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    // A lock holder gc would act on, if it followed the link to it.
+    let holder = outside.path().join("holder.json");
+    let forged = serde_json::json!({"pid": dead_pid(), "branch": "main", "createdAt": "2026-01-01T00:00:00Z"});
+    std::fs::write(&holder, forged.to_string()).unwrap();
+    let worktrees = repo.path().join(".sanddune/worktrees");
+    std::fs::create_dir_all(&worktrees).unwrap();
+    std::os::unix::fs::symlink(&holder, worktrees.join("linked.lock")).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(worktrees.join("fifo.lock"))
+            .status()
+            .unwrap()
+            .success()
+    );
+
+    let out = sanddune_within(&repo, &["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(err.contains("linked.lock is a symlink"), "{err}");
+    assert!(err.contains("fifo.lock is not a regular file"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&holder).unwrap(),
+        forged.to_string()
+    );
+    assert_eq!(repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]), "main");
+}
+
+#[test]
+fn gc_removes_an_orphaned_worktree_only_where_sanddune_made_it() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("project");
+    std::fs::create_dir(&victim).unwrap();
+    let kept = marker(&victim);
+    // A worktree as a crashed run leaves it: its lock names a dead process.
+    let worktree = repo.path().join(".sanddune/worktrees/wt");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "wt",
+        worktree.to_str().unwrap(),
+    ]);
+    let lock =
+        serde_json::json!({"pid": dead_pid(), "branch": "wt", "createdAt": "2026-01-01T00:00:00Z"});
+    std::fs::write(
+        repo.path().join(".sanddune/worktrees/wt.lock"),
+        lock.to_string(),
+    )
+    .unwrap();
+    // What a sandbox that could write the git dir would do: point git's
+    // record of the worktree at a file in another directory of the user's
+    // (libgit2's prune deletes the directory of the file named there).
+    std::fs::write(
+        repo.path().join(".git/worktrees/wt/gitdir"),
+        format!("{}\n", kept.display()),
+    )
+    .unwrap();
+
+    let out = sanddune_within(&repo, &["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("removed orphaned worktree `wt`"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!worktree.exists());
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), MARKER);
+}
+
+#[test]
+fn gc_neither_deletes_nor_kills_in_a_directory_a_forged_sandbox_record_names() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("work");
+    std::fs::create_dir(&victim).unwrap();
+    let kept = marker(&victim);
+    let mut working = std::process::Command::new("sleep")
+        .arg("60")
+        .current_dir(&victim)
+        .spawn()
+        .unwrap();
+    let records = repo.path().join(".git/sanddune-sandboxes");
+    std::fs::create_dir_all(&records).unwrap();
+    let record = serde_json::json!({
+        "owner": format!("{}:1", dead_pid()),
+        "provider": "test-isolated", "providerName": "test-isolated",
+        "runId": "1-abcd", "name": "forged", "worktree": repo.path(),
+        "branch": "main", "config": [], "tmpDir": outside.path(),
+        "state": "sbx", "scratch": victim, "base": "HEAD",
+    });
+    std::fs::write(records.join("forged.json"), record.to_string()).unwrap();
+
+    let out = sanddune_within(&repo, &["gc"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(
+        stderr(&out).contains("as its scratch dir, which sanddune did not make"),
+        "{}",
+        stderr(&out)
+    );
+    // Dropping the record leaves the directory too.
+    let out = sanddune_within(&repo, &["gc", "--forget-unreachable"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!records.join("forged.json").exists());
+
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), MARKER);
+    assert!(
+        working.try_wait().unwrap().is_none(),
+        "the process working there was killed"
+    );
+    working.kill().unwrap();
+    working.wait().unwrap();
+}
