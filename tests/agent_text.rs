@@ -5,6 +5,7 @@
 
 mod common;
 
+use common::live::forge_run_record;
 use common::{TestRepo, stderr, stdout};
 
 /// The agent's work: a commit whose subject writes the clipboard, and
@@ -66,4 +67,42 @@ fn the_log_file_shows_the_agents_escapes_as_tail_would_print_them() {
     let log = std::fs::read_to_string(result["logFilePath"].as_str().unwrap()).unwrap();
     assert_no_raw_controls("the log file", &log);
     assert!(log.contains(r"said \e]52;c;aGk=\a"), "{log}");
+}
+
+/// `sanddune ARGS` with its stdout a terminal (a pty `script` makes), as a
+/// person runs it; what it printed there.
+fn at_a_terminal(repo: &TestRepo, args: &[&str]) -> String {
+    let out = std::process::Command::new("script")
+        .args(["-qec", &repo.shell_line(args), "/dev/null"])
+        .current_dir(repo.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("script (util-linux) runs");
+    assert!(out.status.success(), "{}", stderr(&out));
+    stdout(&out)
+}
+
+#[test]
+fn logs_at_a_terminal_shows_the_agents_escapes_and_raw_passes_them() {
+    let repo = TestRepo::new();
+    let logs = repo.path().join(".sanddune/logs");
+    std::fs::create_dir_all(&logs).unwrap();
+    std::fs::write(
+        logs.join("mine.log"),
+        "said \x1b]52;c;aGk=\x07 \x1b[31mred\n",
+    )
+    .unwrap();
+    forge_run_record(&repo, "mine", &logs.join("mine.log"));
+
+    let shown = at_a_terminal(&repo, &["logs", "mine"]);
+    assert_no_raw_controls("logs at a terminal", &shown);
+    assert!(
+        shown.contains(r"said \e]52;c;aGk=\a \e[31mred"),
+        "{shown:?}"
+    );
+    let raw = at_a_terminal(&repo, &["logs", "mine", "--raw"]);
+    assert!(
+        raw.contains("said \x1b]52;c;aGk=\x07 \x1b[31mred"),
+        "{raw:?}"
+    );
 }

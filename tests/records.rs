@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::live::{dead_pid, forge_run_record};
 use common::{TestRepo, plugin_file, stderr, stdout};
 
 const MARKER: &str = "the user's file\n";
@@ -38,13 +39,6 @@ fn head_run(repo: &TestRepo, prompt: &str) -> std::process::Output {
         "--prompt",
         prompt,
     ])
-}
-
-fn dead_pid() -> u32 {
-    let mut child = std::process::Command::new("true").spawn().unwrap();
-    let pid = child.id();
-    child.wait().unwrap();
-    pid
 }
 
 /// `sanddune` with `args`, killed (and the test failed) if it is not done
@@ -84,7 +78,8 @@ fn a_link_the_agent_left_for_the_next_runs_events_log_fails_that_run_and_its_tar
         .unwrap()
         .filter(|e| e.as_ref().unwrap().path().is_symlink())
         .count();
-    assert_eq!(planted, 121, "the agent's links");
+    // All but the name of the run's own events file, if it started then.
+    assert!(planted >= 120, "the agent's links: {planted}");
 
     let out = head_run(&repo, "add a note");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -141,20 +136,6 @@ fn a_worktree_lock_that_is_a_link_fails_the_run_naming_it() {
         stderr(&out)
     );
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), MARKER);
-}
-
-/// A run record as `sanddune ps` reads it, naming `log` as its log.
-fn forge_run_record(repo: &TestRepo, id: &str, log: &Path) {
-    let dir = repo.path().join(".git/sanddune-runs");
-    std::fs::create_dir_all(&dir).unwrap();
-    let record = serde_json::json!({
-        "name": id, "runId": id, "workflow": null, "item": null,
-        "sandbox": "test-isolated", "agent": "claude-code", "branch": "main",
-        "iteration": 1, "maxIterations": 1, "state": "running",
-        "started": 0, "tokens": 0, "logFile": log, "repo": repo.path(),
-        "owner": format!("{}:1", dead_pid()),
-    });
-    std::fs::write(dir.join(format!("{id}.json")), record.to_string()).unwrap();
 }
 
 #[test]
@@ -329,4 +310,28 @@ fn gc_neither_deletes_nor_kills_in_a_directory_a_forged_sandbox_record_names() {
     );
     working.kill().unwrap();
     working.wait().unwrap();
+}
+
+#[test]
+fn gc_collects_no_worktree_through_a_linked_worktrees_dir() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    // An orphan as gc knows them, but in a directory of the user's.
+    let victim = outside.path().join("run-1");
+    std::fs::create_dir(&victim).unwrap();
+    let kept = marker(&victim);
+    let lock = serde_json::json!({"pid": dead_pid(), "branch": "sanddune/run-1", "createdAt": "2026-01-01T00:00:00Z"});
+    std::fs::write(outside.path().join("run-1.lock"), lock.to_string()).unwrap();
+    std::fs::create_dir(repo.path().join(".sanddune")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.path().join(".sanddune/worktrees")).unwrap();
+
+    let out = sanddune_within(&repo, &["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("has a link in its path, which sanddune did not make"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(std::fs::read_to_string(&kept).unwrap(), MARKER);
+    assert!(outside.path().join("run-1.lock").exists());
 }
