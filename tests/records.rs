@@ -67,9 +67,10 @@ fn a_link_the_agent_left_for_the_next_runs_events_log_fails_that_run_and_its_tar
     let outside = tempfile::tempdir().unwrap();
     let marker = marker(outside.path());
     // The agent links every name the next two minutes of runs would give
-    // their events file to the user's file.
+    // their events file (with the counter of runs starting in one second)
+    // to the user's file.
     let plant = format!(
-        "FAKE:run:now=$(date +%s); for k in $(seq 0 120); do ln -s {} .sanddune/logs/run-$(date -u -d @$((now+k)) +%Y%m%dT%H%M%SZ).events.jsonl; done",
+        "FAKE:run:now=$(date +%s); for k in $(seq 0 120); do for n in '' -2 -3; do ln -s {} .sanddune/logs/run-$(date -u -d @$((now+k)) +%Y%m%dT%H%M%SZ)$n.events.jsonl; done; done",
         marker.display()
     );
     let out = head_run(&repo, &format!("add a note\n{plant}"));
@@ -79,7 +80,7 @@ fn a_link_the_agent_left_for_the_next_runs_events_log_fails_that_run_and_its_tar
         .filter(|e| e.as_ref().unwrap().path().is_symlink())
         .count();
     // All but the name of the run's own events file, if it started then.
-    assert!(planted >= 120, "the agent's links: {planted}");
+    assert!(planted >= 3 * 121 - 1, "the agent's links: {planted}");
 
     let out = head_run(&repo, "add a note");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
@@ -334,4 +335,51 @@ fn gc_collects_no_worktree_through_a_linked_worktrees_dir() {
     );
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), MARKER);
     assert!(outside.path().join("run-1.lock").exists());
+}
+
+#[test]
+fn gc_moves_no_branch_a_forged_lock_and_pending_sync_name() {
+    let repo = TestRepo::new();
+    // A commit the user has, ahead of main but not merged.
+    repo.git(&["checkout", "-q", "-b", "unmerged"]);
+    repo.git(&["commit", "-q", "--allow-empty", "-m", "not for main"]);
+    let unmerged = repo.git(&["rev-parse", "HEAD"]);
+    repo.git(&["checkout", "-q", "main"]);
+    let main = repo.git(&["rev-parse", "main"]);
+    let worktrees = repo.path().join(".sanddune/worktrees");
+    std::fs::create_dir_all(&worktrees).unwrap();
+    let lock = |branch: &str| {
+        serde_json::json!({"pid": dead_pid(), "branch": branch, "createdAt": "2026-01-01T00:00:00Z"})
+            .to_string()
+    };
+    // A lock for the checked-out branch, and one whose name does not fit
+    // its branch, each with a pending sync naming the unmerged commit.
+    std::fs::write(worktrees.join("main.lock"), lock("main")).unwrap();
+    std::fs::write(worktrees.join("main.sync"), &unmerged).unwrap();
+    std::fs::write(worktrees.join("other.lock"), lock("unmerged")).unwrap();
+    std::fs::write(worktrees.join("other.sync"), &unmerged).unwrap();
+    // And a pending sync that is a FIFO, which would block gc's read.
+    std::fs::write(worktrees.join("run-1.lock"), lock("sanddune/run-1")).unwrap();
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(worktrees.join("run-1.sync"))
+            .status()
+            .unwrap()
+            .success()
+    );
+
+    let out = sanddune_within(&repo, &["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("which worktree `other` never holds"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("run-1.sync is not a regular file"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(repo.git(&["rev-parse", "main"]), main);
+    assert_eq!(repo.git(&["rev-parse", "unmerged"]), unmerged);
 }
