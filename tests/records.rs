@@ -2,9 +2,10 @@
 //! part 2), through the real binary. Under the head branch strategy the
 //! agent's worktree is the repository root, so `.sanddune/` (logs,
 //! worktree locks) is the agent's to write; the hostile bind-mount
-//! provider runs it there on the host, as docker would mount it. What the
-//! agent could plant is planted, then sanddune runs, and a marker outside
-//! the repository must be exactly as it was.
+//! provider runs it there on the host, as docker mounts it (and one test
+//! runs it in docker itself, skipped without the engine). What the agent
+//! could plant is planted, then sanddune runs, and a marker outside the
+//! repository must be exactly as it was.
 
 mod common;
 
@@ -12,7 +13,9 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
+use common::engines::{IMAGE, fake_mounts, require_engine};
 use common::live::{dead_pid, forge_run_record};
+use common::trials::{self, trial};
 use common::{TestRepo, plugin_file, stderr, stdout};
 
 const MARKER: &str = "the user's file\n";
@@ -61,20 +64,19 @@ fn sanddune_within(repo: &TestRepo, args: &[&str]) -> std::process::Output {
     child.wait_with_output().unwrap()
 }
 
-#[test]
-fn a_link_the_agent_left_for_the_next_runs_events_log_fails_that_run_and_its_target_is_untouched() {
-    let repo = TestRepo::new();
-    let outside = tempfile::tempdir().unwrap();
-    let marker = marker(outside.path());
-    // The agent links every name the next two minutes of runs would give
-    // their events file (with the counter of runs starting in one second)
-    // to the user's file.
-    let plant = format!(
-        "FAKE:run:now=$(date +%s); for k in $(seq 0 120); do for n in '' -2 -3; do ln -s {} .sanddune/logs/run-$(date -u -d @$((now+k)) +%Y%m%dT%H%M%SZ)$n.events.jsonl; done; done",
-        marker.display()
-    );
-    let out = head_run(&repo, &format!("add a note\n{plant}"));
-    assert!(out.status.success(), "{}", stderr(&out));
+/// What the agent does for the next run: link every name the next two
+/// minutes of runs would give their events file (with the counter of runs
+/// starting in one second) to `target`.
+fn plant_next_events_logs(target: &Path) -> String {
+    format!(
+        "add a note\nFAKE:run:now=$(date +%s); for k in $(seq 0 120); do for n in '' -2 -3; do ln -s {} .sanddune/logs/run-$(date -u -d @$((now+k)) +%Y%m%dT%H%M%SZ)$n.events.jsonl; done; done",
+        target.display()
+    )
+}
+
+/// After the agent planted its links: they are there, the next run fails
+/// naming one, and the user's file is as it was.
+fn assert_the_next_run_refuses_the_links(repo: &TestRepo, marker: &Path) {
     let planted = std::fs::read_dir(repo.path().join(".sanddune/logs"))
         .unwrap()
         .filter(|e| e.as_ref().unwrap().path().is_symlink())
@@ -82,7 +84,7 @@ fn a_link_the_agent_left_for_the_next_runs_events_log_fails_that_run_and_its_tar
     // All but the name of the run's own events file, if it started then.
     assert!(planted >= 3 * 121 - 1, "the agent's links: {planted}");
 
-    let out = head_run(&repo, "add a note");
+    let out = head_run(repo, "add a note");
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);
     assert!(
@@ -90,10 +92,45 @@ fn a_link_the_agent_left_for_the_next_runs_events_log_fails_that_run_and_its_tar
         "{err}"
     );
     assert!(err.contains(".sanddune/logs/run-"), "{err}");
-    assert_eq!(std::fs::read_to_string(&marker).unwrap(), MARKER);
+    assert_eq!(std::fs::read_to_string(marker).unwrap(), MARKER);
 }
 
-#[test]
+fn a_link_the_agent_left_for_the_next_runs_events_log_fails_that_run_and_its_target_is_untouched() {
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = marker(outside.path());
+    let out = head_run(&repo, &plant_next_events_logs(&marker));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_the_next_run_refuses_the_links(&repo, &marker);
+}
+
+/// The same, the agent in a docker container under head (the default for
+/// a bind-mount provider), as a user of the docker group runs it.
+fn a_docker_agent_cannot_plant_the_next_runs_events_log() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    let marker = marker(outside.path());
+    let image = format!("image={IMAGE}");
+    let prompt = plant_next_events_logs(&marker);
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "docker",
+        "--sandbox-opt",
+        &image,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        &prompt,
+    ];
+    let mounts = fake_mounts(&repo);
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_the_next_run_refuses_the_links(&repo, &marker);
+}
+
 fn a_linked_sanddune_dir_fails_the_run_naming_it_and_nothing_is_written_through_it() {
     let repo = TestRepo::new();
     let outside = tempfile::tempdir().unwrap();
@@ -110,7 +147,6 @@ fn a_linked_sanddune_dir_fails_the_run_naming_it_and_nothing_is_written_through_
     assert!(repo.calls("claude").is_empty(), "the agent must not start");
 }
 
-#[test]
 fn a_worktree_lock_that_is_a_link_fails_the_run_naming_it() {
     let repo = TestRepo::new();
     let outside = tempfile::tempdir().unwrap();
@@ -139,7 +175,6 @@ fn a_worktree_lock_that_is_a_link_fails_the_run_naming_it() {
     assert_eq!(std::fs::read_to_string(&marker).unwrap(), MARKER);
 }
 
-#[test]
 fn logs_prints_only_the_repositorys_own_log_files_whatever_a_record_names() {
     let repo = TestRepo::new();
     let outside = tempfile::tempdir().unwrap();
@@ -194,7 +229,6 @@ fn logs_prints_only_the_repositorys_own_log_files_whatever_a_record_names() {
     assert_eq!(stdout(&out), "line \x1b[1mone\n");
 }
 
-#[test]
 fn gc_passes_over_lock_files_that_are_links_or_fifos_warning_about_them() {
     let repo = TestRepo::new();
     let outside = tempfile::tempdir().unwrap();
@@ -225,7 +259,6 @@ fn gc_passes_over_lock_files_that_are_links_or_fifos_warning_about_them() {
     assert_eq!(repo.git(&["rev-parse", "--abbrev-ref", "HEAD"]), "main");
 }
 
-#[test]
 fn gc_removes_an_orphaned_worktree_only_where_sanddune_made_it() {
     let repo = TestRepo::new();
     let outside = tempfile::tempdir().unwrap();
@@ -269,7 +302,6 @@ fn gc_removes_an_orphaned_worktree_only_where_sanddune_made_it() {
     assert_eq!(std::fs::read_to_string(&kept).unwrap(), MARKER);
 }
 
-#[test]
 fn gc_neither_deletes_nor_kills_in_a_directory_a_forged_sandbox_record_names() {
     let repo = TestRepo::new();
     let outside = tempfile::tempdir().unwrap();
@@ -313,7 +345,6 @@ fn gc_neither_deletes_nor_kills_in_a_directory_a_forged_sandbox_record_names() {
     working.wait().unwrap();
 }
 
-#[test]
 fn gc_collects_no_worktree_through_a_linked_worktrees_dir() {
     let repo = TestRepo::new();
     let outside = tempfile::tempdir().unwrap();
@@ -337,7 +368,6 @@ fn gc_collects_no_worktree_through_a_linked_worktrees_dir() {
     assert!(outside.path().join("run-1.lock").exists());
 }
 
-#[test]
 fn gc_moves_no_branch_a_forged_lock_and_pending_sync_name() {
     let repo = TestRepo::new();
     // A commit the user has, ahead of main but not merged.
@@ -382,4 +412,19 @@ fn gc_moves_no_branch_a_forged_lock_and_pending_sync_name() {
     );
     assert_eq!(repo.git(&["rev-parse", "main"]), main);
     assert_eq!(repo.git(&["rev-parse", "unmerged"]), unmerged);
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(a_link_the_agent_left_for_the_next_runs_events_log_fails_that_run_and_its_target_is_untouched),
+        trial!(a_docker_agent_cannot_plant_the_next_runs_events_log),
+        trial!(a_linked_sanddune_dir_fails_the_run_naming_it_and_nothing_is_written_through_it),
+        trial!(a_worktree_lock_that_is_a_link_fails_the_run_naming_it),
+        trial!(logs_prints_only_the_repositorys_own_log_files_whatever_a_record_names),
+        trial!(gc_passes_over_lock_files_that_are_links_or_fifos_warning_about_them),
+        trial!(gc_removes_an_orphaned_worktree_only_where_sanddune_made_it),
+        trial!(gc_neither_deletes_nor_kills_in_a_directory_a_forged_sandbox_record_names),
+        trial!(gc_collects_no_worktree_through_a_linked_worktrees_dir),
+        trial!(gc_moves_no_branch_a_forged_lock_and_pending_sync_name),
+    ])
 }
