@@ -13,9 +13,11 @@ pub mod devcontainer;
 pub mod error;
 pub mod image_build;
 pub mod init;
+pub mod own_dir;
 pub mod plugin;
 pub mod prompt;
 pub mod run;
+pub mod terminal_text;
 pub mod workflow;
 pub mod worktree;
 

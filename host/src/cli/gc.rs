@@ -21,7 +21,7 @@ use crate::capability::containers::{
 };
 use crate::error::{Error, Result};
 use crate::run::reclaim::{self, Reclaimed};
-use crate::worktree::{Orphan, Repo};
+use crate::worktree::{Orphan, Repo, WORKTREES_DIR};
 
 #[derive(Args)]
 pub struct GcArgs {
@@ -148,7 +148,17 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 &done.commit[..12]
             );
         }
-        for orphan in repo.gc_worktrees()? {
+        let worktrees = repo.root().join(WORKTREES_DIR);
+        let orphans = if crate::own_dir::linked(&worktrees, 2) {
+            eprintln!(
+                "warning: {} has a link in its path, which sanddune did not make: no worktree was collected; remove the link",
+                worktrees.display()
+            );
+            vec![]
+        } else {
+            repo.gc_worktrees()?
+        };
+        for orphan in orphans {
             match orphan {
                 Orphan::Removed { name, branch } => {
                     println!("removed orphaned worktree `{name}` (branch `{branch}`)")

@@ -846,10 +846,7 @@ impl Repo {
             else {
                 continue;
             };
-            let Ok(text) = std::fs::read(&path) else {
-                continue;
-            };
-            let Ok(holder) = serde_json::from_slice::<LockHolder>(&text) else {
+            let Some(holder) = lock::read_holder(&path) else {
                 continue; // not ours: add_worktree reports it when used
             };
             // Taking the lock reclaims it only from a dead process.
@@ -889,17 +886,31 @@ impl Repo {
     /// user's `git gc --auto`) does not take that lock: it may delete the
     /// admin dir while libgit2 is deleting it, which is the same outcome.
     fn remove_worktree(&self, name: &str, path: &Path) -> Result<()> {
+        // Only the directory sanddune made, through no link: not wherever a
+        // `.git/worktrees/<name>/gitdir` file says (libgit2 deletes that).
+        let own = self.root.join(WORKTREES_DIR).join(name);
+        if path != own || crate::own_dir::linked(&own, 3) {
+            return Err(Error::Other(anyhow::anyhow!(
+                "refusing to remove {}: it is not the directory sanddune made at {} (or a link is in its path)",
+                path.display(),
+                own.display()
+            )));
+        }
         let admin = self.git_dir().join("worktrees").join(name);
         let pruned = match self.repo.find_worktree(name) {
             Ok(wt) => {
+                // libgit2 deletes the working tree its admin dir names only
+                // when that is ours; otherwise ours is removed below.
+                let ours = wt.path() == path;
                 let mut opts = WorktreePruneOptions::new();
-                opts.valid(true).working_tree(true);
-                wt.prune(Some(&mut opts))
+                opts.valid(true).working_tree(ours);
+                wt.prune(Some(&mut opts)).map(|()| ours)
             }
             Err(e) => Err(e),
         };
         match pruned {
-            Ok(()) => Ok(()),
+            Ok(true) => Ok(()),
+            Ok(false) => remove_dir(path),
             // Pruned by someone else, broken by a kill while git created it
             // (libgit2 cannot prune what it cannot read), or an admin file
             // a killed sync left half-written (`shallow`, found by kill -9
