@@ -1,6 +1,7 @@
 //! sanddune's own directories in a repository (`.sanddune/logs`,
-//! `.sanddune/worktrees`), which an agent can write: under the head branch
-//! strategy its worktree is the repository root. So a name there may be a
+//! `.sanddune/worktrees`, an agent git dir), which an agent can write:
+//! under the head branch strategy its worktree is the repository root, and
+//! a container's agent git dir is its own. So a name there may be a
 //! symlink the agent planted to a file of the user's (`~/.bashrc`), a FIFO
 //! that blocks whoever reads it, or a directory swapped for a link. Files
 //! there are made and read through a handle on the directory, opened one
@@ -112,6 +113,102 @@ impl OwnDir {
     pub fn remove(&self, name: &str) -> io::Result<()> {
         Ok(rustix::fs::unlinkat(&self.fd, name, AtFlags::empty())?)
     }
+
+    /// The regular file at `relative` (`/`-separated) below this directory,
+    /// opened without following a link anywhere on the way or waiting on a
+    /// FIFO.
+    pub fn open_below(&self, relative: &str) -> io::Result<File> {
+        let (dirs, name) = relative.rsplit_once('/').unwrap_or(("", relative));
+        let dir = self.dir_below(dirs)?;
+        let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(
+            dir.as_ref().unwrap_or(&self.fd),
+            plain(name)?,
+            flags,
+            Mode::empty(),
+        )?;
+        if FileType::from_raw_mode(rustix::fs::fstat(&fd)?.st_mode) != FileType::RegularFile {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{relative} is not a regular file"),
+            ));
+        }
+        Ok(File::from(fd))
+    }
+
+    /// The whole of [`OwnDir::open_below`]'s file, refused past `cap`
+    /// bytes; None when it, or a directory on its way, does not exist.
+    pub fn read_below(&self, relative: &str, cap: u64) -> io::Result<Option<Vec<u8>>> {
+        let file = match self.open_below(relative) {
+            Ok(file) => file,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut io::Read::take(file, cap + 1), &mut bytes)?;
+        if bytes.len() as u64 > cap {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                format!("{relative} is over {cap} bytes"),
+            ));
+        }
+        Ok(Some(bytes))
+    }
+
+    /// The names in the directory `relative` below this one, opened as
+    /// [`OwnDir::open_below`] opens; none when it does not exist.
+    pub fn names_below(&self, relative: &str) -> io::Result<Vec<String>> {
+        let dir = match self.dir_below(relative) {
+            Ok(dir) => dir,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(vec![]),
+            Err(e) => return Err(e),
+        };
+        let fd = match dir {
+            Some(fd) => fd,
+            None => rustix::fs::openat(
+                &self.fd,
+                ".",
+                OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+                Mode::empty(),
+            )?,
+        };
+        let mut names = vec![];
+        for entry in rustix::fs::Dir::read_from(&fd)? {
+            let name = entry?.file_name().to_string_lossy().into_owned();
+            if name != "." && name != ".." {
+                names.push(name);
+            }
+        }
+        Ok(names)
+    }
+
+    /// The directory `relative` below this one, opened one component at a
+    /// time without following a link; None for this one itself.
+    fn dir_below(&self, relative: &str) -> io::Result<Option<OwnedFd>> {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        let mut dir: Option<OwnedFd> = None;
+        for name in relative.split('/').filter(|n| !n.is_empty()) {
+            let next = rustix::fs::openat(
+                dir.as_ref().unwrap_or(&self.fd),
+                plain(name)?,
+                flags,
+                Mode::empty(),
+            )?;
+            dir = Some(next);
+        }
+        Ok(dir)
+    }
+}
+
+/// `name` if it is one plain path component.
+fn plain(name: &str) -> io::Result<&str> {
+    if name.is_empty() || name == "." || name == ".." || name.contains('/') {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`{name}` is not a plain file name"),
+        ));
+    }
+    Ok(name)
 }
 
 /// Whether one of the last `own` components of `path` is a link.
@@ -241,6 +338,56 @@ mod tests {
             .unwrap();
         assert!(linked(&own, 3));
         assert!(!linked(&own, 2));
+    }
+
+    #[test]
+    fn below_a_directory_only_regular_files_are_read_and_no_link_is_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let secret = marker(outside.path());
+        std::fs::create_dir_all(dir.path().join("objects/ab")).unwrap();
+        std::fs::write(dir.path().join("objects/ab/cd"), "object").unwrap();
+        std::os::unix::fs::symlink(&secret, dir.path().join("objects/ab/link")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("objects"), dir.path().join("linked")).unwrap();
+        let fifo = dir.path().join("fifo");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        let root = OwnDir::open(dir.path(), 0, false).unwrap();
+
+        assert_eq!(
+            root.read_below("objects/ab/cd", 100).unwrap().unwrap(),
+            b"object"
+        );
+        assert!(
+            root.read_below("objects/ab/missing", 100)
+                .unwrap()
+                .is_none()
+        );
+        assert!(root.read_below("missing/ab/cd", 100).unwrap().is_none());
+        assert!(
+            root.read_below("objects/ab/link", 100).is_err(),
+            "a symlink"
+        );
+        assert!(
+            root.read_below("linked/ab/cd", 100).is_err(),
+            "a symlinked dir"
+        );
+        assert!(
+            root.read_below("fifo", 100).is_err(),
+            "a FIFO, without blocking"
+        );
+        assert!(root.read_below("../x", 100).is_err());
+        assert!(root.read_below("objects/ab/cd", 3).is_err(), "over the cap");
+        let mut names = root.names_below("objects/ab").unwrap();
+        names.sort();
+        assert_eq!(names, ["cd", "link"]);
+        assert!(root.names_below("linked/ab").is_err());
+        assert!(root.names_below("nothing").unwrap().is_empty());
     }
 
     #[test]

@@ -27,10 +27,10 @@ use std::path::{Path, PathBuf};
 
 use git2::{ObjectType, Oid, Repository};
 
-use super::beneath;
 use super::lock::GitLock;
 use super::{Repo, git_err};
 use crate::error::{Error, Result};
+use crate::own_dir::OwnDir;
 
 /// Under the repository's common git dir, which no sandbox can write.
 pub const AGENT_GIT_DIRS: &str = "sanddune-agent";
@@ -326,7 +326,7 @@ impl Repo {
         }
         // The branch is gone, or the commits do not fast-forward it.
         let git = dir.git_dir();
-        let root = beneath::open_dir(&git).map_err(|e| untrusted(&git, &e))?;
+        let root = OwnDir::open(&git, 0, false).map_err(|e| untrusted(&git, &e))?;
         let Some(tip) = read_branch(&root, &record.branch).map_err(|e| untrusted(&git, &e))? else {
             return Ok(None);
         };
@@ -401,7 +401,7 @@ impl AgentGitDir {
     pub fn take_back(&mut self) -> Result<Option<TakenBack>> {
         self.keep_submodules_as_found()?;
         let git = self.git_dir();
-        let root = beneath::open_dir(&git).map_err(|e| untrusted(&git, &e))?;
+        let root = OwnDir::open(&git, 0, false).map_err(|e| untrusted(&git, &e))?;
         let Some(tip) = read_branch(&root, &self.branch).map_err(|e| untrusted(&git, &e))? else {
             return Ok(None);
         };
@@ -551,7 +551,7 @@ fn added_submodule(repo: &Repository, base: Oid, tip: Oid) -> Result<Option<Stri
         .and_then(|d| d.new_file().path().map(|p| p.display().to_string())))
 }
 
-fn untrusted(git: &Path, e: &std::io::Error) -> Error {
+fn untrusted(git: &Path, e: &dyn std::fmt::Display) -> Error {
     Error::Agent(format!(
         "the agent's git dir ({}) cannot be read safely: {e}",
         git.display()
@@ -591,16 +591,16 @@ fn lock_file(path: &Path) -> std::io::Result<File> {
 
 /// The commit the agent's branch names: its loose ref, else its line in
 /// `packed-refs` (after `git gc`). A symbolic ref or garbage is refused.
-fn read_branch(root: &File, branch: &str) -> std::io::Result<Option<Oid>> {
+fn read_branch(root: &OwnDir, branch: &str) -> std::io::Result<Option<Oid>> {
     let name = format!("refs/heads/{branch}");
     let bad = |what: String| std::io::Error::new(std::io::ErrorKind::InvalidData, what);
-    if let Some(bytes) = beneath::read(root, &name, 4096)? {
+    if let Some(bytes) = root.read_below(&name, 4096)? {
         let text = String::from_utf8_lossy(&bytes);
         return Oid::from_str(text.trim())
             .map(Some)
             .map_err(|_| bad(format!("{name} holds no commit id")));
     }
-    let Some(packed) = beneath::read(root, "packed-refs", REFS_CAP)? else {
+    let Some(packed) = root.read_below("packed-refs", REFS_CAP)? else {
         return Ok(None);
     };
     for line in String::from_utf8_lossy(&packed).lines() {
@@ -641,7 +641,7 @@ impl From<std::io::Error> for Imported {
 /// never holds an object whose closure it lacks.
 fn import(
     common: &Path,
-    root: &File,
+    root: &OwnDir,
     tip: Oid,
     scratch: &Path,
 ) -> std::result::Result<usize, Imported> {
@@ -701,12 +701,12 @@ fn import(
 /// A loose object of the agent git dir, inflated and checked against its
 /// id. `None` when it is not there as a loose object.
 fn read_loose(
-    root: &File,
+    root: &OwnDir,
     oid: Oid,
 ) -> std::result::Result<Option<(ObjectType, Vec<u8>)>, Imported> {
     let hex = oid.to_string();
     let path = format!("objects/{}/{}", &hex[..2], &hex[2..]);
-    let Some(compressed) = beneath::read(root, &path, OBJECT_CAP)? else {
+    let Some(compressed) = root.read_below(&path, OBJECT_CAP)? else {
         return Ok(None);
     };
     let corrupt = |why: &str| Imported::Corrupt(format!("its object {oid} is corrupt ({why})"));
@@ -768,17 +768,15 @@ fn read_packed(
 /// The agent git dir's packs (`.pack` and `.idx`, read without following
 /// a symlink, within a budget) copied into `scratch/pack`, opened as an
 /// object store of their own: no alternates, nothing else of the agent's.
-fn copy_packs(root: &File, scratch: &Path) -> std::result::Result<git2::Odb<'static>, Imported> {
+fn copy_packs(root: &OwnDir, scratch: &Path) -> std::result::Result<git2::Odb<'static>, Imported> {
     let into = scratch.join("pack");
     std::fs::create_dir_all(&into)?;
-    let listed = format!("/proc/self/fd/{}/objects/pack", root.as_raw_fd());
     let mut budget = PACKS_CAP;
-    for entry in std::fs::read_dir(&listed).into_iter().flatten().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if !(name.ends_with(".pack") || name.ends_with(".idx")) || name.contains('/') {
+    for name in root.names_below("objects/pack")? {
+        if !(name.ends_with(".pack") || name.ends_with(".idx")) {
             continue;
         }
-        let from = beneath::open_file(root, &format!("objects/pack/{name}"))?;
+        let from = root.open_below(&format!("objects/pack/{name}"))?;
         let mut to = File::create(into.join(&name))?;
         let copied = std::io::copy(&mut from.take(budget + 1), &mut to)?;
         budget = budget

@@ -11,7 +11,6 @@
 //! Decisions: ADR 0005.
 
 mod agent_git;
-mod beneath;
 mod copy;
 mod lock;
 mod merge;
@@ -87,8 +86,7 @@ impl Worktree {
     pub fn fast_forward_from_bundle(&self, bundle: &Path, head: &str) -> Result<bool> {
         let pending = pending_sync_path(self.path.parent().unwrap_or(&self.path), &self.name);
         let git = GitLock::acquire(&self.git_dir)?;
-        std::fs::write(&pending, head)
-            .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", pending.display())))?;
+        write_pending_sync(&pending, head)?;
         let bundle = bundle.to_str().ok_or_else(|| {
             Error::Other(anyhow::anyhow!(
                 "a bundle path that is not UTF-8: {}",
@@ -158,6 +156,30 @@ impl Worktree {
 
 fn pending_sync_path(worktrees_dir: &Path, name: &str) -> PathBuf {
     worktrees_dir.join(format!("{name}.sync"))
+}
+
+/// Write a pending sync's record in `.sanddune/worktrees`, which a head
+/// run's agent can write: whatever is at its name (an earlier record, or a
+/// link planted to a file of the user's) is removed, never written through.
+fn write_pending_sync(pending: &Path, head: &str) -> Result<()> {
+    use std::io::Write;
+    let (Some(dir), Some(name)) = (
+        pending.parent(),
+        pending.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return Err(Error::Other(anyhow::anyhow!(
+            "no pending sync path: {}",
+            pending.display()
+        )));
+    };
+    let dir = crate::own_dir::OwnDir::open(dir, 2, true)?;
+    if dir.kind(name).is_some() {
+        dir.remove(name)
+            .map_err(|e| Error::Other(anyhow::anyhow!("remove {}: {e}", pending.display())))?;
+    }
+    dir.create_new(name)
+        .and_then(|mut f| f.write_all(head.as_bytes()))
+        .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", pending.display())))
 }
 
 /// How [`Repo::add_worktree`] came by the worktree.
@@ -1014,9 +1036,7 @@ impl Repo {
         let dir = self.root.join(WORKTREES_DIR);
         let name = worktree.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if dir.join(format!("{name}.lock")).exists() {
-            let pending = pending_sync_path(&dir, name);
-            std::fs::write(&pending, &head)
-                .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", pending.display())))?;
+            write_pending_sync(&pending_sync_path(&dir, name), &head)?;
         } else {
             // A worktree still there has the branch checked out: moving the
             // branch under it would make it look changed.
@@ -1074,5 +1094,29 @@ fn same_path(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_sync_is_never_written_through_a_planted_link() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let marker = outside.path().join("bashrc");
+        std::fs::write(&marker, "the user's").unwrap();
+        let dir = root.path().join(WORKTREES_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        let pending = pending_sync_path(&dir, "feat");
+        std::os::unix::fs::symlink(&marker, &pending).unwrap();
+        write_pending_sync(&pending, "abc123").unwrap();
+        assert_eq!(std::fs::read_to_string(&marker).unwrap(), "the user's");
+        assert!(!pending.is_symlink());
+        assert_eq!(std::fs::read_to_string(&pending).unwrap(), "abc123");
+        // An earlier record is replaced.
+        write_pending_sync(&pending, "def456").unwrap();
+        assert_eq!(std::fs::read_to_string(&pending).unwrap(), "def456");
     }
 }
