@@ -140,6 +140,11 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 run.name, run.run_id
             );
         }
+        // Before the worktrees: a worktree whose agent committed after its
+        // run's last take-back looks changed until the commits are back.
+        for line in repo.recover_stale_agent_git_dirs() {
+            println!("{line}");
+        }
         if let Some(done) = repo.finish_interrupted_merge()? {
             println!(
                 "finished merging `{}` into `{}` ({}), which a killed run had begun",
@@ -168,9 +173,6 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                     path.display()
                 ),
             }
-        }
-        for line in repo.recover_stale_agent_git_dirs() {
-            println!("{line}");
         }
     }
     if unreachable > 0 {
