@@ -17,6 +17,27 @@ use common::hostile::*;
 use common::trials::{self, trial};
 use common::{TestRepo, stderr, stdout};
 
+/// `sanddune run` of the fake claude with `prompt` in `engine`'s test
+/// image, its calls logged on the host, then `extra`.
+fn run_agent(engine: &str, repo: &TestRepo, prompt: &str, extra: &[&str]) -> std::process::Output {
+    let image = format!("image={IMAGE}");
+    let mounts = fake_mounts(repo);
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        engine,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        prompt,
+        "--sandbox-opt",
+        &image,
+    ];
+    args.extend(mounts.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    repo.sanddune(&args)
+}
+
 fn the_git_dir_stays_out_of_reach(engine: &str, strategy: &[&str]) {
     require_engine(engine);
     let (repo, markers) = hostile_repo();
@@ -25,22 +46,7 @@ fn the_git_dir_stays_out_of_reach(engine: &str, strategy: &[&str]) {
         "add a note\nFAKE:run:sh attack.sh {}",
         markers.path().display()
     );
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        engine,
-        "--agent",
-        "claude-code",
-        "--prompt",
-        &prompt,
-        "--json",
-    ];
-    let image = format!("image={IMAGE}");
-    let mounts = fake_mounts(&repo);
-    args.extend(["--sandbox-opt", &image]);
-    args.extend(mounts.iter().map(String::as_str));
-    args.extend_from_slice(strategy);
-    let out = repo.sanddune(&args);
+    let out = run_agent(engine, &repo, &prompt, &[&["--json"], strategy].concat());
     let (text, err) = (stdout(&out), stderr(&out));
     assert!(out.status.success(), "{err}\n{text}");
     assert!(text.contains("attack done"), "the attack ran: {text}");
@@ -123,23 +129,7 @@ fn docker_an_agent_that_rewrites_landed_commits_fails_and_the_branch_keeps_them(
     let prompt = format!(
         "add a note\nFAKE:no-signal\nFAKE:run:git reset -q --hard {root} && git commit -q --allow-empty -m \"rewritten $(date +%N)\""
     );
-    let image = format!("image={IMAGE}");
-    let mounts = fake_mounts(&repo);
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        "docker",
-        "--agent",
-        "claude-code",
-        "--prompt",
-        &prompt,
-        "--max-iterations",
-        "2",
-        "--sandbox-opt",
-        &image,
-    ];
-    args.extend(mounts.iter().map(String::as_str));
-    let out = repo.sanddune(&args);
+    let out = run_agent("docker", &repo, &prompt, &["--max-iterations", "2"]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(stderr(&out).contains("rewrote commits"), "{}", stderr(&out));
     // Iteration 1's commit (a descendant of the base) landed; iteration 2's
@@ -162,21 +152,7 @@ fn docker_a_planted_submodule_git_dir_never_runs_on_the_host() {
     let prompt = format!(
         "add a note\nFAKE:run:git init -q sub && git -C sub config core.fsmonitor 'touch {m}/submodule; true' && git -C sub -c user.name=a -c user.email=a@a commit -q --allow-empty -m s && git update-index --add --cacheinfo 160000,$(git -C sub rev-parse HEAD),sub && printf '[submodule \"sub\"]\\n\\tpath = sub\\n\\turl = ./sub\\n' > .gitmodules && git add .gitmodules && git commit -q -m submodule && echo planted"
     );
-    let image = format!("image={IMAGE}");
-    let mounts = fake_mounts(&repo);
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        "docker",
-        "--agent",
-        "claude-code",
-        "--prompt",
-        &prompt,
-        "--sandbox-opt",
-        &image,
-    ];
-    args.extend(mounts.iter().map(String::as_str));
-    let out = repo.sanddune(&args);
+    let out = run_agent("docker", &repo, &prompt, &[]);
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("added a submodule at `sub`"),
