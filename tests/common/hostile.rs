@@ -11,8 +11,8 @@ use super::TestRepo;
 /// sandbox can name: hooks, `core.fsmonitor`, `core.hooksPath`, a filter
 /// and a textconv driver (with `info/attributes` and a tracked
 /// `.gitattributes`), a pager, an ssh command and an include; it rewrites a
-/// linked worktree's `.git` file; and it looks for the credential the
-/// user keeps in the repository's config.
+/// linked worktree's `.git` file, its own or another run's; and it looks
+/// for the credential the user keeps in the repository's config.
 pub const ATTACK: &str = r#"m=$1
 g=$(git rev-parse --absolute-git-dir)
 c=$(cd "$(git rev-parse --git-common-dir)" && pwd)
@@ -33,6 +33,7 @@ for d in "$g" "$c"; do
   echo '* filter=evil diff=evil' > "$d/info/attributes"
 done
 if [ -f .git ]; then printf 'gitdir: %s\n' "$PWD/evil" > .git 2>/dev/null && echo "rewrote .git"; fi
+for f in .sanddune/worktrees/*/.git; do [ -f "$f" ] && printf 'gitdir: %s\n' "$PWD/evil" > "$f" 2>/dev/null && echo "rewrote $f"; done
 echo "seen credential: $(grep -rhs SECRET-TOKEN-42 "$g" "$c" | head -1)"
 echo "attack done""#;
 
@@ -53,30 +54,45 @@ pub fn hostile_repo() -> (TestRepo, tempfile::TempDir) {
         "http.extraheader",
         "AUTHORIZATION: bearer SECRET-TOKEN-42",
     ]);
+    // Another run's worktree, which a head run's agent must not reach.
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        ".sanddune/worktrees/other",
+        "-b",
+        "other",
+    ]);
     let markers = tempfile::tempdir().unwrap();
     (repo, markers)
 }
 
 /// What of the git dir makes git run something: its config, hooks and
 /// attributes (sanddune itself writes only `info/exclude`, objects and refs).
-pub fn git_dir_state(repo: &TestRepo) -> Vec<(String, Vec<u8>)> {
+pub fn git_dir_state(repo: &TestRepo) -> Vec<(String, String)> {
     let git = repo.path().join(".git");
     let mut files = vec![];
     for part in ["config", "hooks", "info/attributes"] {
         collect(&git.join(part), &git, &mut files);
     }
+    // And where another worktree's git points.
+    let other = repo.path().join(".sanddune/worktrees/other/.git");
+    files.push((
+        "other/.git".into(),
+        std::fs::read_to_string(other).unwrap_or_default(),
+    ));
     files.sort();
     files
 }
 
-fn collect(path: &Path, root: &Path, out: &mut Vec<(String, Vec<u8>)>) {
+fn collect(path: &Path, root: &Path, out: &mut Vec<(String, String)>) {
     if path.is_dir() {
         for entry in std::fs::read_dir(path).unwrap() {
             collect(&entry.unwrap().path(), root, out);
         }
     } else if let Ok(bytes) = std::fs::read(path) {
         let name = path.strip_prefix(root).unwrap().display().to_string();
-        out.push((name, bytes));
+        out.push((name, String::from_utf8_lossy(&bytes).into_owned()));
     }
 }
 

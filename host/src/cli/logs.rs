@@ -20,10 +20,7 @@ use crate::own_dir::OwnDir;
 use crate::run::log::events_path;
 use crate::run::registry;
 use crate::terminal_text::visible;
-use crate::worktree::Repo;
-
-/// Where a repository's run logs are, under its root.
-const LOGS_DIR: &str = ".sanddune/logs";
+use crate::worktree::{LOGS_DIR, Repo};
 
 #[derive(Args)]
 pub struct LogsArgs {

@@ -17,7 +17,10 @@ use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider, SandboxSpec};
 use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
 use crate::prompt::{self, Template};
-use crate::worktree::{AgentGitDir, Repo, SHARED_OBJECTS, Worktree, WorktreeOrigin, worktree_name};
+use crate::worktree::{
+    AgentGitDir, LOGS_DIR, Repo, SHARED_OBJECTS, WORKTREES_DIR, Worktree, WorktreeOrigin,
+    worktree_name,
+};
 
 /// The name that selects the no-sandbox provider (interactive only).
 pub const NO_SANDBOX: &str = "no-sandbox";
@@ -116,7 +119,7 @@ pub(super) fn open_log(repo: &Repo, mode: &LogMode, name: Option<&str>) -> Resul
     if matches!(mode, LogMode::File | LogMode::FileQuiet) {
         repo.exclude_sanddune_dirs()?;
     }
-    RunLog::open(mode, &repo.root().join(".sanddune/logs"), name)
+    RunLog::open(mode, &repo.root().join(LOGS_DIR), name)
 }
 
 fn read_dotenv(root: &Path) -> Result<EnvMap> {
@@ -434,8 +437,26 @@ fn agent_git_dir(
             .git_file()
             .map(|file| (file, dir.worktree().join(".git"))),
         shared_objects: SHARED_OBJECTS.to_string(),
+        hidden: hidden_under_head(place),
+        empty_dir: dir.empty_dir(),
     };
     Ok((Some(dir), Some(shield)))
+}
+
+/// Under head the worktree is the repository root, which holds sanddune's
+/// own directories: other runs' worktrees (whose `.git` files the agent
+/// could point elsewhere) and the logs. The sandbox sees them empty.
+fn hidden_under_head(place: &Place) -> Vec<PathBuf> {
+    if place.worktree.is_some() {
+        return vec![];
+    }
+    [WORKTREES_DIR, LOGS_DIR]
+        .iter()
+        .map(|dir| place.root.join(dir))
+        // Only what is there: a mount over a missing path would make it,
+        // as root, in your repository.
+        .filter(|dir| std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()))
+        .collect()
 }
 
 /// Create the sandbox on `place`, sync the repository in (isolated),

@@ -143,6 +143,7 @@ impl Repo {
         let git = home.join("git");
         self.write_agent_git_dir(&git, &own, branch, tip)
             .map_err(|e| err("write the agent git dir", e))?;
+        std::fs::create_dir(home.join("empty")).map_err(|e| err("create", e))?;
         let record = Record {
             branch: branch.to_string(),
             worktree: worktree.to_path_buf(),
@@ -373,6 +374,11 @@ impl AgentGitDir {
     /// worktree's `.git` names.
     pub fn target(&self) -> &Path {
         &self.target
+    }
+
+    /// An empty directory, to lay over what the sandbox must not see.
+    pub fn empty_dir(&self) -> PathBuf {
+        self.home.join("empty")
     }
 
     /// The worktree the agent works in.

@@ -35,6 +35,9 @@ pub use pack::{History, Pack};
 /// root.
 pub const WORKTREES_DIR: &str = ".sanddune/worktrees";
 
+/// Where run logs live, under the repository root.
+pub const LOGS_DIR: &str = ".sanddune/logs";
+
 /// The managed worktree name of a branch-strategy branch: `feature/x` is
 /// `feature-x`. Two branches with one name (`a/b`, `a-b`) cannot both have a
 /// worktree: the second is refused, naming the first.

@@ -57,6 +57,10 @@ pub struct GitShield {
     pub git_file: Option<(PathBuf, PathBuf)>,
     /// Where the repository's objects appear in the agent git dir.
     pub shared_objects: String,
+    /// Host directories in the worktree the sandbox sees empty (sanddune's
+    /// own, under head), through `empty_dir` laid read-only over them.
+    pub hidden: Vec<PathBuf>,
+    pub empty_dir: PathBuf,
 }
 
 impl ContainerGrant {
@@ -319,6 +323,16 @@ fn shield_git_dir(binds: &mut Vec<Bind>, shield: &GitShield) {
         read_only: true,
         relabel,
     });
+    for hidden in &shield.hidden {
+        if let Some(at) = container_path(binds, hidden) {
+            binds.push(Bind {
+                source: shield.empty_dir.clone(),
+                target: at,
+                read_only: true,
+                relabel,
+            });
+        }
+    }
     if let Some((file, dot_git)) = &shield.git_file
         && let Some(at) = container_path(binds, dot_git)
     {
