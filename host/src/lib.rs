@@ -16,6 +16,7 @@ pub mod init;
 pub mod plugin;
 pub mod prompt;
 pub mod run;
+pub mod trust;
 pub mod workflow;
 pub mod worktree;
 

@@ -421,6 +421,11 @@ impl SandboxHandle {
             Some(mut sandbox) => timings.time("sandbox close", sandbox.close()).await,
             None => Ok(()),
         };
+        if self.provider.info().kind == SandboxKind::BindMount {
+            for warning in super::privileges::defuse(self.place.path()) {
+                self.log.line(&format!("warning: {warning}"));
+            }
+        }
         self.log.finish();
         if !self.owns_place {
             return closed.map(|_| (CloseResult::default(), false));
@@ -506,6 +511,12 @@ impl WorktreeHandle {
         options: SandboxOptions,
     ) -> Result<Self> {
         let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
+        check_trust(
+            repo.root(),
+            &options.sandbox,
+            &options.sandbox_config,
+            options.trust,
+        )?;
         let runtime = setup::runtime(&options.runtime)?;
         let id = setup::run_id();
         let log = setup::open_log(&repo, &options.log, options.name.as_deref())?;
@@ -565,8 +576,14 @@ impl WorktreeHandle {
             Some(rt) => rt.clone(),
             None => self.runtime.clone(),
         };
-        let provider = setup::load_sandbox_provider(&runtime, &options.sandbox).await?;
         let place = self.place().clone();
+        check_trust(
+            &place.root,
+            &options.sandbox,
+            &options.sandbox_config,
+            options.trust,
+        )?;
+        let provider = setup::load_sandbox_provider(&runtime, &options.sandbox).await?;
         // The worktree exists already: initializeCommand runs now.
         if let Some(initialize) = crate::devcontainer::apply(
             &provider,
@@ -687,6 +704,12 @@ impl Drop for WorktreeHandle {
 /// and approved (perhaps asked about) only where it is used.
 pub(crate) async fn check_sandbox(options: &SandboxOptions, runtime: &PluginRuntime) -> Result<()> {
     let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
+    check_trust(
+        repo.root(),
+        &options.sandbox,
+        &options.sandbox_config,
+        options.trust,
+    )?;
     if matches!(&options.sandbox, crate::plugin::PluginRef::Builtin(n) if n == setup::NO_SANDBOX) {
         return Ok(());
     }
@@ -716,6 +739,21 @@ pub(crate) async fn check_sandbox(options: &SandboxOptions, runtime: &PluginRunt
         .await
 }
 
+/// Workspace trust: every entry point passes here before it creates or
+/// runs anything (see `crate::trust`).
+pub(super) fn check_trust(
+    root: &std::path::Path,
+    sandbox: &crate::plugin::PluginRef,
+    sandbox_config: &[(String, String)],
+    policy: crate::trust::TrustPolicy,
+) -> Result<()> {
+    let scope = crate::trust::Scope::Run {
+        sandbox,
+        sandbox_config,
+    };
+    crate::trust::require(root, &scope, policy)
+}
+
 /// `run`: everything, then teardown with the branch strategy's ending.
 pub(super) async fn one_shot(
     mut so: SandboxOptions,
@@ -731,6 +769,7 @@ pub(super) async fn one_shot(
     }
     let process = super::timings::since_process_start();
     let repo = Repo::discover(&setup::absolute(&so.cwd)?)?;
+    check_trust(repo.root(), &so.sandbox, &so.sandbox_config, so.trust)?;
     let runtime = setup::runtime(&so.runtime)?;
     let loading = std::time::Instant::now();
     let provider = setup::load_sandbox_provider(&runtime, &so.sandbox).await?;

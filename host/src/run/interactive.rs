@@ -54,6 +54,8 @@ pub struct InteractiveOptions {
     pub commit: CommitOptions,
     pub abort: AbortHandle,
     pub runtime: Option<PluginRuntime>,
+    /// Workspace trust for the repository's config: see [`crate::trust`].
+    pub trust: crate::trust::TrustPolicy,
 }
 
 impl InteractiveOptions {
@@ -75,6 +77,7 @@ impl InteractiveOptions {
             commit: CommitOptions::default(),
             abort: AbortHandle::new(),
             runtime: None,
+            trust: Default::default(),
         }
     }
 
@@ -100,6 +103,7 @@ impl InteractiveOptions {
             runtime: Some(runtime.clone()),
             side_by_side: 1,
             workflow_item: None,
+            trust: self.trust,
         }
     }
 }
@@ -123,6 +127,16 @@ pub struct InteractiveResult {
 /// strategy use `create_worktree` and [`WorktreeHandle::interactive`].
 pub async fn interactive(mut options: InteractiveOptions) -> Result<InteractiveResult> {
     let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
+    let sandbox = match &options.sandbox {
+        InteractiveSandbox::Provider(p) => p.clone(),
+        InteractiveSandbox::NoSandbox => PluginRef::Builtin(setup::NO_SANDBOX.into()),
+    };
+    super::handle::check_trust(
+        repo.root(),
+        &sandbox,
+        &options.sandbox_config,
+        options.trust,
+    )?;
     let runtime = setup::runtime(&options.runtime)?;
     let provider = match &options.sandbox {
         InteractiveSandbox::NoSandbox => None,
@@ -376,6 +390,11 @@ async fn session_on(
                 }
             };
             let closed = sandbox.close().await;
+            if provider.info().kind == SandboxKind::BindMount {
+                for warning in super::privileges::defuse(place.path()) {
+                    log.line(&format!("warning: {warning}"));
+                }
+            }
             let code = code?;
             closed?;
             code
