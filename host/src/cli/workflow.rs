@@ -69,6 +69,11 @@ pub struct RunArgs {
     /// Print the workflow result as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Approve the repository's host-effective config and this workflow's
+    /// mounts as they are now, without asking (`sanddune trust --show`
+    /// prints them).
+    #[arg(long)]
+    trust: bool,
     #[command(flatten)]
     approval: super::ApprovalArgs,
 }
@@ -93,6 +98,17 @@ pub async fn workflow(command: WorkflowCommands) -> Result<()> {
 async fn run(args: RunArgs) -> Result<()> {
     let repo = Repo::discover(&args.cwd)?;
     let workflow = file::load(repo.root(), args.name.as_deref())?;
+    super::trust::gate(
+        &args.cwd,
+        |root| {
+            Ok(super::trust::GateScope::Workflow {
+                workflow: Box::new(workflow.clone()),
+                sandbox_config: crate::config::ProjectConfig::read(root)?
+                    .sandbox_options(args.sandbox_opts.clone()),
+            })
+        },
+        args.trust,
+    )?;
     let config = project_config(&args.cwd)?;
     if args.parallel == Some(0) {
         return Err(Error::input("--parallel must be at least 1"));
