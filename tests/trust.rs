@@ -9,6 +9,8 @@ mod common;
 use std::os::unix::fs::PermissionsExt;
 use std::path::PathBuf;
 
+use common::engines::{IMAGE, fake_mounts, require_engine};
+use common::trials::{self, trial};
 use common::{TestRepo, plugin_file, stderr, stdout};
 
 /// `sanddune run --sandbox test-isolated --agent claude-code` plus `args`
@@ -56,7 +58,6 @@ fn hook_config(command: &str) -> String {
     format!("[[hooks.host.onWorktreeReady]]\ncommand = \"{command}\"\n")
 }
 
-#[test]
 fn an_unapproved_host_hook_stops_the_run_and_runs_once_approved_until_it_changes() {
     let repo = TestRepo::new();
     let first = marker(&repo, "first-hook-ran");
@@ -114,7 +115,6 @@ fn an_unapproved_host_hook_stops_the_run_and_runs_once_approved_until_it_changes
     assert!(!first.exists() && !second.exists(), "a hook ran");
 }
 
-#[test]
 fn the_trust_flag_approves_without_a_terminal_and_is_remembered() {
     let repo = TestRepo::new();
     let ran = marker(&repo, "hook-ran");
@@ -132,7 +132,6 @@ fn the_trust_flag_approves_without_a_terminal_and_is_remembered() {
     assert!(ran.exists(), "the approved hook did not run again");
 }
 
-#[test]
 fn an_unapproved_cmd_reference_is_not_run() {
     let repo = TestRepo::new();
     let ran = marker(&repo, "cmd-ran");
@@ -173,7 +172,6 @@ fn an_unapproved_cmd_reference_is_not_run() {
     assert!(!ran.exists(), "the command ran");
 }
 
-#[test]
 fn a_file_reference_stays_inside_the_repository_unless_approved() {
     let repo = TestRepo::new();
     // Inside: no approval needed.
@@ -218,7 +216,6 @@ fn a_file_reference_stays_inside_the_repository_unless_approved() {
     );
 }
 
-#[test]
 fn config_that_makes_the_host_do_nothing_needs_no_approval() {
     let repo = TestRepo::new();
     write(
@@ -256,7 +253,6 @@ fn config_that_makes_the_host_do_nothing_needs_no_approval() {
     );
 }
 
-#[test]
 fn trust_show_approves_nothing_and_the_record_is_the_users_alone() {
     let repo = TestRepo::new();
     let state = tempfile::tempdir().unwrap();
@@ -297,7 +293,6 @@ fn trust_show_approves_nothing_and_the_record_is_the_users_alone() {
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
 }
 
-#[test]
 fn a_workflows_mounts_and_an_interactive_session_pass_the_same_gate() {
     let repo = TestRepo::new();
     write(
@@ -345,7 +340,6 @@ fn a_workflows_mounts_and_an_interactive_session_pass_the_same_gate() {
 /// the host, as root in these tests) leaves a setuid shell and a device
 /// node in the shared worktree: once the sandbox closes, neither gives
 /// anything, and the log names them.
-#[test]
 fn a_setuid_file_or_device_node_left_in_the_worktree_is_defused_at_close() {
     let repo = TestRepo::new();
     let provider = plugin_file("sanddune-test-plugin-v0-4-sandbox");
@@ -374,4 +368,74 @@ fn a_setuid_file_or_device_node_left_in_the_worktree_is_defused_at_close() {
         log.contains("warning: took the setuid bit off") && log.contains("rootsh"),
         "{log}"
     );
+}
+
+/// Root in a docker or podman sandbox (an approved sudo hook) copies a
+/// shell into the shared worktree setuid-root and makes a device node
+/// there: neither gives anything once the sandbox is closed, and the log
+/// names them.
+fn root_in_the_sandbox_leaves_no_privilege_in_the_worktree(engine: &str) {
+    require_engine(engine);
+    let repo = TestRepo::new();
+    write(
+        &repo,
+        ".sanddune/config.toml",
+        "[[hooks.sandbox.onSandboxReady]]\n\
+         command = \"cp /bin/sh rootsh && chmod 4755 rootsh && (mknod hostnull c 1 3 || true)\"\n\
+         sudo = true\n",
+    );
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        engine,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "add a note",
+        "--sandbox-opt",
+        &image,
+        "--json",
+        "--trust",
+    ];
+    let mounts = fake_mounts(&repo);
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune(&args);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let shell = repo.path().join("rootsh");
+    let mode = std::fs::metadata(&shell).unwrap().permissions().mode();
+    assert_eq!(mode & 0o6000, 0, "the setuid bit survived: {mode:o}");
+    assert!(
+        std::fs::symlink_metadata(repo.path().join("hostnull")).is_err(),
+        "the device node survived"
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let log = std::fs::read_to_string(result["logFilePath"].as_str().unwrap()).unwrap();
+    assert!(
+        log.contains("warning: took the setuid bit off") && log.contains("rootsh"),
+        "{log}"
+    );
+}
+
+fn docker_root_in_the_sandbox_leaves_no_privilege_in_the_worktree() {
+    root_in_the_sandbox_leaves_no_privilege_in_the_worktree("docker");
+}
+
+fn podman_root_in_the_sandbox_leaves_no_privilege_in_the_worktree() {
+    root_in_the_sandbox_leaves_no_privilege_in_the_worktree("podman");
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(an_unapproved_host_hook_stops_the_run_and_runs_once_approved_until_it_changes),
+        trial!(the_trust_flag_approves_without_a_terminal_and_is_remembered),
+        trial!(an_unapproved_cmd_reference_is_not_run),
+        trial!(a_file_reference_stays_inside_the_repository_unless_approved),
+        trial!(config_that_makes_the_host_do_nothing_needs_no_approval),
+        trial!(trust_show_approves_nothing_and_the_record_is_the_users_alone),
+        trial!(a_workflows_mounts_and_an_interactive_session_pass_the_same_gate),
+        trial!(a_setuid_file_or_device_node_left_in_the_worktree_is_defused_at_close),
+        trial!(docker_root_in_the_sandbox_leaves_no_privilege_in_the_worktree),
+        trial!(podman_root_in_the_sandbox_leaves_no_privilege_in_the_worktree),
+    ])
 }
