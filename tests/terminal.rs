@@ -278,6 +278,22 @@ fn the_repositorys_host_hook_is_approved_or_refused_at_the_terminal_prompt() {
     let (status, screen) = term.wait_exit(PATIENCE);
     assert_eq!(status, 0, "{screen}");
     assert!(!screen.contains(question), "{screen}");
+
+    // Changed, under CI: no question, a refusal with the diff.
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        format!(
+            "[[hooks.host.onWorktreeReady]]\ncommand = \"touch {}.ci\"\n",
+            ran.display()
+        ),
+    )
+    .unwrap();
+    command.env("CI", "true");
+    let term = Tmux::start(&common::shell_line(&command), repo.path(), 250, 30);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 2, "{screen}");
+    assert!(!screen.contains(question), "{screen}");
+    assert!(screen.contains(&format!("{item}.ci")), "{screen}");
 }
 
 /// This suite's first test where tmux is missing: counted as ignored with

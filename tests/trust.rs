@@ -132,6 +132,40 @@ fn the_trust_flag_approves_without_a_terminal_and_is_remembered() {
     assert!(ran.exists(), "the approved hook did not run again");
 }
 
+/// `--trust` is for CI: a state dir that cannot be written does not stop
+/// the run; the approval is only not remembered.
+fn the_trust_flag_works_where_the_approval_cannot_be_recorded() {
+    let repo = TestRepo::new();
+    let ran = marker(&repo, "hook-ran");
+    write(
+        &repo,
+        ".sanddune/config.toml",
+        &hook_config(&format!("touch {}", ran.display())),
+    );
+    let not_a_dir = marker(&repo, "state-is-a-file");
+    std::fs::write(&not_a_dir, "").unwrap();
+    let state = [("SANDDUNE_STATE_DIR", not_a_dir.to_str().unwrap())];
+    let args = [
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+    ];
+    let out = repo.sanddune_with_env(&[args.as_slice(), &["--trust"]].concat(), &state);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(ran.exists());
+    assert!(
+        stderr(&out).contains("trusted for this run only"),
+        "{}",
+        stderr(&out)
+    );
+    let out = repo.sanddune_with_env(&args, &state);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+}
+
 fn an_unapproved_cmd_reference_is_not_run() {
     let repo = TestRepo::new();
     let ran = marker(&repo, "cmd-ran");
@@ -313,11 +347,39 @@ fn a_workflows_mounts_and_an_interactive_session_pass_the_same_gate() {
     );
     nothing_created(&repo);
 
+    // The repository's hooks reach every item of a workflow: refused, then
+    // approved for the whole workflow with --trust.
     let ran = marker(&repo, "hook-ran");
     write(
         &repo,
         ".sanddune/config.toml",
         &hook_config(&format!("touch {}", ran.display())),
+    );
+    write(
+        &repo,
+        ".sanddune/workflows/plain.toml",
+        "[defaults]\nsandbox = \"test-isolated\"\nagent = \"claude-code\"\n\
+         [[steps]]\nname = \"one\"\nprompt = \"fix the typo\"\n",
+    );
+    let out = repo.sanddune(&["workflow", "run", "plain"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("host hook onWorktreeReady"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!ran.exists(), "the hook ran");
+    nothing_created(&repo);
+    let out = repo.sanddune(&["workflow", "run", "plain", "--trust"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(ran.exists(), "the approved hook did not run");
+    std::fs::remove_file(&ran).unwrap();
+
+    // A change since then stops an interactive session.
+    write(
+        &repo,
+        ".sanddune/config.toml",
+        &hook_config(&format!("touch {}; true", ran.display())),
     );
     let out = repo.sanddune(&[
         "interactive",
@@ -328,12 +390,12 @@ fn a_workflows_mounts_and_an_interactive_session_pass_the_same_gate() {
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     assert!(
-        stderr(&out).contains("host hook onWorktreeReady"),
+        stderr(&out).contains("host hook onWorktreeReady runs on the host: touch")
+            && stderr(&out).contains("; true"),
         "{}",
         stderr(&out)
     );
     assert!(!ran.exists(), "the hook ran");
-    nothing_created(&repo);
 }
 
 /// Root in a bind-mount sandbox (here a provider that runs the agent on
@@ -429,6 +491,7 @@ fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(an_unapproved_host_hook_stops_the_run_and_runs_once_approved_until_it_changes),
         trial!(the_trust_flag_approves_without_a_terminal_and_is_remembered),
+        trial!(the_trust_flag_works_where_the_approval_cannot_be_recorded),
         trial!(an_unapproved_cmd_reference_is_not_run),
         trial!(a_file_reference_stays_inside_the_repository_unless_approved),
         trial!(config_that_makes_the_host_do_nothing_needs_no_approval),

@@ -59,7 +59,7 @@ pub struct InteractiveArgs {
 }
 
 pub async fn interactive(args: InteractiveArgs) -> Result<()> {
-    super::trust::gate(
+    let trust = super::trust::gate(
         &args.cwd,
         |root| {
             Ok(super::trust::GateScope::Run {
@@ -83,6 +83,7 @@ pub async fn interactive(args: InteractiveArgs) -> Result<()> {
         (None, None) => None,
     };
     options.runtime = Some(args.approval.runtime()?);
+    options.trust = trust;
     options.model = args.model;
     options.prompt_args = args.prompt_args;
     options.name = args.name;

@@ -246,7 +246,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
             ));
         }
     };
-    super::trust::gate(
+    let trust = super::trust::gate(
         &args.cwd,
         |root| {
             Ok(super::trust::GateScope::Run {
@@ -264,6 +264,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         prompt,
     );
     options.runtime = Some(args.approval.runtime()?);
+    options.trust = trust;
     options.strategy = strategy(&args)?;
     options.output = output(&args)?;
     options.model = args.model;

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::error::{Error, Result};
-use crate::trust::{self, Scope};
+use crate::trust::{self, Scope, TrustPolicy};
 use crate::worktree::Repo;
 
 #[derive(Args)]
@@ -56,29 +56,36 @@ pub fn trust(args: TrustArgs) -> Result<()> {
     Ok(())
 }
 
-/// The gate: Ok when the repository's config in `scope` makes the host
-/// do nothing new since the user approved it. Otherwise `--trust`
-/// (`approve`) or a yes at a terminal records the approval; without
-/// either, the refusal names what changed. Reads the files only.
+/// The gate: the policy for the library when the repository's config in
+/// `scope` makes the host do nothing new since the user approved it, or
+/// the user approves it now: `--trust` (`approve`; recorded when it can
+/// be, and trusted for this call either way, so a read-only state dir does
+/// not break CI) or a yes at a terminal (recorded). Without either, the
+/// refusal names what changed. Reads the files only.
 pub(super) fn gate(
     cwd: &Path,
     scope: impl FnOnce(&Path) -> Result<GateScope>,
     approve: bool,
-) -> Result<()> {
+) -> Result<TrustPolicy> {
     // Not a repository: the run itself says so.
     let Ok(repo) = Repo::discover(cwd) else {
-        return Ok(());
+        return Ok(TrustPolicy::Recorded);
     };
     let root = repo.root();
     let owned = scope(root)?;
     let items = trust::host_effects(root, &owned.borrow())?;
-    let Some(untrusted) = trust::unapproved(root, &items)? else {
-        return Ok(());
-    };
-    if approve {
-        trust::approve(root, &items)?;
-        return Ok(());
+    if items.is_empty() {
+        return Ok(TrustPolicy::Recorded);
     }
+    if approve {
+        if let Err(e) = trust::approve(root, &items) {
+            tracing::warn!("--trust: {e}; trusted for this run only");
+        }
+        return Ok(TrustPolicy::Trusted);
+    }
+    let Some(untrusted) = trust::unapproved(root, &items)? else {
+        return Ok(TrustPolicy::Recorded);
+    };
     if !can_ask() {
         return Err(Error::Untrusted(Box::new(untrusted)));
     }
@@ -89,7 +96,7 @@ pub(super) fn gate(
     );
     if crate::plugin::approval::confirm("Run it, and trust it until it changes?")? {
         trust::approve(root, &items)?;
-        Ok(())
+        Ok(TrustPolicy::Recorded)
     } else {
         Err(Error::input("not approved: nothing was started"))
     }

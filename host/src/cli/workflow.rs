@@ -98,7 +98,7 @@ pub async fn workflow(command: WorkflowCommands) -> Result<()> {
 async fn run(args: RunArgs) -> Result<()> {
     let repo = Repo::discover(&args.cwd)?;
     let workflow = file::load(repo.root(), args.name.as_deref())?;
-    super::trust::gate(
+    let trust = super::trust::gate(
         &args.cwd,
         |root| {
             Ok(super::trust::GateScope::Workflow {
@@ -130,6 +130,7 @@ async fn run(args: RunArgs) -> Result<()> {
         on_event: Some(Arc::new(print_progress)),
         // Replaced by the live view's on a terminal.
         runtime: Some(args.approval.runtime()?),
+        trust,
         ..WorkflowOptions::default()
     };
     if let Some(ms) = config.timeouts.copy_to_worktree_ms {
