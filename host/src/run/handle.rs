@@ -98,6 +98,13 @@ impl SandboxHandle {
     /// sandbox stays usable: run again, or close.
     pub async fn run(&mut self, mut options: AgentOptions) -> Result<RunResult> {
         let checked = setup::check_agent_options(&options)?;
+        // The config may have changed since the sandbox was made.
+        check_trust(
+            &self.place.root,
+            &self.setup.sandbox,
+            &self.setup.sandbox_config,
+            self.setup.trust,
+        )?;
         let mut prepared = setup::prepare_agent(
             &self.runtime,
             &options,
@@ -465,8 +472,15 @@ impl Drop for SandboxHandle {
             self.provider.name()
         );
         let place = self.owns_place.then(|| self.place.clone());
+        let shared = (self.provider.info().kind == SandboxKind::BindMount)
+            .then(|| self.place.path().to_path_buf());
         let teardown = async move {
             let _ = sandbox.close().await;
+            if let Some(path) = shared {
+                for warning in super::privileges::defuse(&path) {
+                    tracing::warn!("{warning}");
+                }
+            }
             if let Some(wt) = place.as_ref().and_then(|p| p.worktree.as_ref())
                 && let Ok(repo) = Repo::discover(&place.as_ref().unwrap().root)
             {
@@ -634,6 +648,12 @@ impl WorktreeHandle {
     /// torn down after it, the worktree stays.
     pub async fn run(&self, sandbox: SandboxOptions, agent: AgentOptions) -> Result<RunResult> {
         setup::check_agent_options(&agent)?;
+        check_trust(
+            &self.place().root,
+            &sandbox.sandbox,
+            &sandbox.sandbox_config,
+            sandbox.trust,
+        )?;
         // The agent's env requirements, before a sandbox exists for it.
         let runtime = match &sandbox.runtime {
             Some(rt) => rt.clone(),

@@ -235,6 +235,7 @@ impl WorktreeHandle {
         let runtime = setup::runtime(&options.runtime)?;
         let so = options.sandbox_options(&runtime);
         let place = self.place_for_interactive();
+        super::handle::check_trust(&place.root, &so.sandbox, &so.sandbox_config, so.trust)?;
         let log = setup::open_log(&place.repo()?, &so.log, so.name.as_deref())?;
         let (exit_code, commits) = session_on(&place, &options, &so, &runtime, &log).await?;
         log.finish();
