@@ -90,7 +90,7 @@ pub(super) fn gate(
         return Err(Error::Untrusted(Box::new(untrusted)));
     }
     eprintln!(
-        "The config in {} makes the host act (an agent can edit these files); since you last approved it:\n{}",
+        "The config in {} makes the host act (an agent can edit these files), and you have not approved this (+ new, - gone):\n{}",
         untrusted.repo.display(),
         untrusted.diff()
     );
