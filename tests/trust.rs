@@ -454,7 +454,7 @@ fn root_in_the_sandbox_leaves_no_privilege_in_the_worktree(engine: &str) {
         "--agent",
         "claude-code",
         "--prompt",
-        "add a note",
+        "add a note\nFAKE:run:stat -c mode=%a rootsh",
         "--sandbox-opt",
         &image,
         "--json",
@@ -472,6 +472,9 @@ fn root_in_the_sandbox_leaves_no_privilege_in_the_worktree(engine: &str) {
         "the device node survived"
     );
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // Defused right after the setup's root hooks, before the agent started.
+    let said = result["stdout"].as_str().unwrap();
+    assert!(said.contains("mode=755 (exit 0)"), "{said}");
     let log = std::fs::read_to_string(result["logFilePath"].as_str().unwrap()).unwrap();
     assert!(
         log.contains("warning: took the setuid bit off") && log.contains("rootsh"),

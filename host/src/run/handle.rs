@@ -428,11 +428,7 @@ impl SandboxHandle {
             Some(mut sandbox) => timings.time("sandbox close", sandbox.close()).await,
             None => Ok(()),
         };
-        if self.provider.info().kind == SandboxKind::BindMount {
-            for warning in super::privileges::defuse(self.place.path()) {
-                self.log.line(&format!("warning: {warning}"));
-            }
-        }
+        super::privileges::after_close(self.provider.info().kind, self.place.path(), &self.log);
         self.log.finish();
         if !self.owns_place {
             return closed.map(|_| (CloseResult::default(), false));
@@ -633,6 +629,12 @@ impl WorktreeHandle {
         .await?;
         let started =
             setup::start_sandbox(&provider, &place, env, &options, &identity, &self.log).await?;
+        super::privileges::after_setup(
+            provider.info().kind,
+            &options.hooks,
+            place.path(),
+            &self.log,
+        );
         Ok(SandboxHandle::new(
             place,
             owns,
@@ -894,6 +896,7 @@ pub(super) async fn one_shot(
                 return Err(e);
             }
         };
+    super::privileges::after_setup(provider.info().kind, &so.hooks, place.path(), &log);
     super::env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
     let mut handle = SandboxHandle::new(place, true, provider, started, so, runtime, log);
     handle.live = Some(live);

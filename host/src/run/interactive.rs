@@ -343,6 +343,7 @@ async fn session_on(
             )?;
             let started =
                 setup::start_sandbox(&provider, place, env.clone(), so, &identity, log).await?;
+            super::privileges::after_setup(provider.info().kind, &so.hooks, place.path(), log);
             env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
             let mut sandbox = started.sandbox;
             let session = async {
@@ -391,11 +392,7 @@ async fn session_on(
                 }
             };
             let closed = sandbox.close().await;
-            if provider.info().kind == SandboxKind::BindMount {
-                for warning in super::privileges::defuse(place.path()) {
-                    log.line(&format!("warning: {warning}"));
-                }
-            }
+            super::privileges::after_close(provider.info().kind, place.path(), log);
             let code = code?;
             closed?;
             code

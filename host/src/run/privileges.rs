@@ -1,15 +1,44 @@
 //! Root in a bind-mount sandbox (a sudo hook, a root remote user) writes
 //! the worktree the host shares: a setuid-root shell it leaves there runs
 //! with euid 0 when the user runs it, a device node it makes opens the
-//! host's devices. Once such a sandbox is closed, [`defuse`] takes the
-//! setuid and setgid bits off every file in the worktree and removes
-//! device nodes, and says which.
+//! host's devices. Once such a sandbox is closed, and as soon as its setup
+//! ran something as root, [`defuse`] takes the setuid and setgid bits off
+//! every file in the worktree and removes device nodes, and says which.
 
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 
+use super::hooks::Hooks;
+use super::log::RunLog;
+use crate::plugin::sandbox::SandboxKind;
+
 /// setuid and setgid.
 const PRIVILEGE_BITS: u32 = 0o6000;
+
+/// After a bind-mount sandbox closes: defuse its worktree, warning in the
+/// run log.
+pub(super) fn after_close(kind: SandboxKind, dir: &Path, log: &RunLog) {
+    if kind == SandboxKind::BindMount {
+        warn(dir, log);
+    }
+}
+
+/// After a bind-mount sandbox's setup hooks, when one of them ran as root
+/// (a sudo hook, a dev container's): the agent and the host hooks must not
+/// find what it left while the sandbox is up.
+pub(super) fn after_setup(kind: SandboxKind, hooks: &Hooks, dir: &Path, log: &RunLog) {
+    let as_root = hooks.sandbox_on_sandbox_ready.iter().any(|h| h.sudo)
+        || hooks.devcontainer.iter().any(|h| h.hook.sudo);
+    if kind == SandboxKind::BindMount && as_root {
+        warn(dir, log);
+    }
+}
+
+fn warn(dir: &Path, log: &RunLog) {
+    for warning in defuse(dir) {
+        log.line(&format!("warning: {warning}"));
+    }
+}
 
 /// Defuse everything under `dir` (symlinks are not followed): one warning
 /// for each file changed or removed, or that could not be.
