@@ -111,6 +111,48 @@ fn docker_run_defaults_to_head_and_commits_there() {
     assert_eq!(repo.git(&["status", "--porcelain"]), "");
 }
 
+/// The agent commits in a git dir of its own (ADR 0025), and what the
+/// repository's config and hooks gave its commits still holds: the agent's
+/// author, the user as committer, the co-author trailer, and the
+/// repository's own commit-msg hook (run in the sandbox).
+fn docker_the_agents_commits_keep_their_identity_trailer_and_the_repositorys_hook() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        "[git]\nagentName = \"Fake Agent\"\nagentEmail = \"agent@sanddune.invalid\"\ncoAuthoredBy = \"user\"\n",
+    )
+    .unwrap();
+    let hook = repo.path().join(".git/hooks/commit-msg");
+    std::fs::write(
+        &hook,
+        "#!/bin/sh\necho 'Reviewed-by: the repo hook' >> \"$1\"\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&hook, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let branch = unique("identity");
+    let out = run_in("docker", &repo, &branch, "fix the typo", &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%an <%ae>|%cn <%ce>", &branch]),
+        format!(
+            "Fake Agent <agent@sanddune.invalid>|{} <{}>",
+            common::USER_NAME,
+            common::USER_EMAIL
+        )
+    );
+    let message = repo.git(&["log", "-1", "--format=%B", &branch]);
+    assert!(
+        message.contains(&format!(
+            "Co-authored-by: {} <{}>",
+            common::USER_NAME,
+            common::USER_EMAIL
+        )) && message.contains("Reviewed-by: the repo hook"),
+        "{message}"
+    );
+}
+
 fn docker_reports_only_what_the_agent_left_uncommitted_and_round_trips_its_session() {
     require_engine("docker");
     let repo = TestRepo::new();
@@ -300,6 +342,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         side_by_side: 1,
+        git_shield: None,
     }
 }
 
@@ -997,6 +1040,7 @@ fn main() -> std::process::ExitCode {
         trial!(podman_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container),
         trial!(docker_run_defaults_to_head_and_commits_there),
         trial!(docker_reports_only_what_the_agent_left_uncommitted_and_round_trips_its_session),
+        trial!(docker_the_agents_commits_keep_their_identity_trailer_and_the_repositorys_hook),
         trial!(docker_an_empty_prompt_fails_before_any_container_exists),
         trial!(docker_a_failed_run_removes_its_container_and_keeps_the_commit),
         trial!(docker_a_named_user_is_checked_against_the_images_passwd),

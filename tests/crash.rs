@@ -382,10 +382,23 @@ fn kill_9_at_seeded_points_loses_nothing() {
     kill_9_at_seeded_points(&Setup::new(), |_, _| {});
 }
 
-/// The same with docker, and no container of a killed run survives gc.
+/// The same with docker, and no container of a killed run survives gc, nor
+/// its agent git dir (whose last commits gc brings back: `lost_commits`
+/// would not see commits only the agent git dir held).
 fn kill_9_with_docker_loses_nothing_and_leaves_no_container() {
     require_engine("docker");
     kill_9_at_seeded_points(&Setup::docker(), |setup, pid| {
+        let agent_git_dirs = setup.repo.path().join(".git/sanddune-agent");
+        let left: Vec<_> = std::fs::read_dir(&agent_git_dirs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert!(
+            left.is_empty(),
+            "agent git dirs of killed runs survived gc: {left:?}"
+        );
         let survivors = || {
             containers_with_format("docker", "{{.Label \"sanddune.owner\"}}")
                 .into_iter()

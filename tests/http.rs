@@ -191,6 +191,7 @@ async fn sandbox(rt: &PluginRuntime) -> (Sandbox, tempfile::TempDir) {
         env: vec![],
         config: vec![],
         side_by_side: 1,
+        git_shield: None,
     };
     (provider.create(&spec).await.unwrap(), dir)
 }

@@ -343,8 +343,84 @@ fn docker_as_a_non_root_user_a_dev_container_without_the_uid_update_is_refused()
     assert!(repo.calls("claude").is_empty(), "the agent ran");
 }
 
+/// The hostile agent of `tests/hostile_agent.rs`, run by the user under
+/// head: nothing it plants in the git dir runs as the user, during the run
+/// or in the user's next git commands, and the user's credential stays out.
+fn a_planted_hook_never_runs_as_the_user(engine: &str, image: &str) {
+    use common::hostile::*;
+    let user = user();
+    let (repo, markers) = hostile_repo();
+    for dir in [repo.path(), repo.home.path(), markers.path()] {
+        let out = Command::new("chown")
+            .args(["-R", &format!("{}:", user.name)])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+    }
+    let before = git_dir_state(&repo);
+    let prompt = format!(
+        "add a note\nFAKE:run:sh attack.sh {}",
+        markers.path().display()
+    );
+    let (image, mounts) = (format!("image={image}"), mounts(&repo));
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        engine,
+        "--agent",
+        "claude-code",
+        "--prompt",
+        &prompt,
+        "--json",
+        "--sandbox-opt",
+        &image,
+    ];
+    for m in &mounts {
+        args.extend(["--sandbox-opt", m.as_str()]);
+    }
+    let out = sanddune_as(&user, &repo, &args);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(text.contains("attack done"), "the attack ran: {text}");
+    assert!(
+        !text.contains("SECRET-TOKEN-42"),
+        "the credential leaked: {text}"
+    );
+    assert_eq!(
+        git(&repo, &["log", "-1", "--format=%s", "main"]),
+        "Add a note"
+    );
+    assert_eq!(git_dir_state(&repo), before, "the git dir changed");
+    assert_eq!(markers_left(markers.path()), Vec::<String>::new());
+    let as_user = |args: &[&str]| {
+        let out = Command::new("runuser")
+            .args(["-u", &user.name, "--", "git", "-C"])
+            .arg(repo.path())
+            .args(args)
+            .env("HOME", repo.home.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    users_next_git_commands(&repo, &as_user);
+    assert_eq!(markers_left(markers.path()), Vec::<String>::new());
+}
+
+fn rootless_podman_a_planted_hook_never_runs_as_the_user() {
+    a_planted_hook_never_runs_as_the_user("podman", "sanddune-test:latest");
+}
+
+fn docker_as_a_non_root_user_a_planted_hook_never_runs_as_them() {
+    a_planted_hook_never_runs_as_the_user("docker", "sanddune-test-non-root:latest");
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
+        trial!(rootless_podman_a_planted_hook_never_runs_as_the_user),
+        trial!(docker_as_a_non_root_user_a_planted_hook_never_runs_as_them),
         trial!(rootless_podman_commits_as_the_user_and_everything_written_is_theirs),
         trial!(docker_as_a_non_root_user_commits_with_an_image_of_their_uid),
         trial!(docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix),

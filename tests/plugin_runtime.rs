@@ -40,6 +40,7 @@ fn spec(dir: &std::path::Path, config: &[(&str, &str)]) -> SandboxSpec {
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect(),
         side_by_side: 1,
+        git_shield: None,
     }
 }
 

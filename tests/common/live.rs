@@ -1,6 +1,7 @@
 //! Live runs for the tests of the commands on them (`ps`, `logs`, `stop`,
 //! `attach`, completions): a fake agent that hangs, and `ps` polled.
 
+use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
@@ -65,4 +66,26 @@ pub fn wait_exit(mut child: Child, within: Duration) -> std::process::Output {
         std::thread::sleep(Duration::from_millis(50));
     }
     child.wait_with_output().unwrap()
+}
+
+/// The pid of a process that has ended.
+pub fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// A run record as `sanddune ps` reads it, naming `log` as its log.
+pub fn forge_run_record(repo: &TestRepo, id: &str, log: &Path) {
+    let dir = repo.path().join(".git/sanddune-runs");
+    std::fs::create_dir_all(&dir).unwrap();
+    let record = serde_json::json!({
+        "name": id, "runId": id, "workflow": null, "item": null,
+        "sandbox": "test-isolated", "agent": "claude-code", "branch": "main",
+        "iteration": 1, "maxIterations": 1, "state": "running",
+        "started": 0, "tokens": 0, "logFile": log, "repo": repo.path(),
+        "owner": format!("{}:1", dead_pid()),
+    });
+    std::fs::write(dir.join(format!("{id}.json")), record.to_string()).unwrap();
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod engines;
+pub mod hostile;
 pub mod live;
 pub mod tmux;
 // Its macro is unused in the suites on the built-in harness.

@@ -45,6 +45,7 @@ pub async fn sandbox(
         env: pairs(env),
         config: pairs(config),
         side_by_side: 1,
+        git_shield: None,
     };
     let sandbox = provider.create(&spec).await.unwrap();
     (runtime, sandbox)

@@ -21,7 +21,7 @@ use crate::capability::containers::{
 };
 use crate::error::{Error, Result};
 use crate::run::reclaim::{self, Reclaimed};
-use crate::worktree::{Orphan, Repo};
+use crate::worktree::{Orphan, Repo, WORKTREES_DIR};
 
 #[derive(Args)]
 pub struct GcArgs {
@@ -140,6 +140,11 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 run.name, run.run_id
             );
         }
+        // Before the worktrees: a worktree whose agent committed after its
+        // run's last take-back looks changed until the commits are back.
+        for line in repo.recover_stale_agent_git_dirs() {
+            println!("{line}");
+        }
         if let Some(done) = repo.finish_interrupted_merge()? {
             println!(
                 "finished merging `{}` into `{}` ({}), which a killed run had begun",
@@ -148,7 +153,17 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 &done.commit[..12]
             );
         }
-        for orphan in repo.gc_worktrees()? {
+        let worktrees = repo.root().join(WORKTREES_DIR);
+        let orphans = if crate::own_dir::linked(&worktrees, 2) {
+            eprintln!(
+                "warning: {} has a link in its path, which sanddune did not make: no worktree was collected; remove the link",
+                worktrees.display()
+            );
+            vec![]
+        } else {
+            repo.gc_worktrees()?
+        };
+        for orphan in orphans {
             match orphan {
                 Orphan::Removed { name, branch } => {
                     println!("removed orphaned worktree `{name}` (branch `{branch}`)")

@@ -17,6 +17,7 @@ use super::table;
 use crate::capability::containers::owner_id;
 use crate::run::StreamEvent;
 use crate::run::registry::{self, State};
+use crate::terminal_text::visible;
 use crate::workflow::{ItemStatus, WorkflowEvent};
 
 /// How often the view is redrawn (and the registry read).
@@ -186,9 +187,11 @@ impl LiveView {
         self.screen.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A line above the view: an agent's text, a landing, a step header,
+    /// with their control characters shown as escapes.
     fn print_above(&self, screen: &mut Screen, line: &str) {
         let mut out = std::io::stderr().lock();
-        let _ = writeln!(out, "{}{line}", erase(screen.drawn));
+        let _ = writeln!(out, "{}{}", erase(screen.drawn), visible(line));
         screen.drawn = 0;
         drop(out);
         self.draw(screen);

@@ -192,7 +192,8 @@ pub fn main() -> i32 {
 }
 
 fn report(e: &Error) -> i32 {
-    eprintln!("error: {e}");
+    // An error may quote the agent (its stderr, a refused commit).
+    eprintln!("error: {}", crate::terminal_text::visible(&e.to_string()));
     e.exit_code()
 }
 

@@ -12,6 +12,7 @@ use crate::run::{
     BranchStrategy, Hooks, HostHook, LogMode, Prompt, RunOptions, RunResult, SandboxHook,
     StructuredOutput,
 };
+use crate::terminal_text::{visible, visible_line};
 
 #[derive(Args)]
 #[command(group = clap::ArgGroup::new("prompt-source").required(true).args(["prompt", "prompt_file"]))]
@@ -333,6 +334,8 @@ pub async fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
+/// What the agent wrote (commit subjects, file names, its output) is shown
+/// with its control characters made visible.
 pub(super) fn print_summary(result: &RunResult, cwd: &std::path::Path) {
     let n = result.iterations.len();
     println!("{n} iteration{}", if n == 1 { "" } else { "s" });
@@ -353,15 +356,19 @@ pub(super) fn print_summary(result: &RunResult, cwd: &std::path::Path) {
             .and_then(|r| r.find_commit(git2::Oid::from_str(&commit.sha).ok()?).ok())
             .and_then(|c| c.summary().ok().flatten().map(String::from))
             .unwrap_or_default();
-        println!("  {} {summary}", &commit.sha[..commit.sha.len().min(10)]);
+        println!(
+            "  {} {}",
+            &commit.sha[..commit.sha.len().min(10)],
+            visible_line(&summary)
+        );
     }
     for (i, it) in result.iterations.iter().enumerate() {
         if let Some(path) = &it.session_file_path {
-            println!("session of iteration {}: {path}", i + 1);
+            println!("session of iteration {}: {}", i + 1, visible_line(path));
         }
     }
     if let Some(output) = &result.output {
-        println!("output: {output}");
+        println!("output: {}", visible(&output.to_string()));
     }
     if !result.uncommitted_changes.is_empty() {
         println!(
@@ -373,7 +380,7 @@ pub(super) fn print_summary(result: &RunResult, cwd: &std::path::Path) {
             }
         );
         for entry in &result.uncommitted_changes {
-            println!("  {entry}");
+            println!("  {}", visible_line(entry));
         }
     }
     if let Some(path) = &result.preserved_worktree_path {

@@ -1,9 +1,17 @@
 //! Aligned columns and short durations, for `ps`, the workflow live view
 //! and its summary.
 
+use crate::terminal_text::visible_line;
+
 /// The rows as lines, each cell padded to its column's widest, two spaces
 /// apart; trailing blanks trimmed.
 pub fn columns(rows: &[Vec<String>]) -> Vec<String> {
+    // Cells hold names and text an agent may have written: one line each,
+    // no escapes.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|c| visible_line(c).into_owned()).collect())
+        .collect();
     let count = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..count)
         .map(|c| {
@@ -57,6 +65,21 @@ mod tests {
         assert_eq!(
             columns(&rows),
             ["NAME         STATE", "a-long-name  running"]
+        );
+    }
+
+    #[test]
+    fn cells_show_control_characters_as_escapes_and_stay_one_line() {
+        let rows = vec![
+            vec!["NAME".to_string(), "ACTIVITY".into()],
+            vec!["a\x1b]52;c;aGk=\x07".into(), "two\nlines".into()],
+        ];
+        assert_eq!(
+            columns(&rows),
+            [
+                "NAME             ACTIVITY",
+                "a\\e]52;c;aGk=\\a  two\\nlines"
+            ]
         );
     }
 

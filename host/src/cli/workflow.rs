@@ -10,6 +10,7 @@ use super::outcome_words::{landing, landing_word, status_word};
 use super::run::{LogArg, call_site_env, hooks, project_config};
 use crate::error::{Error, Result};
 use crate::run::{LogMode, StreamEvent};
+use crate::terminal_text::{visible, visible_line};
 use crate::workflow::{
     ItemStatus, Landing, WorkflowEvent, WorkflowOptions, WorkflowResult, default_parallel, file,
 };
@@ -203,34 +204,43 @@ fn event_lines(label: &str, event: &StreamEvent) -> Vec<String> {
         StreamEvent::Text { text, .. } => text
             .lines()
             .filter(|l| !l.trim().is_empty())
-            .map(|line| format!("[{label}] {line}"))
+            .map(|line| format!("[{label}] {}", visible_line(line)))
             .collect(),
         StreamEvent::ToolCall { name, input, .. } => {
             let input: String = input.chars().take(120).collect();
-            vec![format!("[{label}] > {name} {input}")]
+            vec![format!(
+                "[{label}] > {} {}",
+                visible_line(name),
+                visible_line(&input)
+            )]
         }
     }
 }
 
 /// One line per step, branch and landing, as they happen (no terminal).
 fn print_progress(event: &WorkflowEvent) {
+    // Labels come from the backlog, errors and landings quote the agent.
+    eprintln!("{}", visible(&progress_line(event)));
+}
+
+fn progress_line(event: &WorkflowEvent) -> String {
     match event {
         WorkflowEvent::StepStarted { step, items } => match items {
-            Some(n) => eprintln!("== {step}: {n} item{}", if *n == 1 { "" } else { "s" }),
-            None => eprintln!("== {step}"),
+            Some(n) => format!("== {step}: {n} item{}", if *n == 1 { "" } else { "s" }),
+            None => format!("== {step}"),
         },
         WorkflowEvent::ItemStarted { label, branch } => match branch {
-            Some(b) => eprintln!("[{label}] started on {b}"),
-            None => eprintln!("[{label}] started"),
+            Some(b) => format!("[{label}] started on {b}"),
+            None => format!("[{label}] started"),
         },
         WorkflowEvent::ItemFinished { label, result } => match result.status {
-            ItemStatus::Succeeded => eprintln!(
+            ItemStatus::Succeeded => format!(
                 "[{label}] done: {} commit{}",
                 result.commits.len(),
                 if result.commits.len() == 1 { "" } else { "s" }
             ),
-            ItemStatus::NotStarted => eprintln!("[{label}] not started (aborted)"),
-            _ => eprintln!(
+            ItemStatus::NotStarted => format!("[{label}] not started (aborted)"),
+            _ => format!(
                 "[{label}] {}: {}",
                 if result.status == ItemStatus::Aborted {
                     "aborted"
@@ -240,7 +250,7 @@ fn print_progress(event: &WorkflowEvent) {
                 result.error.as_deref().unwrap_or("")
             ),
         },
-        WorkflowEvent::Landing(q) => eprintln!("merge {}: {}", q.branch, landing(&q.landing)),
+        WorkflowEvent::Landing(q) => format!("merge {}: {}", q.branch, landing(&q.landing)),
     }
 }
 
@@ -317,8 +327,9 @@ fn print_summary(result: &WorkflowResult) {
             println!("{line}");
         }
     }
+    // Notes quote errors, which may quote the agent.
     for note in notes {
-        println!("{note}");
+        println!("{}", visible(&note));
     }
     if let Some(reason) = &result.aborted {
         println!("aborted: {reason}; the worktrees are kept");

@@ -26,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::plugin::PluginRuntime;
 use crate::plugin::agent::AgentProvider;
 use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider};
-use crate::worktree::Repo;
+use crate::worktree::{AgentGitDir, Repo};
 
 /// What closing a handle left behind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -53,6 +53,8 @@ pub struct SandboxHandle {
     log: RunLog,
     /// Isolated providers: the last commit synced out.
     synced: Option<String>,
+    /// Container providers on host paths: where the agent commits.
+    agent_git: Option<AgentGitDir>,
     /// The record of the run under way in the live-runs registry.
     live: Option<Live>,
 }
@@ -76,6 +78,7 @@ impl SandboxHandle {
             provider,
             sandbox: Some(started.sandbox),
             commit_env: started.commit_env,
+            agent_git: started.agent_git,
             setup,
             runtime,
             log,
@@ -239,6 +242,7 @@ impl SandboxHandle {
                 } else {
                     None
                 },
+                agent_git: self.agent_git.as_mut(),
                 on_event: Some(forward_events(&log, o.on_event.clone())),
                 abort: o.abort.clone(),
                 idle_timeout: o.idle_timeout,
@@ -428,6 +432,9 @@ impl SandboxHandle {
             Some(mut sandbox) => timings.time("sandbox close", sandbox.close()).await,
             None => Ok(()),
         };
+        if let Some(dir) = self.agent_git.take() {
+            last_take_back(dir, &self.log);
+        }
         super::privileges::after_close(self.provider.info().kind, self.place.path(), &self.log);
         self.log.finish();
         if !self.owns_place {
@@ -458,6 +465,15 @@ impl SandboxHandle {
     }
 }
 
+/// Once the sandbox is closed: what the agent committed since its last
+/// iteration (a background process, `attach`) lands, then its git dir goes.
+fn last_take_back(mut dir: AgentGitDir, log: &RunLog) {
+    if let Err(e) = dir.take_back() {
+        log.line(&format!("warning: after the sandbox closed: {e}"));
+    }
+    dir.remove();
+}
+
 impl Drop for SandboxHandle {
     fn drop(&mut self) {
         let Some(mut sandbox) = self.sandbox.take() else {
@@ -468,15 +484,14 @@ impl Drop for SandboxHandle {
             self.provider.name()
         );
         let place = self.owns_place.then(|| self.place.clone());
-        let shared = (self.provider.info().kind == SandboxKind::BindMount)
-            .then(|| self.place.path().to_path_buf());
+        let (agent_git, log) = (self.agent_git.take(), self.log.clone());
+        let (kind, shared) = (self.provider.info().kind, self.place.path().to_path_buf());
         let teardown = async move {
             let _ = sandbox.close().await;
-            if let Some(path) = shared {
-                for warning in super::privileges::defuse(&path) {
-                    tracing::warn!("{warning}");
-                }
+            if let Some(dir) = agent_git {
+                last_take_back(dir, &log);
             }
+            super::privileges::after_close(kind, &shared, &log);
             if let Some(wt) = place.as_ref().and_then(|p| p.worktree.as_ref())
                 && let Ok(repo) = Repo::discover(&place.as_ref().unwrap().root)
             {

@@ -346,6 +346,7 @@ async fn session_on(
             super::privileges::after_setup(provider.info().kind, &so.hooks, place.path(), log);
             env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
             let mut sandbox = started.sandbox;
+            let agent_git = started.agent_git;
             let session = async {
                 let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
                 let prompt = match &template {
@@ -392,9 +393,19 @@ async fn session_on(
                 }
             };
             let closed = sandbox.close().await;
+            // The agent's commits land whatever the session's end.
+            let taken = match agent_git {
+                Some(mut dir) => {
+                    let taken = dir.take_back();
+                    dir.remove();
+                    taken.map(drop)
+                }
+                None => Ok(()),
+            };
             super::privileges::after_close(provider.info().kind, place.path(), log);
             let code = code?;
             closed?;
+            taken?;
             code
         }
     };

@@ -22,7 +22,7 @@ use crate::plugin::agent::{AgentEvent, AgentProvider, CommandRequest};
 use crate::plugin::api::AgentFile;
 use crate::plugin::sandbox::{Command, ExecRequest, Sandbox, env_vars};
 use crate::prompt::{self, Segment, Template};
-use crate::worktree::Worktree;
+use crate::worktree::{AgentGitDir, Worktree};
 
 /// Most stdout lines handed to the agent's parser in one call.
 const MAX_BATCH: usize = 256;
@@ -36,6 +36,8 @@ pub struct SandboxInvoker<'a> {
     pub env: Vec<(String, String)>,
     /// Isolated providers: the host worktree and the last commit synced out.
     pub sync: Option<(&'a Worktree, String)>,
+    /// Container providers on host paths: where the agent commits.
+    pub agent_git: Option<&'a mut AgentGitDir>,
     pub on_event: Option<StreamEventCallback>,
     pub abort: AbortHandle,
     /// Stop the agent after this long without a line of output.
@@ -395,6 +397,14 @@ impl AgentInvoker for SandboxInvoker<'_> {
                 start.elapsed(),
                 bytes,
             );
+        }
+        if let Some(dir) = self.agent_git.as_deref_mut() {
+            let start = std::time::Instant::now();
+            if dir.take_back()?.is_some() {
+                self.log
+                    .timings()
+                    .record(format!("iteration {iteration} take back"), start.elapsed());
+            }
         }
         let name = self.agent.name().to_string();
         if let Some(stall) = stalled {

@@ -19,6 +19,8 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use super::iteration::{IterationUsage, StreamEvent};
 use super::timings::Timings;
 use crate::error::{Error, Result};
+use crate::own_dir::OwnDir;
+use crate::terminal_text::{visible, visible_line};
 
 /// How a run shows its progress.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -56,17 +58,12 @@ impl RunLog {
         let prefix = name.map(|n| format!("[{n}] ")).unwrap_or_default();
         match mode {
             LogMode::File | LogMode::FileQuiet => {
-                std::fs::create_dir_all(logs_dir).map_err(|e| {
-                    Error::Other(anyhow::anyhow!("create {}: {e}", logs_dir.display()))
-                })?;
+                // `.sanddune/logs`: both sanddune's, and an agent's to write
+                // under the head strategy.
+                let dir = OwnDir::open(logs_dir, 2, true)?;
                 let stem = sanitize(name.unwrap_or("run"));
-                let (path, file) = create_unique(logs_dir, &stem, &file_time(SystemTime::now()))?;
-                let events = std::fs::File::create(events_path(&path)).map_err(|e| {
-                    Error::Other(anyhow::anyhow!(
-                        "create {}: {e}",
-                        events_path(&path).display()
-                    ))
-                })?;
+                let (path, file, events) =
+                    create_unique(&dir, &stem, &file_time(SystemTime::now()))?;
                 if *mode == LogMode::File {
                     eprintln!(
                         "{prefix}sanddune: logging to {0}\n{prefix}  follow it with: tail -f {0}",
@@ -139,7 +136,7 @@ impl RunLog {
     /// line in the file.
     pub fn status(&self, text: &str) {
         match &self.inner.spinner {
-            Some(bar) => bar.set_message(text.to_string()),
+            Some(bar) => bar.set_message(visible_line(text).into_owned()),
             None => self.write(text, false),
         }
     }
@@ -201,7 +198,10 @@ impl RunLog {
         }
     }
 
+    /// Agent text reaches the file (which `tail -f` shows) and the terminal
+    /// with its control characters made visible.
     fn write(&self, text: &str, bold: bool) {
+        let text = visible(text);
         let prefix = &self.inner.prefix;
         if let Some((_, file)) = &self.inner.file {
             let mut file = file.lock().unwrap_or_else(|e| e.into_inner());
@@ -336,36 +336,62 @@ fn sanitize(name: &str) -> String {
         .collect::<String>()
 }
 
-/// Creates `<stem>-<time>.log`, with a counter when runs start in one
-/// second: each name is tried with `create_new`, so two processes racing
-/// for one name never share a file.
 /// The events file of the run log at `log`: `<name>-<time>.events.jsonl`.
 pub fn events_path(log: &Path) -> PathBuf {
     log.with_extension("events.jsonl")
 }
 
-fn create_unique(dir: &Path, stem: &str, time: &str) -> Result<(PathBuf, std::fs::File)> {
+/// Creates `<stem>-<time>.log` and its events file, with a counter when
+/// runs start in one second: each name is created only if nothing has it,
+/// so two processes racing for one name never share a file, and nothing
+/// is ever written through a link. A name another run took (a regular
+/// file) is passed over; a link or anything else there is refused, naming
+/// it: something other than sanddune put it there.
+fn create_unique(
+    dir: &OwnDir,
+    stem: &str,
+    time: &str,
+) -> Result<(PathBuf, std::fs::File, std::fs::File)> {
     let stem = if stem.is_empty() { "run" } else { stem };
-    let names = std::iter::once(format!("{stem}-{time}.log"))
-        .chain((2..).map(|n| format!("{stem}-{time}-{n}.log")));
+    let names = std::iter::once(format!("{stem}-{time}"))
+        .chain((2..).map(|n| format!("{stem}-{time}-{n}")));
     for name in names {
-        let path = dir.join(name);
-        match std::fs::OpenOptions::new()
-            .create_new(true)
-            .append(true)
-            .open(&path)
-        {
-            Ok(file) => return Ok((path, file)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+        let (log, events) = (format!("{name}.log"), format!("{name}.events.jsonl"));
+        let Some(log_file) = create_new(dir, &log)? else {
+            continue;
+        };
+        match create_new(dir, &events) {
+            Ok(Some(events_file)) => return Ok((dir.path().join(log), log_file, events_file)),
+            Ok(None) => {
+                // The events name is taken: this name is not free after all.
+                let _ = dir.remove(&log);
+            }
             Err(e) => {
-                return Err(Error::Other(anyhow::anyhow!(
-                    "create {}: {e}",
-                    path.display()
-                )));
+                let _ = dir.remove(&log);
+                return Err(e);
             }
         }
     }
     unreachable!("the counter is unbounded")
+}
+
+/// The new file `name`; None when a regular file has that name.
+fn create_new(dir: &OwnDir, name: &str) -> Result<Option<std::fs::File>> {
+    let path = || dir.path().join(name);
+    match dir.create_new(name) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => match dir.kind(name) {
+            Some(rustix::fs::FileType::RegularFile) | None => Ok(None),
+            Some(_) => Err(Error::input(format!(
+                "{} is a symlink or not a regular file, where sanddune was to create this run's log: an agent may have planted it; remove it and run again",
+                path().display()
+            ))),
+        },
+        Err(e) => Err(Error::Other(anyhow::anyhow!(
+            "create {}: {e}",
+            path().display()
+        ))),
+    }
 }
 
 /// UTC civil date from days since the Unix epoch (Howard Hinnant's algorithm).
@@ -419,16 +445,11 @@ mod tests {
 
     #[test]
     fn runs_starting_in_one_second_get_their_own_log_files() {
-        let dir = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let dir = OwnDir::open(&root.path().join("logs"), 1, true).unwrap();
         let names: Vec<String> = std::thread::scope(|s| {
             let handles: Vec<_> = (0..8)
-                .map(|_| {
-                    s.spawn(|| {
-                        create_unique(dir.path(), "run", "20261123T203402Z")
-                            .unwrap()
-                            .0
-                    })
-                })
+                .map(|_| s.spawn(|| create_unique(&dir, "run", "20261123T203402Z").unwrap().0))
                 .collect();
             handles
                 .into_iter()
@@ -447,6 +468,60 @@ mod tests {
         unique.dedup();
         assert_eq!(unique.len(), 8, "{names:?}");
         assert!(names.contains(&"run-20261123T203402Z.log".to_string()));
+    }
+
+    /// What an agent could leave in `.sanddune/logs` for the next run: a
+    /// link at the name of its log or of its events file.
+    #[test]
+    fn a_planted_link_is_refused_and_its_target_untouched() {
+        let outside = tempfile::tempdir().unwrap();
+        let marker = outside.path().join("bashrc");
+        std::fs::write(&marker, "mine").unwrap();
+        for planted in [
+            "run-20261123T203402Z.log",
+            "run-20261123T203402Z.events.jsonl",
+        ] {
+            let root = tempfile::tempdir().unwrap();
+            let dir = OwnDir::open(&root.path().join("logs"), 1, true).unwrap();
+            std::os::unix::fs::symlink(&marker, dir.path().join(planted)).unwrap();
+            let err = create_unique(&dir, "run", "20261123T203402Z").unwrap_err();
+            assert!(
+                err.to_string()
+                    .contains(&format!("{planted} is a symlink or not a regular file")),
+                "{err}"
+            );
+            assert_eq!(err.exit_code(), 2);
+            assert_eq!(std::fs::read_to_string(&marker).unwrap(), "mine");
+            // Nothing half made is left beside the link.
+            let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().flatten().collect();
+            assert_eq!(left.len(), 1, "{left:?}");
+        }
+    }
+
+    #[test]
+    fn a_taken_events_name_moves_the_log_to_the_next_name() {
+        let root = tempfile::tempdir().unwrap();
+        let dir = OwnDir::open(&root.path().join("logs"), 1, true).unwrap();
+        let taken = dir.path().join("run-20261123T203402Z.events.jsonl");
+        std::fs::write(&taken, "an old run's").unwrap();
+        let (path, ..) = create_unique(&dir, "run", "20261123T203402Z").unwrap();
+        assert_eq!(path, dir.path().join("run-20261123T203402Z-2.log"));
+        assert!(!dir.path().join("run-20261123T203402Z.log").exists());
+        assert_eq!(std::fs::read_to_string(&taken).unwrap(), "an old run's");
+    }
+
+    #[test]
+    fn agent_text_reaches_the_log_with_its_escapes_visible() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = RunLog::open(&LogMode::FileQuiet, &dir.path().join("logs"), None).unwrap();
+        log.event(&StreamEvent::Text {
+            iteration: 1,
+            timestamp: 0,
+            text: "copy \x1b]52;c;aGk=\x07 this".into(),
+        });
+        let text = std::fs::read_to_string(log.path().unwrap()).unwrap();
+        assert!(!text.contains('\x1b') && !text.contains('\x07'), "{text:?}");
+        assert!(text.contains("copy \\e]52;c;aGk=\\a this"), "{text:?}");
     }
 
     #[test]

@@ -42,7 +42,7 @@ fn warn(dir: &Path, log: &RunLog) {
 
 /// Defuse everything under `dir` (symlinks are not followed): one warning
 /// for each file changed or removed, or that could not be.
-pub(super) fn defuse(dir: &Path) -> Vec<String> {
+fn defuse(dir: &Path) -> Vec<String> {
     let mut warnings = Vec::new();
     walk(dir, &mut warnings);
     warnings

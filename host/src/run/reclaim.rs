@@ -114,9 +114,34 @@ pub async fn reclaim(repo: &Repo, runtime: &PluginRuntime, forget: bool) -> Vec<
 
 fn forget_record(path: &Path, record: &Record) {
     let _ = std::fs::remove_file(path);
-    if let Some(scratch) = &record.scratch {
+    if let Some(scratch) = own_scratch(record) {
         let _ = std::fs::remove_dir_all(scratch);
     }
+}
+
+/// The record's scratch dir, if it is one sanddune made. gc deletes it and
+/// kills what works in it, so a record naming any other directory (the
+/// user's home, a link to it: only a forged record does) gets neither.
+fn own_scratch(record: &Record) -> Option<&Path> {
+    record
+        .scratch
+        .as_deref()
+        .filter(|scratch| is_scratch_of(record, scratch))
+}
+
+/// Whether `dir` is named as sanddune names a scratch dir of the record's
+/// run, directly in the run's temp dir, and is a directory, not a link.
+fn is_scratch_of(record: &Record, dir: &Path) -> bool {
+    let plain = |s: &str| !s.is_empty() && !s.contains('/') && s != "." && s != "..";
+    let prefix = scratch_prefix(&record.provider_name, &record.run_id);
+    plain(&record.provider_name)
+        && plain(&record.run_id)
+        && dir.parent() == Some(record.tmp_dir.as_path())
+        && dir
+            .file_name()
+            .and_then(|n| n.to_str())
+            .is_some_and(|n| n.starts_with(&prefix) && n != prefix)
+        && std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir())
 }
 
 async fn reclaim_one(
@@ -127,10 +152,19 @@ async fn reclaim_one(
     named: &[PathBuf],
 ) -> Result<Reclaimed> {
     let (provider, run_id) = (record.provider.clone(), record.run_id.clone());
+    if let Some(scratch) = &record.scratch
+        && own_scratch(record).is_none()
+        && std::fs::symlink_metadata(scratch).is_ok()
+    {
+        return Err(Error::input(format!(
+            "its record names {} as its scratch dir, which sanddune did not make: gc leaves it alone",
+            scratch.display()
+        )));
+    }
     let Some(state) = &record.state else {
         return reclaim_unfinished_create(repo, runtime, record, path, named).await;
     };
-    if let Some(scratch) = &record.scratch {
+    if let Some(scratch) = own_scratch(record) {
         kill_strays(scratch).await;
     }
     let Some(base) = &record.base else {
@@ -138,7 +172,8 @@ async fn reclaim_one(
         return Ok(Reclaimed::Cleared { provider, run_id });
     };
     let (loaded, spec) = load_for(repo, runtime, record).await?;
-    let mut sandbox = loaded.reopen(&spec, state, record.scratch.clone()).await?;
+    let scratch = own_scratch(record).map(Path::to_path_buf);
+    let mut sandbox = loaded.reopen(&spec, state, scratch).await?;
     sandbox.remove_on_close(path.to_path_buf());
     let recovered = match bring_out_commits(&mut sandbox, repo, record, base).await {
         Ok(recovered) => recovered,
@@ -171,19 +206,13 @@ async fn reclaim_unfinished_create(
     named: &[PathBuf],
 ) -> Result<Reclaimed> {
     let (provider, run_id) = (record.provider.clone(), record.run_id.clone());
-    let prefix = scratch_prefix(&record.provider_name, &record.run_id);
     for dir in std::fs::read_dir(&record.tmp_dir)
         .into_iter()
         .flatten()
         .flatten()
     {
         let dir = dir.path();
-        if dir
-            .file_name()
-            .and_then(|n| n.to_str())
-            .is_some_and(|n| n.starts_with(&prefix))
-            && !named.contains(&dir)
-        {
+        if is_scratch_of(record, &dir) && !named.contains(&dir) {
             kill_strays(&dir).await;
             let _ = std::fs::remove_dir_all(&dir);
         }
@@ -230,6 +259,7 @@ pub(super) async fn load_for(
         env: env.into_iter().collect(),
         config: record.config.clone(),
         side_by_side: 1,
+        git_shield: None,
     };
     Ok((loaded, spec))
 }
@@ -266,7 +296,8 @@ async fn bring_out_commits(
 /// Processes the dead run started in its sandbox's scratch dir outlive it
 /// (an agent still committing, its git): kill them, so the
 /// sandbox holds still while gc bundles its commits and closes it. A
-/// scratch dir is sanddune's alone, so whatever works in it is the run's.
+/// scratch dir is sanddune's alone (see [`own_scratch`]), so whatever works
+/// in it is the run's.
 async fn kill_strays(scratch: &Path) {
     let Ok(scratch) = scratch.canonicalize() else {
         return;
@@ -297,5 +328,62 @@ async fn kill_strays(scratch: &Path) {
             }
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(tmp: &Path, scratch: &Path) -> Record {
+        Record {
+            owner: "1:1".into(),
+            provider: "test-isolated".into(),
+            provider_name: "test-isolated".into(),
+            run_id: "1795786815-ab12".into(),
+            name: "run".into(),
+            worktree: tmp.to_path_buf(),
+            branch: "main".into(),
+            config: vec![],
+            tmp_dir: tmp.to_path_buf(),
+            state: Some("sbx".into()),
+            scratch: Some(scratch.to_path_buf()),
+            base: None,
+        }
+    }
+
+    #[test]
+    fn only_a_scratch_dir_named_and_placed_as_sanddune_makes_them_is_its_own() {
+        let tmp = tempfile::tempdir().unwrap();
+        let own = tmp
+            .path()
+            .join("sanddune-test-isolated-1795786815-ab12-x7Yz");
+        std::fs::create_dir(&own).unwrap();
+        assert_eq!(own_scratch(&record(tmp.path(), &own)), Some(own.as_path()));
+
+        let home = tmp.path().join("home");
+        std::fs::create_dir(&home).unwrap();
+        let nested = home.join("sanddune-test-isolated-1795786815-ab12-x7Yz");
+        std::fs::create_dir(&nested).unwrap();
+        let linked = tmp
+            .path()
+            .join("sanddune-test-isolated-1795786815-ab12-link");
+        std::os::unix::fs::symlink(&home, &linked).unwrap();
+        let bare_prefix = tmp.path().join("sanddune-test-isolated-1795786815-ab12-");
+        std::fs::create_dir(&bare_prefix).unwrap();
+        for (why, scratch) in [
+            ("a directory of the user's", home.as_path()),
+            ("not directly in the temp dir", nested.as_path()),
+            ("a link", linked.as_path()),
+            ("the prefix alone", bare_prefix.as_path()),
+            ("the filesystem root", Path::new("/")),
+        ] {
+            assert_eq!(own_scratch(&record(tmp.path(), scratch)), None, "{why}");
+        }
+        // A provider or run id that is not a plain name makes any prefix.
+        let mut forged = record(tmp.path(), &own);
+        forged.provider_name = String::new();
+        forged.run_id = "..".into();
+        assert_eq!(own_scratch(&forged), None);
     }
 }

@@ -221,7 +221,15 @@ pub fn list(git_dir: &Path) -> Vec<Found> {
 
 /// Ask a live run to stop: it aborts as Ctrl-C would.
 pub fn request_stop(found: &Found) -> std::io::Result<()> {
-    std::fs::write(found.path.with_extension("stop"), b"")
+    use std::os::unix::fs::OpenOptionsExt;
+    // Never through a link: it would truncate what the link names.
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(found.path.with_extension("stop"))
+        .map(drop)
 }
 
 /// Remove the records of runs whose process is gone; returns them.
@@ -330,4 +338,36 @@ fn one_per_line(runs: &[Found]) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stop_request_never_writes_through_a_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let marker = dir.path().join("marker");
+        std::fs::write(&marker, "mine").unwrap();
+        let record: Record = serde_json::from_value(serde_json::json!({
+            "name": "r", "runId": "r", "workflow": null, "item": null,
+            "sandbox": "s", "agent": "a", "branch": "b", "iteration": 0,
+            "maxIterations": 1, "state": "running", "started": 0, "tokens": 0,
+            "logFile": null, "repo": dir.path(), "owner": "1:1",
+        }))
+        .unwrap();
+        let found = Found {
+            record,
+            alive: true,
+            elapsed: 0,
+            path: dir.path().join("r.json"),
+        };
+        std::os::unix::fs::symlink(&marker, dir.path().join("r.stop")).unwrap();
+        assert!(request_stop(&found).is_err());
+        assert_eq!(std::fs::read_to_string(&marker).unwrap(), "mine");
+
+        std::fs::remove_file(dir.path().join("r.stop")).unwrap();
+        request_stop(&found).unwrap();
+        assert!(dir.path().join("r.stop").is_file());
+    }
 }

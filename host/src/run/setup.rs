@@ -11,12 +11,13 @@ use super::identity::{self, CommitIdentity, CommitOptions};
 use super::log::{LogMode, RunLog};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
 use super::{AgentOptions, Prompt, SandboxOptions, leftover, secrets, sync};
+use crate::capability::containers::GitShield;
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider, SandboxSpec};
 use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
 use crate::prompt::{self, Template};
-use crate::worktree::{Repo, Worktree, WorktreeOrigin, worktree_name};
+use crate::worktree::{AgentGitDir, Repo, SHARED_OBJECTS, Worktree, WorktreeOrigin, worktree_name};
 
 /// The name that selects the no-sandbox provider (interactive only).
 pub const NO_SANDBOX: &str = "no-sandbox";
@@ -410,6 +411,31 @@ pub(super) fn release_worktree(repo: &Repo, wt: &Worktree, merged: bool) -> Resu
 pub(super) struct Started {
     pub sandbox: Sandbox,
     pub commit_env: EnvMap,
+    /// Where the agent commits, for a container sandbox on host paths.
+    pub agent_git: Option<AgentGitDir>,
+}
+
+/// The agent git dir for a sandbox whose containers share the worktree
+/// (ADR 0025), and the shield its containers get; none for other providers.
+fn agent_git_dir(
+    provider: &SandboxProvider,
+    place: &Place,
+) -> Result<(Option<AgentGitDir>, Option<GitShield>)> {
+    if provider.info().kind == SandboxKind::Isolated || !provider.capabilities().containers {
+        return Ok((None, None));
+    }
+    let repo = place.repo()?;
+    let dir = repo.agent_git_dir(place.path(), &place.branch, &run_id())?;
+    let shield = GitShield {
+        git_dir: repo.git_dir(),
+        agent_git_dir: dir.git_dir(),
+        target: dir.target().to_path_buf(),
+        git_file: dir
+            .git_file()
+            .map(|file| (file, dir.worktree().join(".git"))),
+        shared_objects: SHARED_OBJECTS.to_string(),
+    };
+    Ok((Some(dir), Some(shield)))
 }
 
 /// Create the sandbox on `place`, sync the repository in (isolated),
@@ -425,6 +451,7 @@ pub(super) async fn start_sandbox(
 ) -> Result<Started> {
     let isolated = provider.info().kind == SandboxKind::Isolated;
     let (history, config) = sync::take_history(provider.name(), isolated, &o.sandbox_config)?;
+    let (agent_git, git_shield) = agent_git_dir(provider, place)?;
     let spec = SandboxSpec {
         run_id: place.run_id.clone(),
         name: o.name.clone().unwrap_or_else(|| place.branch.clone()),
@@ -434,6 +461,7 @@ pub(super) async fn start_sandbox(
         env: env.into_iter().collect(),
         config,
         side_by_side: o.side_by_side,
+        git_shield,
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
     let timings = log.timings();
@@ -446,6 +474,9 @@ pub(super) async fn start_sandbox(
         Ok(sandbox) => sandbox,
         Err(e) => {
             record.abandon();
+            if let Some(dir) = agent_git {
+                dir.remove();
+            }
             return Err(e);
         }
     };
@@ -496,9 +527,15 @@ pub(super) async fn start_sandbox(
         Ok(hooks_dir) => Ok(Started {
             sandbox,
             commit_env: identity.env(hooks_dir.as_deref()),
+            agent_git,
         }),
         Err(e) => {
             let _ = sandbox.close().await;
+            if let Some(mut dir) = agent_git {
+                // What a hook committed still lands.
+                let _ = dir.take_back();
+                dir.remove();
+            }
             Err(e)
         }
     }

@@ -16,6 +16,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
+use crate::own_dir::{self, OwnDir};
 
 /// What a worktree lock file says: who holds the worktree, since when.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -52,6 +53,17 @@ impl WorktreeLock {
         branch: &str,
         git_dir: &Path,
     ) -> Result<Self> {
+        // `.sanddune/worktrees` swapped for a link (an agent writes the
+        // repository root under head) would put the lock, and the worktree,
+        // wherever it points.
+        OwnDir::open(worktrees_dir, 2, false)?;
+        // No worktree holds the host's branch; a lock that says one does
+        // is forged, and gc would move that branch.
+        if checked_out(git_dir).as_deref() == Some(branch) {
+            return Err(Error::input(format!(
+                "branch `{branch}` is checked out in the host repository; pick another branch for the agent"
+            )));
+        }
         let path = worktrees_dir.join(format!("{name}.lock"));
         let holder = LockHolder {
             pid: std::process::id(),
@@ -143,15 +155,41 @@ fn publish(dir: &Path, path: &Path, content: &[u8]) -> Result<bool> {
     }
 }
 
+/// A lock's bytes; a link or a FIFO in its place (which no run made) is
+/// refused, naming it, and never followed or waited on.
 fn read(path: &Path) -> Result<Option<Vec<u8>>> {
-    match std::fs::read(path) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::Other(anyhow::anyhow!(
-            "read the worktree lock {}: {e}",
-            path.display()
-        ))),
+    own_dir::read_regular(path)
+}
+
+/// Who holds the lock at `path`, for `gc`; a lock file sanddune did not
+/// write (a link, a FIFO, not its JSON) is passed over, with a warning for
+/// anything but a regular file. So is a lock naming a branch its worktree
+/// would not have (`run-<id>` holds `sanddune/run-<id>`, a branch worktree
+/// its branch), or beside a pending sync (`<name>.sync`) that is not a
+/// regular file: gc would move that branch to the commit the sync names.
+pub(super) fn read_holder(path: &Path) -> Option<LockHolder> {
+    let holder: LockHolder = match read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes?).ok()?,
+        Err(e) => {
+            tracing::warn!("{e}");
+            return None;
+        }
+    };
+    let name = path.file_stem()?.to_str()?;
+    if super::worktree_name(&holder.branch) != name && holder.branch != format!("sanddune/{name}") {
+        tracing::warn!(
+            "{} names branch `{}`, which worktree `{name}` never holds: not a lock sanddune wrote; passed over",
+            path.display(),
+            holder.branch
+        );
+        return None;
     }
+    let sync = path.with_extension("sync");
+    if let Err(e) = own_dir::read_regular(&sync) {
+        tracing::warn!("{e}");
+        return None;
+    }
+    Some(holder)
 }
 
 /// Remove a stale lock, but only if it is still the one we judged stale:
@@ -169,6 +207,15 @@ fn reclaim(path: &Path, stale: &[u8], git_dir: &Path) -> Result<()> {
         tracing::info!(lock = %path.display(), "reclaimed a worktree lock whose process is gone");
     }
     Ok(())
+}
+
+/// The branch checked out in the repository whose common git dir is
+/// `git_dir`.
+fn checked_out(git_dir: &Path) -> Option<String> {
+    let repo = git2::Repository::open(git_dir).ok()?;
+    let head = repo.head().ok()?;
+    let name = head.shorthand().ok()?;
+    head.is_branch().then(|| name.to_string())
 }
 
 fn contention(name: &str, path: &Path, h: &LockHolder) -> Error {

@@ -10,6 +10,7 @@
 //! lock per repository, so parallel runs never race on git's lock files.
 //! Decisions: ADR 0005.
 
+mod agent_git;
 mod copy;
 mod lock;
 mod merge;
@@ -24,6 +25,7 @@ use git2::{BranchType, Repository, WorktreeAddOptions, WorktreePruneOptions};
 use crate::error::{Error, Result};
 use lock::GitLock;
 
+pub use agent_git::{AGENT_GIT_DIRS, AgentGitDir, SHARED_OBJECTS, TakenBack};
 pub use copy::DEFAULT_COPY_TIMEOUT;
 pub use lock::{LockHolder, WorktreeLock};
 pub use merge::{FinishedMerge, MergeOutcome};
@@ -84,8 +86,7 @@ impl Worktree {
     pub fn fast_forward_from_bundle(&self, bundle: &Path, head: &str) -> Result<bool> {
         let pending = pending_sync_path(self.path.parent().unwrap_or(&self.path), &self.name);
         let git = GitLock::acquire(&self.git_dir)?;
-        std::fs::write(&pending, head)
-            .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", pending.display())))?;
+        write_pending_sync(&pending, head)?;
         let bundle = bundle.to_str().ok_or_else(|| {
             Error::Other(anyhow::anyhow!(
                 "a bundle path that is not UTF-8: {}",
@@ -157,6 +158,30 @@ fn pending_sync_path(worktrees_dir: &Path, name: &str) -> PathBuf {
     worktrees_dir.join(format!("{name}.sync"))
 }
 
+/// Write a pending sync's record in `.sanddune/worktrees`, which a head
+/// run's agent can write: whatever is at its name (an earlier record, or a
+/// link planted to a file of the user's) is removed, never written through.
+fn write_pending_sync(pending: &Path, head: &str) -> Result<()> {
+    use std::io::Write;
+    let (Some(dir), Some(name)) = (
+        pending.parent(),
+        pending.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return Err(Error::Other(anyhow::anyhow!(
+            "no pending sync path: {}",
+            pending.display()
+        )));
+    };
+    let dir = crate::own_dir::OwnDir::open(dir, 2, true)?;
+    if dir.kind(name).is_some() {
+        dir.remove(name)
+            .map_err(|e| Error::Other(anyhow::anyhow!("remove {}: {e}", pending.display())))?;
+    }
+    dir.create_new(name)
+        .and_then(|mut f| f.write_all(head.as_bytes()))
+        .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", pending.display())))
+}
+
 /// How [`Repo::add_worktree`] came by the worktree.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum WorktreeOrigin {
@@ -209,6 +234,21 @@ fn git_command(dir: &Path, args: &[&str]) -> std::process::Command {
         .args(["-c", "maintenance.auto=false", "-c", "gc.auto=0"])
         // Nor a daemon: one started under a shared git lock would hold it.
         .args(["-c", "core.fsmonitor=false"])
+        // The worktree is the agent's writing: sanddune's own git calls run
+        // no hook and never enter a submodule, whose git dir the agent may
+        // have planted (`-c` reaches every git that this one starts).
+        .args([
+            "-c",
+            "core.hooksPath=/dev/null",
+            "-c",
+            "submodule.recurse=false",
+        ])
+        .args([
+            "-c",
+            "diff.ignoreSubmodules=all",
+            "-c",
+            "status.submoduleSummary=false",
+        ])
         .args(args);
     cmd
 }
@@ -828,10 +868,7 @@ impl Repo {
             else {
                 continue;
             };
-            let Ok(text) = std::fs::read(&path) else {
-                continue;
-            };
-            let Ok(holder) = serde_json::from_slice::<LockHolder>(&text) else {
+            let Some(holder) = lock::read_holder(&path) else {
                 continue; // not ours: add_worktree reports it when used
             };
             // Taking the lock reclaims it only from a dead process.
@@ -871,17 +908,31 @@ impl Repo {
     /// user's `git gc --auto`) does not take that lock: it may delete the
     /// admin dir while libgit2 is deleting it, which is the same outcome.
     fn remove_worktree(&self, name: &str, path: &Path) -> Result<()> {
+        // Only the directory sanddune made, through no link: not wherever a
+        // `.git/worktrees/<name>/gitdir` file says (libgit2 deletes that).
+        let own = self.root.join(WORKTREES_DIR).join(name);
+        if path != own || crate::own_dir::linked(&own, 3) {
+            return Err(Error::Other(anyhow::anyhow!(
+                "refusing to remove {}: it is not the directory sanddune made at {} (or a link is in its path)",
+                path.display(),
+                own.display()
+            )));
+        }
         let admin = self.git_dir().join("worktrees").join(name);
         let pruned = match self.repo.find_worktree(name) {
             Ok(wt) => {
+                // libgit2 deletes the working tree its admin dir names only
+                // when that is ours; otherwise ours is removed below.
+                let ours = wt.path() == path;
                 let mut opts = WorktreePruneOptions::new();
-                opts.valid(true).working_tree(true);
-                wt.prune(Some(&mut opts))
+                opts.valid(true).working_tree(ours);
+                wt.prune(Some(&mut opts)).map(|()| ours)
             }
             Err(e) => Err(e),
         };
         match pruned {
-            Ok(()) => Ok(()),
+            Ok(true) => Ok(()),
+            Ok(false) => remove_dir(path),
             // Pruned by someone else, broken by a kill while git created it
             // (libgit2 cannot prune what it cannot read), or an admin file
             // a killed sync left half-written (`shallow`, found by kill -9
@@ -985,9 +1036,7 @@ impl Repo {
         let dir = self.root.join(WORKTREES_DIR);
         let name = worktree.file_name().and_then(|n| n.to_str()).unwrap_or("");
         if dir.join(format!("{name}.lock")).exists() {
-            let pending = pending_sync_path(&dir, name);
-            std::fs::write(&pending, &head)
-                .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", pending.display())))?;
+            write_pending_sync(&pending_sync_path(&dir, name), &head)?;
         } else {
             // A worktree still there has the branch checked out: moving the
             // branch under it would make it look changed.
@@ -1045,5 +1094,29 @@ fn same_path(a: &Path, b: &Path) -> bool {
     match (a.canonicalize(), b.canonicalize()) {
         (Ok(a), Ok(b)) => a == b,
         _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pending_sync_is_never_written_through_a_planted_link() {
+        let root = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let marker = outside.path().join("bashrc");
+        std::fs::write(&marker, "the user's").unwrap();
+        let dir = root.path().join(WORKTREES_DIR);
+        std::fs::create_dir_all(&dir).unwrap();
+        let pending = pending_sync_path(&dir, "feat");
+        std::os::unix::fs::symlink(&marker, &pending).unwrap();
+        write_pending_sync(&pending, "abc123").unwrap();
+        assert_eq!(std::fs::read_to_string(&marker).unwrap(), "the user's");
+        assert!(!pending.is_symlink());
+        assert_eq!(std::fs::read_to_string(&pending).unwrap(), "abc123");
+        // An earlier record is replaced.
+        write_pending_sync(&pending, "def456").unwrap();
+        assert_eq!(std::fs::read_to_string(&pending).unwrap(), "def456");
     }
 }

@@ -134,7 +134,7 @@ mod tests {
             })
         );
         let (first, _) = REAL.split_at(REAL.rfind("\"type\":\"user.message\"").unwrap());
-        let started = format!("{first}{}", &REAL[first.len()..].lines().next().unwrap());
+        let started = format!("{first}{}", REAL[first.len()..].lines().next().unwrap());
         assert_eq!(usage_from_session(&started), None);
         assert_eq!(usage_from_session(""), None);
     }

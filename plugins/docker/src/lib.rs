@@ -2,9 +2,10 @@
 //! sandbox, created through the host's confined `containers` capability,
 //! never through the engine's CLI.
 //!
-//! The worktree is mounted at its host path, and so is the repository's git
-//! dir, so the worktree's `.git` file and the git dir's back-pointers resolve
-//! the same inside and out. The agent runs as a non-root user whose UID/GID
+//! The worktree is mounted at its host path. The repository's git dir is not
+//! mounted: the host lays the agent's own git dir where the worktree's `.git`
+//! points (ADR 0025), so the agent commits without reaching the host's. The
+//! agent runs as a non-root user whose UID/GID
 //! match the host user's: Docker needs an image built for that UID (checked
 //! before anything runs), Podman maps it with a keep-id user namespace.
 //!
@@ -137,15 +138,6 @@ impl Guest for Provider {
         env.extend(options.env.iter().cloned());
         let worktree = options.host_worktree_path.clone();
         let mut mounts = vec![bind(&worktree, &worktree, false, config.relabel)];
-        // A linked worktree's git dir lives elsewhere; the main one's is inside.
-        if !is_within(&options.host_git_dir, &worktree) {
-            mounts.push(bind(
-                &options.host_git_dir,
-                &options.host_git_dir,
-                false,
-                config.relabel,
-            ));
-        }
         mounts.extend(config.mounts.iter().cloned());
         let user = match &config.user {
             Some(user) => user.clone(),
@@ -216,11 +208,6 @@ fn bind(source: &str, target: &str, read_only: bool, relabel: bool) -> Mount {
         read_only,
         selinux_relabel: relabel,
     }
-}
-
-/// `path` is `dir` or inside it (both absolute, as the host gives them).
-fn is_within(path: &str, dir: &str) -> bool {
-    path == dir || path.starts_with(&format!("{}/", dir.trim_end_matches('/')))
 }
 
 /// The provider's options, parsed and checked.
@@ -687,12 +674,5 @@ mod tests {
         assert!(err(&[("mount", "/a:rel")]).contains("absolute"));
         assert!(err(&[("mount", "/a:/b:rx")]).contains("SOURCE:TARGET"));
         assert!(err(&[("selinux-label", "Z")]).contains("z or none"));
-    }
-
-    #[test]
-    fn a_linked_worktrees_git_dir_is_outside_it_and_the_main_ones_inside() {
-        assert!(!is_within("/r/.git", "/r/.sanddune/worktrees/w"));
-        assert!(is_within("/r/.git", "/r"));
-        assert!(!is_within("/r2/.git", "/r"));
     }
 }

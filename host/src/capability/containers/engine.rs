@@ -448,6 +448,7 @@ impl Ctx {
     ) -> Result<(), String> {
         let id = self.owned(container).await?;
         let source = readable_source(host_path, &self.grant.readable)?;
+        self.grant.outside_git_dir(&source)?;
         let (parent, name) = split_container_path(container_path)?;
         let tar = tokio::task::spawn_blocking(move || archive(&source, &name))
             .await
@@ -470,6 +471,7 @@ impl Ctx {
     ) -> Result<(), String> {
         let id = self.owned(container).await?;
         let target = writable_target(host_path, &self.grant.writable)?;
+        self.grant.outside_git_dir(&target)?;
         let options = DownloadFromContainerOptionsBuilder::default()
             .path(container_path)
             .build();

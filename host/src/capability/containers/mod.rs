@@ -27,8 +27,8 @@ pub use engine::{
 pub(crate) use engine::{archive, first_file};
 pub use limits::{LimitHit, ResourceLimits};
 pub use policy::{
-    ContainerGrant, NAME_LABEL, OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, check_spec, owner_alive,
-    owner_id, process_start,
+    ContainerGrant, GitShield, NAME_LABEL, OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, check_spec,
+    owner_alive, owner_id, process_start,
 };
 pub(crate) use policy::{readable_source, split_container_path, writable_target};
 

@@ -34,19 +34,61 @@ pub struct ContainerGrant {
     pub writable: Vec<PathBuf>,
     /// The user's limits and egress policy, applied to every container.
     pub containment: Containment,
+    /// The agent git dir laid over the repository's (ADR 0025); set for
+    /// every sandbox on a git worktree.
+    pub git_shield: Option<GitShield>,
+}
+
+/// What keeps the repository's git dir out of the sandbox's reach: every
+/// container gets the agent git dir where git looks for the worktree's,
+/// the repository's objects read-only beside it, and a linked worktree's
+/// `.git` file read-only; a mount of the git dir itself is made read-only,
+/// and the file calls neither read nor write inside it (ADR 0025).
+#[derive(Clone, Debug)]
+pub struct GitShield {
+    /// The repository's common git dir, canonical.
+    pub git_dir: PathBuf,
+    /// The agent git dir on the host.
+    pub agent_git_dir: PathBuf,
+    /// The host path where git looks for the worktree's git dir.
+    pub target: PathBuf,
+    /// A linked worktree's `.git` file (host file, and the worktree's
+    /// `.git` path it covers).
+    pub git_file: Option<(PathBuf, PathBuf)>,
+    /// Where the repository's objects appear in the agent git dir.
+    pub shared_objects: String,
 }
 
 impl ContainerGrant {
     /// Whether `copy-in` may read the host path `path`, as it checks.
     pub fn may_read(&self, path: &Path) -> bool {
-        path.to_str()
-            .is_some_and(|p| readable_source(p, &self.readable).is_ok())
+        path.to_str().is_some_and(|p| {
+            readable_source(p, &self.readable).is_ok_and(|p| self.outside_git_dir(&p).is_ok())
+        })
     }
 
     /// Whether `copy-file-out` may write the host path `path`, as it checks.
     pub fn may_write(&self, path: &Path) -> bool {
-        path.to_str()
-            .is_some_and(|p| writable_target(p, &self.writable).is_ok())
+        path.to_str().is_some_and(|p| {
+            writable_target(p, &self.writable).is_ok_and(|p| self.outside_git_dir(&p).is_ok())
+        })
+    }
+
+    /// Refuses a canonical host path inside the shielded git dir, or one
+    /// holding it: what the file calls may not read (its config may hold
+    /// credentials) or write.
+    pub(crate) fn outside_git_dir(&self, path: &Path) -> Result<(), String> {
+        match &self.git_shield {
+            Some(shield)
+                if path.starts_with(&shield.git_dir) || shield.git_dir.starts_with(path) =>
+            {
+                Err(format!(
+                    "refused: host path `{}` is or holds the repository's git dir, which no sandbox reads or writes",
+                    path.display()
+                ))
+            }
+            _ => Ok(()),
+        }
     }
 }
 
@@ -174,17 +216,7 @@ pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<St
     }
     let mut binds = Vec::new();
     for m in &spec.mounts {
-        // A bind is `source:target:options`: a `:` or `,` in a path would
-        // smuggle in options or a second target.
-        if [&m.source, &m.target]
-            .iter()
-            .any(|p| p.contains(':') || p.contains(','))
-        {
-            return Err(format!(
-                "refused: bind mount `{}` -> `{}`: paths may not contain `:` or `,`",
-                m.source, m.target
-            ));
-        }
+        check_bind_paths(&m.source, &m.target)?;
         if !m.target.starts_with('/') {
             return Err(format!(
                 "refused: bind mount target `{}` is not an absolute path",
@@ -198,18 +230,111 @@ pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<St
                 m.source
             ));
         }
-        let mut options = vec![if m.read_only { "ro" } else { "rw" }];
-        if m.selinux_relabel {
-            options.push("z");
-        }
-        binds.push(format!(
-            "{}:{}:{}",
-            source.display(),
-            m.target,
-            options.join(",")
+        binds.push(Bind {
+            source,
+            target: PathBuf::from(&m.target),
+            read_only: m.read_only,
+            relabel: m.selinux_relabel,
+        });
+    }
+    if let Some(shield) = &grant.git_shield {
+        shield_git_dir(&mut binds, shield);
+    }
+    binds.iter().map(Bind::engine_string).collect()
+}
+
+/// A bind is `source:target:options`: a `:` or `,` in a path would smuggle
+/// in options or a second target.
+fn check_bind_paths(source: &str, target: &str) -> Result<(), String> {
+    if [source, target]
+        .iter()
+        .any(|p| p.contains(':') || p.contains(','))
+    {
+        return Err(format!(
+            "refused: bind mount `{source}` -> `{target}`: paths may not contain `:` or `,`"
         ));
     }
-    Ok(binds)
+    Ok(())
+}
+
+/// One bind mount, checked.
+struct Bind {
+    source: PathBuf,
+    target: PathBuf,
+    read_only: bool,
+    relabel: bool,
+}
+
+impl Bind {
+    fn engine_string(&self) -> Result<String, String> {
+        let (source, target) = (self.source.display(), self.target.display());
+        check_bind_paths(&source.to_string(), &target.to_string())?;
+        let mut options = vec![if self.read_only { "ro" } else { "rw" }];
+        if self.relabel {
+            options.push("z");
+        }
+        Ok(format!("{source}:{target}:{}", options.join(",")))
+    }
+}
+
+/// Where the host path `path` appears in the container: under the bind
+/// whose source holds it most closely, if any.
+fn container_path(binds: &[Bind], path: &Path) -> Option<PathBuf> {
+    binds
+        .iter()
+        .filter(|b| path.starts_with(&b.source))
+        .max_by_key(|b| b.source.components().count())
+        .map(|b| {
+            b.target
+                .join(path.strip_prefix(&b.source).expect("checked"))
+        })
+}
+
+/// Apply [`GitShield`] to a container's binds.
+fn shield_git_dir(binds: &mut Vec<Bind>, shield: &GitShield) {
+    let relabel = binds.iter().any(|b| b.relabel);
+    let git_dir = &shield.git_dir;
+    let mut added = Vec::new();
+    for bind in binds.iter_mut() {
+        if bind.source.starts_with(git_dir) {
+            bind.read_only = true;
+        } else if git_dir.starts_with(&bind.source) && !shield.target.starts_with(git_dir) {
+            // A linked worktree's sandbox that mounts a parent of the git
+            // dir sees the git dir read-only.
+            added.push(Bind {
+                source: git_dir.clone(),
+                target: bind
+                    .target
+                    .join(git_dir.strip_prefix(&bind.source).expect("checked")),
+                read_only: true,
+                relabel,
+            });
+        }
+    }
+    binds.extend(added);
+    let target = container_path(binds, &shield.target).unwrap_or_else(|| shield.target.clone());
+    binds.push(Bind {
+        source: shield.git_dir.join("objects"),
+        target: target.join(&shield.shared_objects),
+        read_only: true,
+        relabel,
+    });
+    if let Some((file, dot_git)) = &shield.git_file
+        && let Some(at) = container_path(binds, dot_git)
+    {
+        binds.push(Bind {
+            source: file.clone(),
+            target: at,
+            read_only: true,
+            relabel,
+        });
+    }
+    binds.push(Bind {
+        source: shield.agent_git_dir.clone(),
+        target,
+        read_only: false,
+        relabel,
+    });
 }
 
 /// The host path `copy-in` may read, canonical: inside the grant's readable
@@ -297,6 +422,7 @@ mod tests {
             readable: vec![worktree.clone()],
             writable: vec![worktree.clone()],
             containment: Containment::default(),
+            git_shield: None,
         };
         Fixture {
             _dir: dir,

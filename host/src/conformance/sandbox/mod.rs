@@ -93,6 +93,7 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         env: declared_env(provider),
         config: config.to_vec(),
         side_by_side: 1,
+        git_shield: None,
     };
     let sandbox = match provider.create(&spec).await {
         Ok(sandbox) => sandbox,

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use super::spec::{ProviderConfig, SandboxSpec};
-use crate::capability::containers::Containment;
+use crate::capability::containers::{Containment, GitShield};
 use crate::capability::egress::EgressPolicy;
 use crate::capability::{
     Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant, PodGrant,
@@ -189,7 +189,15 @@ fn container_grant(
         writable.push(canonical(dir)?);
         readable.push(canonical(dir)?);
     }
+    let git_shield = match &spec.git_shield {
+        Some(shield) => Some(GitShield {
+            git_dir: canonical(&shield.git_dir)?,
+            ..shield.clone()
+        }),
+        None => None,
+    };
     Ok(ContainerGrant {
+        git_shield,
         run_id: spec.run_id.clone(),
         name: spec.name.clone(),
         mount_sources,

@@ -2,6 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::capability::containers::GitShield;
 use crate::plugin::api::{CreateOptions, EnvVar};
 
 /// A provider's options as the user gave them, in order (keys may repeat).
@@ -21,6 +22,10 @@ pub struct SandboxSpec {
     /// fan-out): a container provider gives each an equal share of the
     /// machine's memory unless `memory=` says otherwise. 1 when alone.
     pub side_by_side: u32,
+    /// The agent git dir a container sandbox gets in place of the
+    /// repository's git dir (ADR 0025); `None` only where the worktree is
+    /// no repository of the user's (the conformance kit's).
+    pub git_shield: Option<GitShield>,
 }
 
 impl SandboxSpec {
