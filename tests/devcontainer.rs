@@ -61,6 +61,8 @@ fn run(engine: &str, repo: &TestRepo, prompt: &str, extra: &[&str]) -> std::proc
         "--prompt",
         prompt,
         "--json",
+        // The file's initializeCommand and ${localEnv:...}, approved.
+        "--trust",
     ];
     let mounts = fake_mounts(repo);
     args.extend(mounts.iter().map(String::as_str));
@@ -410,6 +412,8 @@ async fn docker_a_sandbox_on_an_existing_worktree_runs_the_initialize_and_lifecy
     so.cwd = repo.path().to_path_buf();
     so.log = LogMode::Terminal;
     so.runtime = Some(runtime());
+    // The caller vouches for the file's initializeCommand.
+    so.trust = sanddune::run::TrustPolicy::Trusted;
     let wt = create_worktree(WorktreeStrategy::Branch("dc-wt".into()), so.clone())
         .await
         .unwrap();

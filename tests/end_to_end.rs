@@ -448,6 +448,8 @@ fn secrets_by_reference_reach_the_agent_and_are_masked_in_everything_sanddune_wr
             "--prompt",
             "note\nFAKE:say-env:SANDDUNE_TEST_FROM_FILE\nFAKE:say-env:SANDDUNE_TEST_FROM_CMD\nFAKE:say-env:SANDDUNE_TEST_FROM_ENV",
             "--json",
+            // The references reach beyond the repository: approved here.
+            "--trust",
         ],
         &[("OUTER_SECRET", "env-secret-9999")],
     );
@@ -497,6 +499,7 @@ fn a_secret_reference_that_cannot_resolve_is_refused_before_anything_is_created(
         "claude-code",
         "--prompt",
         "fix the typo",
+        "--trust",
     ]);
     assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
     let err = stderr(&out);

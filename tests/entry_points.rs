@@ -13,8 +13,8 @@ use common::TestRepo;
 use sanddune::Error;
 use sanddune::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
 use sanddune::run::{
-    AgentOptions, LogMode, Prompt, SandboxHook, SandboxOptions, WorktreeStrategy, create_sandbox,
-    create_worktree,
+    AgentOptions, LogMode, Prompt, SandboxHook, SandboxOptions, TrustPolicy, WorktreeStrategy,
+    create_sandbox, create_worktree,
 };
 
 fn runtime() -> PluginRuntime {
@@ -145,6 +145,44 @@ async fn a_worktree_outlives_its_sandboxes_and_merges_on_close() {
         "both commits merged into main"
     );
     assert_eq!(repo.git(&["branch", "--list", "sanddune/*"]), "");
+}
+
+/// The library never asks: a repository config that makes the host act
+/// and is not in the user's approvals is refused with `Error::Untrusted`
+/// naming it, before anything exists; `TrustPolicy::Trusted` is the
+/// embedder vouching for it.
+#[tokio::test(flavor = "multi_thread")]
+async fn unapproved_host_effective_config_is_refused_unless_the_caller_trusts_it() {
+    let repo = TestRepo::new();
+    let ran = repo.home.path().join("cmd-ran");
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/.env"),
+        format!("SANDDUNE_TEST_KEY=cmd:touch {} && echo v\n", ran.display()),
+    )
+    .unwrap();
+    let err = create_sandbox("feature", sandbox_options(&repo))
+        .await
+        .err()
+        .expect("refused");
+    match &err {
+        Error::Untrusted(u) => assert!(
+            u.added
+                .iter()
+                .any(|i| i.starts_with(".sanddune/.env: SANDDUNE_TEST_KEY = cmd:touch")),
+            "{err}"
+        ),
+        other => panic!("not a trust refusal: {other}"),
+    }
+    assert_eq!(err.exit_code(), 2);
+    assert!(!ran.exists(), "the command ran");
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+
+    let mut so = sandbox_options(&repo);
+    so.trust = TrustPolicy::Trusted;
+    let sandbox = create_sandbox("feature", so).await.unwrap();
+    assert!(ran.exists(), "the trusted command did not run");
+    sandbox.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread")]

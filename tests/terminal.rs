@@ -217,6 +217,85 @@ fn a_component_file_is_approved_or_refused_at_the_terminal_prompt() {
     );
 }
 
+/// Workspace trust at a terminal: the question shows exactly what the
+/// repository's config would run on the host; "n" refuses with exit 2 and
+/// runs nothing, "y" runs it and is remembered.
+fn the_repositorys_host_hook_is_approved_or_refused_at_the_terminal_prompt() {
+    tmux::require();
+    let repo = TestRepo::new();
+    let ran = repo.home.path().join("hook-ran");
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        format!(
+            "[[hooks.host.onWorktreeReady]]\ncommand = \"touch {}\"\n",
+            ran.display()
+        ),
+    )
+    .unwrap();
+    let mut command = repo.command(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "fix the typo",
+        "--log",
+        "terminal",
+    ]);
+    // Under CI an unapproved change stops instead of asking.
+    command.env_remove("CI");
+    let line = common::shell_line(&command);
+    let item = format!(
+        "+ .sanddune/config.toml: host hook onWorktreeReady runs on the host: touch {}",
+        ran.display()
+    );
+    let question = "Run it, and trust it until it changes? [y/N]";
+
+    let term = Tmux::start(&line, repo.path(), 250, 30);
+    let screen = term.wait_for("the trust question", PATIENCE, |s| s.contains(question));
+    assert!(screen.contains(&item), "{screen}");
+    term.send_keys(&["n", "Enter"]);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 2, "{screen}");
+    assert!(
+        screen.contains("not approved: nothing was started"),
+        "{screen}"
+    );
+    assert!(!ran.exists(), "the refused hook ran");
+    assert!(!repo.path().join(".sanddune/logs").exists());
+
+    let term = Tmux::start(&line, repo.path(), 250, 30);
+    term.wait_for("the trust question", PATIENCE, |s| s.contains(question));
+    term.send_keys(&["y", "Enter"]);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 0, "{screen}");
+    assert!(ran.exists(), "the approved hook did not run");
+
+    // Approved: the next run asks nothing.
+    let term = Tmux::start(&line, repo.path(), 250, 30);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 0, "{screen}");
+    assert!(!screen.contains(question), "{screen}");
+
+    // Changed, under CI: no question, a refusal with the diff.
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        format!(
+            "[[hooks.host.onWorktreeReady]]\ncommand = \"touch {}.ci\"\n",
+            ran.display()
+        ),
+    )
+    .unwrap();
+    command.env("CI", "true");
+    let term = Tmux::start(&common::shell_line(&command), repo.path(), 250, 30);
+    let (status, screen) = term.wait_exit(PATIENCE);
+    assert_eq!(status, 2, "{screen}");
+    assert!(!screen.contains(question), "{screen}");
+    assert!(screen.contains(&format!("{item}.ci")), "{screen}");
+}
+
 /// This suite's first test where tmux is missing: counted as ignored with
 /// the reason, and a failure under CI (tests/common/trials.rs).
 fn a_test_without_tmux_is_ignored_with_the_reason_and_fails_under_ci() {
@@ -260,6 +339,7 @@ fn main() -> std::process::ExitCode {
         trial!(ctrl_c_on_the_terminal_stops_the_run_and_restores_the_screen),
         trial!(interactive_without_a_sandbox_gives_the_agent_the_terminal),
         trial!(a_component_file_is_approved_or_refused_at_the_terminal_prompt),
+        trial!(the_repositorys_host_hook_is_approved_or_refused_at_the_terminal_prompt),
         trial!(a_test_without_tmux_is_ignored_with_the_reason_and_fails_under_ci),
     ])
 }

@@ -100,20 +100,26 @@ pub struct SandboxHooksConfig {
 }
 
 impl ProjectConfig {
-    /// The repository's config; the default when there is none.
+    /// The repository's config with its secret references resolved; the
+    /// default when there is none. Resolving runs `cmd:` references: check
+    /// workspace trust (`trust`) first.
     pub fn load(repo_root: &Path) -> Result<Self> {
-        let path = repo_root.join(CONFIG_FILE);
-        let text = match std::fs::read_to_string(&path) {
-            Ok(text) => text,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(e) => return Err(Error::input(format!("cannot read {}: {e}", path.display()))),
-        };
-        let mut config = Self::parse(&text, &path)?;
+        let mut config = Self::read(repo_root)?;
         // Secrets by reference (`file:`, `env:`, `cmd:`) resolve here, once.
         for (key, value) in config.env.iter_mut() {
             *value = crate::run::secrets::resolve(key, value, repo_root, CONFIG_FILE)?;
         }
         Ok(config)
+    }
+
+    /// The repository's config as written, references unresolved.
+    pub fn read(repo_root: &Path) -> Result<Self> {
+        let path = repo_root.join(CONFIG_FILE);
+        match std::fs::read_to_string(&path) {
+            Ok(text) => Self::parse(&text, &path),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Self::default()),
+            Err(e) => Err(Error::input(format!("cannot read {}: {e}", path.display()))),
+        }
     }
 
     pub fn parse(text: &str, path: &Path) -> Result<Self> {

@@ -21,6 +21,11 @@ pub enum Error {
     /// schema; carries its raw text and the run's commits.
     #[error("{0}")]
     Output(Box<crate::run::outcome::OutputError>),
+    /// The repository's config makes the host act and the user has not
+    /// approved it (workspace trust): what changed since the approved
+    /// version. Nothing was created.
+    #[error("{0}")]
+    Untrusted(Box<crate::trust::Untrusted>),
     /// The run was cancelled; the reason is the caller's, verbatim.
     #[error("{0}")]
     Aborted(String),
@@ -36,7 +41,7 @@ impl Error {
     /// Process exit code: 2 bad input, 130 aborted, 1 anything else.
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Input(_) => 2,
+            Error::Input(_) | Error::Untrusted(_) => 2,
             Error::Aborted(_) => 130,
             _ => 1,
         }

@@ -18,6 +18,7 @@ pub mod plugin;
 pub mod prompt;
 pub mod run;
 pub mod terminal_text;
+pub mod trust;
 pub mod workflow;
 pub mod worktree;
 

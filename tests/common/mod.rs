@@ -144,6 +144,9 @@ impl TestRepo {
             .env_remove("GIT_COMMITTER_EMAIL")
             .env_remove("EMAIL")
             .env("SANDDUNE_CACHE_DIR", cache_dir())
+            // Approvals go under this test's HOME, like a user's.
+            .env_remove("SANDDUNE_STATE_DIR")
+            .env_remove("XDG_STATE_HOME")
             .envs(AGENT_KEYS.iter().copied());
         cmd
     }

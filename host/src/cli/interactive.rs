@@ -50,11 +50,26 @@ pub struct InteractiveArgs {
     agent_env: Vec<(String, String)>,
     #[arg(long = "sandbox-env", value_parser = super::key_value)]
     sandbox_env: Vec<(String, String)>,
+    /// Approve the repository's host-effective config as it is now,
+    /// without asking (`sanddune trust --show` prints it).
+    #[arg(long)]
+    trust: bool,
     #[command(flatten)]
     approval: super::ApprovalArgs,
 }
 
 pub async fn interactive(args: InteractiveArgs) -> Result<()> {
+    let trust = super::trust::gate(
+        &args.cwd,
+        |root| {
+            Ok(super::trust::GateScope::Run {
+                sandbox: PluginRef::parse(&args.sandbox),
+                sandbox_config: crate::config::ProjectConfig::read(root)?
+                    .sandbox_options(args.sandbox_opts.clone()),
+            })
+        },
+        args.trust,
+    )?;
     let config = super::run::project_config(&args.cwd)?;
     let sandbox = if args.sandbox == crate::run::NO_SANDBOX {
         InteractiveSandbox::NoSandbox
@@ -68,6 +83,7 @@ pub async fn interactive(args: InteractiveArgs) -> Result<()> {
         (None, None) => None,
     };
     options.runtime = Some(args.approval.runtime()?);
+    options.trust = trust;
     options.model = args.model;
     options.prompt_args = args.prompt_args;
     options.name = args.name;

@@ -19,6 +19,7 @@ mod run;
 mod scaffold;
 mod stop;
 mod table;
+mod trust;
 mod workflow;
 
 use clap::{Parser, Subcommand};
@@ -79,6 +80,10 @@ enum Commands {
     /// The shell's completion script (bash, zsh, fish, powershell, elvish):
     /// commands, flags, plugin, workflow and live run names.
     Completions(completions::CompletionsArgs),
+    /// Approve what the repository's config makes the host do (host hooks,
+    /// secret references, mounts, a dev container's initializeCommand, ...);
+    /// --show prints it and what changed.
+    Trust(trust::TrustArgs),
     /// Run the workflows in .sanddune/workflows: plan, fan out, review, land.
     Workflow {
         #[command(subcommand)]
@@ -176,6 +181,7 @@ pub fn main() -> i32 {
             Commands::Stop(args) => stop::stop(args).await,
             Commands::Gc(args) => gc::gc(args).await,
             Commands::Completions(args) => completions::completions(args),
+            Commands::Trust(args) => trust::trust(args),
             Commands::Workflow { command } => workflow::workflow(command).await,
         }
     });

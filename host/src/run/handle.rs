@@ -101,6 +101,13 @@ impl SandboxHandle {
     /// sandbox stays usable: run again, or close.
     pub async fn run(&mut self, mut options: AgentOptions) -> Result<RunResult> {
         let checked = setup::check_agent_options(&options)?;
+        // The config may have changed since the sandbox was made.
+        check_trust(
+            &self.place.root,
+            &self.setup.sandbox,
+            &self.setup.sandbox_config,
+            self.setup.trust,
+        )?;
         let mut prepared = setup::prepare_agent(
             &self.runtime,
             &options,
@@ -428,6 +435,7 @@ impl SandboxHandle {
         if let Some(dir) = self.agent_git.take() {
             last_take_back(dir, &self.log);
         }
+        super::privileges::after_close(self.provider.info().kind, self.place.path(), &self.log);
         self.log.finish();
         if !self.owns_place {
             return closed.map(|_| (CloseResult::default(), false));
@@ -477,11 +485,13 @@ impl Drop for SandboxHandle {
         );
         let place = self.owns_place.then(|| self.place.clone());
         let (agent_git, log) = (self.agent_git.take(), self.log.clone());
+        let (kind, shared) = (self.provider.info().kind, self.place.path().to_path_buf());
         let teardown = async move {
             let _ = sandbox.close().await;
             if let Some(dir) = agent_git {
                 last_take_back(dir, &log);
             }
+            super::privileges::after_close(kind, &shared, &log);
             if let Some(wt) = place.as_ref().and_then(|p| p.worktree.as_ref())
                 && let Ok(repo) = Repo::discover(&place.as_ref().unwrap().root)
             {
@@ -526,6 +536,12 @@ impl WorktreeHandle {
         options: SandboxOptions,
     ) -> Result<Self> {
         let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
+        check_trust(
+            repo.root(),
+            &options.sandbox,
+            &options.sandbox_config,
+            options.trust,
+        )?;
         let runtime = setup::runtime(&options.runtime)?;
         let id = setup::run_id();
         let log = setup::open_log(&repo, &options.log, options.name.as_deref())?;
@@ -585,8 +601,14 @@ impl WorktreeHandle {
             Some(rt) => rt.clone(),
             None => self.runtime.clone(),
         };
-        let provider = setup::load_sandbox_provider(&runtime, &options.sandbox).await?;
         let place = self.place().clone();
+        check_trust(
+            &place.root,
+            &options.sandbox,
+            &options.sandbox_config,
+            options.trust,
+        )?;
+        let provider = setup::load_sandbox_provider(&runtime, &options.sandbox).await?;
         // The worktree exists already: initializeCommand runs now.
         if let Some(initialize) = crate::devcontainer::apply(
             &provider,
@@ -622,6 +644,12 @@ impl WorktreeHandle {
         .await?;
         let started =
             setup::start_sandbox(&provider, &place, env, &options, &identity, &self.log).await?;
+        super::privileges::after_setup(
+            provider.info().kind,
+            &options.hooks,
+            place.path(),
+            &self.log,
+        );
         Ok(SandboxHandle::new(
             place,
             owns,
@@ -637,6 +665,12 @@ impl WorktreeHandle {
     /// torn down after it, the worktree stays.
     pub async fn run(&self, sandbox: SandboxOptions, agent: AgentOptions) -> Result<RunResult> {
         setup::check_agent_options(&agent)?;
+        check_trust(
+            &self.place().root,
+            &sandbox.sandbox,
+            &sandbox.sandbox_config,
+            sandbox.trust,
+        )?;
         // The agent's env requirements, before a sandbox exists for it.
         let runtime = match &sandbox.runtime {
             Some(rt) => rt.clone(),
@@ -707,6 +741,12 @@ impl Drop for WorktreeHandle {
 /// and approved (perhaps asked about) only where it is used.
 pub(crate) async fn check_sandbox(options: &SandboxOptions, runtime: &PluginRuntime) -> Result<()> {
     let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
+    check_trust(
+        repo.root(),
+        &options.sandbox,
+        &options.sandbox_config,
+        options.trust,
+    )?;
     if matches!(&options.sandbox, crate::plugin::PluginRef::Builtin(n) if n == setup::NO_SANDBOX) {
         return Ok(());
     }
@@ -736,6 +776,21 @@ pub(crate) async fn check_sandbox(options: &SandboxOptions, runtime: &PluginRunt
         .await
 }
 
+/// Workspace trust: every entry point passes here before it creates or
+/// runs anything (see `crate::trust`).
+pub(super) fn check_trust(
+    root: &std::path::Path,
+    sandbox: &crate::plugin::PluginRef,
+    sandbox_config: &[(String, String)],
+    policy: crate::trust::TrustPolicy,
+) -> Result<()> {
+    let scope = crate::trust::Scope::Run {
+        sandbox,
+        sandbox_config,
+    };
+    crate::trust::require(root, &scope, policy)
+}
+
 /// `run`: everything, then teardown with the branch strategy's ending.
 pub(super) async fn one_shot(
     mut so: SandboxOptions,
@@ -751,6 +806,7 @@ pub(super) async fn one_shot(
     }
     let process = super::timings::since_process_start();
     let repo = Repo::discover(&setup::absolute(&so.cwd)?)?;
+    check_trust(repo.root(), &so.sandbox, &so.sandbox_config, so.trust)?;
     let runtime = setup::runtime(&so.runtime)?;
     let loading = std::time::Instant::now();
     let provider = setup::load_sandbox_provider(&runtime, &so.sandbox).await?;
@@ -855,6 +911,7 @@ pub(super) async fn one_shot(
                 return Err(e);
             }
         };
+    super::privileges::after_setup(provider.info().kind, &so.hooks, place.path(), &log);
     super::env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
     let mut handle = SandboxHandle::new(place, true, provider, started, so, runtime, log);
     handle.live = Some(live);

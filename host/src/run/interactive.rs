@@ -54,6 +54,8 @@ pub struct InteractiveOptions {
     pub commit: CommitOptions,
     pub abort: AbortHandle,
     pub runtime: Option<PluginRuntime>,
+    /// Workspace trust for the repository's config: see [`crate::trust`].
+    pub trust: crate::trust::TrustPolicy,
 }
 
 impl InteractiveOptions {
@@ -75,6 +77,7 @@ impl InteractiveOptions {
             commit: CommitOptions::default(),
             abort: AbortHandle::new(),
             runtime: None,
+            trust: Default::default(),
         }
     }
 
@@ -100,6 +103,7 @@ impl InteractiveOptions {
             runtime: Some(runtime.clone()),
             side_by_side: 1,
             workflow_item: None,
+            trust: self.trust,
         }
     }
 }
@@ -123,6 +127,16 @@ pub struct InteractiveResult {
 /// strategy use `create_worktree` and [`WorktreeHandle::interactive`].
 pub async fn interactive(mut options: InteractiveOptions) -> Result<InteractiveResult> {
     let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
+    let sandbox = match &options.sandbox {
+        InteractiveSandbox::Provider(p) => p.clone(),
+        InteractiveSandbox::NoSandbox => PluginRef::Builtin(setup::NO_SANDBOX.into()),
+    };
+    super::handle::check_trust(
+        repo.root(),
+        &sandbox,
+        &options.sandbox_config,
+        options.trust,
+    )?;
     let runtime = setup::runtime(&options.runtime)?;
     let provider = match &options.sandbox {
         InteractiveSandbox::NoSandbox => None,
@@ -221,6 +235,7 @@ impl WorktreeHandle {
         let runtime = setup::runtime(&options.runtime)?;
         let so = options.sandbox_options(&runtime);
         let place = self.place_for_interactive();
+        super::handle::check_trust(&place.root, &so.sandbox, &so.sandbox_config, so.trust)?;
         let log = setup::open_log(&place.repo()?, &so.log, so.name.as_deref())?;
         let (exit_code, commits) = session_on(&place, &options, &so, &runtime, &log).await?;
         log.finish();
@@ -328,6 +343,7 @@ async fn session_on(
             )?;
             let started =
                 setup::start_sandbox(&provider, place, env.clone(), so, &identity, log).await?;
+            super::privileges::after_setup(provider.info().kind, &so.hooks, place.path(), log);
             env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
             let mut sandbox = started.sandbox;
             let agent_git = started.agent_git;
@@ -386,6 +402,7 @@ async fn session_on(
                 }
                 None => Ok(()),
             };
+            super::privileges::after_close(provider.info().kind, place.path(), log);
             let code = code?;
             closed?;
             taken?;

@@ -30,6 +30,7 @@ mod leftover;
 pub mod log;
 pub mod outcome;
 mod prerequisites;
+mod privileges;
 pub mod reclaim;
 pub mod registry;
 pub mod secrets;
@@ -66,6 +67,7 @@ use crate::capability::containers::ResourceLimits;
 use crate::capability::egress::Denial;
 use crate::error::Result;
 use crate::plugin::{PluginRef, PluginRuntime};
+pub use crate::trust::TrustPolicy;
 
 /// The default completion signal. sanddune never adds it to a prompt.
 pub const DEFAULT_COMPLETION_SIGNAL: &str = "<promise>COMPLETE</promise>";
@@ -150,6 +152,11 @@ pub struct RunOptions {
     /// How many sandboxes run side by side with this one (a workflow's
     /// fan-out): see `SandboxSpec::side_by_side`.
     pub side_by_side: u32,
+    /// Whether the repository's host-effective config (host hooks, secret
+    /// references, mounts, a dev container's initializeCommand, ...) must
+    /// be approved in the user's record first (the default) or is vouched
+    /// for by the caller: see [`crate::trust`].
+    pub trust: TrustPolicy,
 }
 
 impl RunOptions {
@@ -184,6 +191,7 @@ impl RunOptions {
             runtime: None,
             workflow_item: None,
             side_by_side: 1,
+            trust: TrustPolicy::default(),
         }
     }
 
@@ -205,6 +213,7 @@ impl RunOptions {
             runtime: self.runtime,
             workflow_item: self.workflow_item,
             side_by_side: self.side_by_side,
+            trust: self.trust,
         };
         let agent = AgentOptions {
             agent: self.agent,
@@ -254,6 +263,11 @@ pub struct SandboxOptions {
     /// How many sandboxes run side by side with this one (a workflow's
     /// fan-out): see `SandboxSpec::side_by_side`.
     pub side_by_side: u32,
+    /// Whether the repository's host-effective config (host hooks, secret
+    /// references, mounts, a dev container's initializeCommand, ...) must
+    /// be approved in the user's record first (the default) or is vouched
+    /// for by the caller: see [`crate::trust`].
+    pub trust: TrustPolicy,
 }
 
 impl SandboxOptions {

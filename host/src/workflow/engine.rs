@@ -72,6 +72,9 @@ pub struct WorkflowOptions {
     pub on_stream_event: Option<LabelledEventCallback>,
     pub abort: AbortHandle,
     pub runtime: Option<PluginRuntime>,
+    /// Workspace trust for the repository's config and this workflow's
+    /// sandbox options: see [`crate::trust`].
+    pub trust: crate::trust::TrustPolicy,
 }
 
 impl Default for WorkflowOptions {
@@ -95,6 +98,7 @@ impl Default for WorkflowOptions {
             on_stream_event: None,
             abort: AbortHandle::new(),
             runtime: None,
+            trust: Default::default(),
         }
     }
 }
@@ -214,9 +218,20 @@ impl Workflow {
             ..Scope::default()
         };
         self.check_plugins(&options)?;
-        Repo::discover(
+        let repo = Repo::discover(
             &std::path::absolute(&options.cwd).map_err(|e| Error::input(e.to_string()))?,
         )?;
+        let sandbox_config: Vec<_> = options
+            .project_sandbox_options
+            .iter()
+            .chain(&options.sandbox_options)
+            .cloned()
+            .collect();
+        let trusted = crate::trust::Scope::Workflow {
+            workflow: self,
+            sandbox_config: &sandbox_config,
+        };
+        crate::trust::require(repo.root(), &trusted, options.trust)?;
         let runtime = match &options.runtime {
             Some(rt) => rt.clone(),
             None => PluginRuntime::new(RuntimeConfig::default())?,
@@ -580,6 +595,7 @@ fn one_shot(so: SandboxOptions, ao: AgentOptions, strategy: Option<BranchStrateg
     o.strategy = strategy;
     o.workflow_item = so.workflow_item;
     o.side_by_side = so.side_by_side;
+    o.trust = so.trust;
     o
 }
 
@@ -625,6 +641,7 @@ fn sandbox_options(ctx: &Context, a: &AgentStep, label: &str, side_by_side: u32)
     so.abort = o.abort.clone();
     so.runtime = Some(ctx.runtime.clone());
     so.side_by_side = side_by_side.max(1);
+    so.trust = o.trust;
     so.workflow_item = Some(crate::run::WorkflowItem {
         workflow: w.name.clone(),
         item: label.to_string(),
