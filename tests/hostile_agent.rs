@@ -119,6 +119,10 @@ fn podman_merge_to_head_a_planted_hook_filter_or_config_never_runs_on_the_host()
     the_git_dir_stays_out_of_reach("podman", &["--strategy", "merge-to-head"]);
 }
 
+fn podman_branch_a_planted_hook_filter_or_config_never_runs_on_the_host() {
+    the_git_dir_stays_out_of_reach("podman", &["--branch", "hostile"]);
+}
+
 /// An agent that rewrites a commit already brought back (a reset below it,
 /// then a new commit) fails the run, naming what it did; the branch keeps
 /// what landed.
@@ -172,6 +176,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_branch_a_planted_hook_filter_or_config_never_runs_on_the_host),
         trial!(podman_head_a_planted_hook_filter_or_config_never_runs_on_the_host),
         trial!(podman_merge_to_head_a_planted_hook_filter_or_config_never_runs_on_the_host),
+        trial!(podman_branch_a_planted_hook_filter_or_config_never_runs_on_the_host),
         trial!(docker_an_agent_that_rewrites_landed_commits_fails_and_the_branch_keeps_them),
         trial!(docker_a_planted_submodule_git_dir_never_runs_on_the_host),
     ])

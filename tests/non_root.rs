@@ -344,9 +344,10 @@ fn docker_as_a_non_root_user_a_dev_container_without_the_uid_update_is_refused()
 }
 
 /// The hostile agent of `tests/hostile_agent.rs`, run by the user under
-/// head: nothing it plants in the git dir runs as the user, during the run
-/// or in the user's next git commands, and the user's credential stays out.
-fn a_planted_hook_never_runs_as_the_user(engine: &str, image: &str) {
+/// `strategy`: nothing it plants in the git dir runs as the user, during
+/// the run or in the user's next git commands, and the user's credential
+/// stays out.
+fn a_planted_hook_never_runs_as_the_user(engine: &str, image: &str, strategy: &[&str]) {
     use common::hostile::*;
     let user = user();
     let (repo, markers) = hostile_repo();
@@ -379,6 +380,7 @@ fn a_planted_hook_never_runs_as_the_user(engine: &str, image: &str) {
     for m in &mounts {
         args.extend(["--sandbox-opt", m.as_str()]);
     }
+    args.extend_from_slice(strategy);
     let out = sanddune_as(&user, &repo, &args);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -387,8 +389,12 @@ fn a_planted_hook_never_runs_as_the_user(engine: &str, image: &str) {
         !text.contains("SECRET-TOKEN-42"),
         "the credential leaked: {text}"
     );
+    let branch = match strategy {
+        ["--branch", name] => *name,
+        _ => "main",
+    };
     assert_eq!(
-        git(&repo, &["log", "-1", "--format=%s", "main"]),
+        git(&repo, &["log", "-1", "--format=%s", branch]),
         "Add a note"
     );
     assert_eq!(git_dir_state(&repo), before, "the git dir changed");
@@ -410,16 +416,29 @@ fn a_planted_hook_never_runs_as_the_user(engine: &str, image: &str) {
 }
 
 fn rootless_podman_a_planted_hook_never_runs_as_the_user() {
-    a_planted_hook_never_runs_as_the_user("podman", "sanddune-test:latest");
+    a_planted_hook_never_runs_as_the_user("podman", "sanddune-test:latest", &[]);
+}
+
+fn rootless_podman_merge_to_head_a_planted_hook_never_runs_as_the_user() {
+    let strategy = ["--strategy", "merge-to-head"];
+    a_planted_hook_never_runs_as_the_user("podman", "sanddune-test:latest", &strategy);
+}
+
+fn rootless_podman_branch_a_planted_hook_never_runs_as_the_user() {
+    let strategy = ["--branch", "hostile"];
+    a_planted_hook_never_runs_as_the_user("podman", "sanddune-test:latest", &strategy);
 }
 
 fn docker_as_a_non_root_user_a_planted_hook_never_runs_as_them() {
-    a_planted_hook_never_runs_as_the_user("docker", "sanddune-test-non-root:latest");
+    let image = "sanddune-test-non-root:latest";
+    a_planted_hook_never_runs_as_the_user("docker", image, &[]);
 }
 
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(rootless_podman_a_planted_hook_never_runs_as_the_user),
+        trial!(rootless_podman_merge_to_head_a_planted_hook_never_runs_as_the_user),
+        trial!(rootless_podman_branch_a_planted_hook_never_runs_as_the_user),
         trial!(docker_as_a_non_root_user_a_planted_hook_never_runs_as_them),
         trial!(rootless_podman_commits_as_the_user_and_everything_written_is_theirs),
         trial!(docker_as_a_non_root_user_commits_with_an_image_of_their_uid),

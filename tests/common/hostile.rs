@@ -10,7 +10,8 @@ use super::TestRepo;
 /// has it. `$1` is the marker directory. It plants, in every git dir the
 /// sandbox can name: hooks, `core.fsmonitor`, `core.hooksPath`, a filter
 /// and a textconv driver (with `info/attributes` and a tracked
-/// `.gitattributes`), a pager, an ssh command and an include; it rewrites a
+/// `.gitattributes`), a pager, an ssh command, an include and a
+/// `config.worktree`; it rewrites a
 /// linked worktree's `.git` file, its own or another run's; and it looks
 /// for the credential the user keeps in the repository's config.
 pub const ATTACK: &str = r#"m=$1
@@ -29,6 +30,8 @@ for d in "$g" "$c"; do
   git config --file "$d/config" core.pager "touch $m/pager; cat"
   git config --file "$d/config" core.sshCommand "touch $m/ssh; ssh"
   printf '[core]\n\tfsmonitor = touch %s/include\n' "$m" > "$d/evil-include"
+  git config --file "$d/config" extensions.worktreeConfig true
+  printf '[core]\n\tfsmonitor = touch %s/worktree-config\n' "$m" > "$d/config.worktree"
   git config --file "$d/config" include.path "$d/evil-include"
   echo '* filter=evil diff=evil' > "$d/info/attributes"
 done
