@@ -58,6 +58,12 @@ fn hook_config(command: &str) -> String {
     format!("[[hooks.host.onWorktreeReady]]\ncommand = \"{command}\"\n")
 }
 
+/// The run stopped at the trust gate (exit 2), listing `line` as new.
+fn refused_with(out: &std::process::Output, line: &str) {
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(out));
+    assert!(stderr(out).contains(line), "{}", stderr(out));
+}
+
 fn an_unapproved_host_hook_stops_the_run_and_runs_once_approved_until_it_changes() {
     let repo = TestRepo::new();
     let first = marker(&repo, "first-hook-ran");
@@ -177,15 +183,12 @@ fn an_unapproved_cmd_reference_is_not_run() {
             ran.display()
         ),
     );
-    let out = run(&repo, &[]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    let err = stderr(&out);
-    assert!(
-        err.contains(&format!(
+    refused_with(
+        &run(&repo, &[]),
+        &format!(
             "+ .sanddune/.env: SANDDUNE_TEST_KEY = cmd:touch {}; echo value (runs on the host)",
             ran.display()
-        )),
-        "{err}"
+        ),
     );
     assert!(!ran.exists(), "the command ran");
     nothing_created(&repo);
@@ -229,14 +232,11 @@ fn a_file_reference_stays_inside_the_repository_unless_approved() {
             ".sanddune/.env",
             &format!("SANDDUNE_TEST_KEY={reference}\n"),
         );
-        let out = run(&repo, &[]);
-        assert_eq!(out.status.code(), Some(2), "{reference}: {}", stderr(&out));
-        assert!(
-            stderr(&out).contains(&format!(
+        refused_with(
+            &run(&repo, &[]),
+            &format!(
                 "+ .sanddune/.env: SANDDUNE_TEST_KEY = {reference} (reads a file outside the repository)"
-            )),
-            "{}",
-            stderr(&out)
+            ),
         );
     }
     assert_eq!(repo.calls("claude").len(), 1, "the agent ran");
@@ -336,14 +336,9 @@ fn a_workflows_mounts_and_an_interactive_session_pass_the_same_gate() {
          sandboxOptions = { mount = \"~:/home-of-the-user\" }\n\
          [[steps]]\nname = \"one\"\nprompt = \"fix the typo\"\n",
     );
-    let out = repo.sanddune(&["workflow", "run", "w"]);
-    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
-    assert!(
-        stderr(&out).contains(
-            "+ .sanddune/workflows/w.toml: defaults sandboxOptions mount = ~:/home-of-the-user"
-        ),
-        "{}",
-        stderr(&out)
+    refused_with(
+        &repo.sanddune(&["workflow", "run", "w"]),
+        "+ .sanddune/workflows/w.toml: defaults sandboxOptions mount = ~:/home-of-the-user",
     );
     nothing_created(&repo);
 

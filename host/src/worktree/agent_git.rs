@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use git2::{ObjectType, Oid, Repository};
 
 use super::lock::GitLock;
-use super::{Repo, git_err};
+use super::{Repo, git_err, same_path};
 use crate::error::{Error, Result};
 use crate::own_dir::OwnDir;
 
@@ -119,7 +119,7 @@ impl Repo {
             )));
         }
         let common = self.git_dir();
-        let at_root = same_file(worktree, &self.root);
+        let at_root = same_path(worktree, &self.root);
         let own = if at_root {
             common.clone()
         } else {
@@ -562,14 +562,6 @@ fn untrusted(git: &Path, e: &dyn std::fmt::Display) -> Error {
         "the agent's git dir ({}) cannot be read safely: {e}",
         git.display()
     ))
-}
-
-/// `path` and `other` name the same directory.
-fn same_file(path: &Path, other: &Path) -> bool {
-    match (std::fs::canonicalize(path), std::fs::canonicalize(other)) {
-        (Ok(a), Ok(b)) => a == b,
-        _ => false,
-    }
 }
 
 /// A git config value, quoted so that nothing in it is read as syntax.
