@@ -33,7 +33,7 @@ use crate::error::{Error, Result};
 use crate::own_dir::OwnDir;
 
 /// Under the repository's common git dir, which no sandbox can write.
-pub const AGENT_GIT_DIRS: &str = "sanddune-agent";
+const AGENT_GIT_DIRS: &str = "sanddune-agent";
 
 /// Where the repository's objects appear inside the agent git dir (a
 /// read-only mount the sandbox provider's capability adds).
@@ -391,11 +391,6 @@ impl AgentGitDir {
     /// git elsewhere); none under head.
     pub fn git_file(&self) -> Option<PathBuf> {
         self.linked.then(|| self.home.join("dot-git"))
-    }
-
-    /// The branch tip the host last took back (or the agent started from).
-    pub fn synced(&self) -> String {
-        self.synced.to_string()
     }
 
     /// Bring the commits the agent made on its branch since the last call

@@ -25,7 +25,7 @@ use git2::{BranchType, Repository, WorktreeAddOptions, WorktreePruneOptions};
 use crate::error::{Error, Result};
 use lock::GitLock;
 
-pub use agent_git::{AGENT_GIT_DIRS, AgentGitDir, SHARED_OBJECTS, TakenBack};
+pub use agent_git::{AgentGitDir, SHARED_OBJECTS, TakenBack};
 pub use copy::DEFAULT_COPY_TIMEOUT;
 pub use lock::{LockHolder, WorktreeLock};
 pub use merge::{FinishedMerge, MergeOutcome};
