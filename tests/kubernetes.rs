@@ -282,6 +282,54 @@ fn kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod() {
     assert!(text.contains("sanddune:plugin@0.5.0"), "{text}");
 }
 
+/// An API server whose exec speaks only `v4.channel.k8s.io` (before 1.30,
+/// and proxies that pass only v4) has no end of stdin short of closing the
+/// stream: the repository goes in, the env and the prompt reach the agent,
+/// and the commit comes out all the same. Kubernetes 1.20 is such a server;
+/// the mock is made one.
+fn kubernetes_a_run_works_where_exec_speaks_only_v4() {
+    let repo = TestRepo::new();
+    // A tree big enough that the copy-in's tar spans many messages.
+    let blob: String = (0..100_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(repo.path().join("big.txt"), blob).unwrap();
+    repo.git(&["add", "big.txt"]);
+    repo.git(&["commit", "-q", "-m", "a big file"]);
+    let c = cluster(&repo);
+    if let Some(mock) = &c.mock {
+        mock.serve_exec_v4_only();
+    }
+    let out = c
+        .run(
+            &repo,
+            "FAKE:say-env:SANDDUNE_TEST_V4",
+            &[
+                "--branch",
+                "k8s-v4",
+                "--env",
+                "SANDDUNE_TEST_V4=over v4",
+                "--json",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    assert!(
+        result["stdout"]
+            .as_str()
+            .is_some_and(|r| r.contains("Added a note. over v4")),
+        "{result}"
+    );
+    assert!(
+        !repo.git(&["log", "-1", "--format=%s", "k8s-v4"]).is_empty(),
+        "no commit on the branch"
+    );
+    assert_eq!(
+        repo.git(&["show", "k8s-v4:big.txt"]).lines().count(),
+        100_000
+    );
+}
+
 /// What a fault test sets up: its name, the options, the fault, what the
 /// error must say.
 type FaultCase = (
@@ -1014,6 +1062,7 @@ fn kubernetes_a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_pod(
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod),
+        trial!(kubernetes_a_run_works_where_exec_speaks_only_v4),
         trial!(kubernetes_faults_are_named),
         trial!(kubernetes_a_pod_killed_mid_run_fails_the_run_naming_it),
         trial!(kubernetes_an_exec_stream_cut_mid_command_fails_the_run_naming_it),

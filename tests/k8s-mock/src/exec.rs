@@ -63,7 +63,7 @@ pub fn upgrade(
             &status::bad_request("you must specify at least 1 command".into()),
         );
     }
-    let (container, cut) = {
+    let (container, cut, v4_only) = {
         let mut st = shared.state.lock().unwrap();
         let Some(pod) = st.pods.get(&(ns.to_string(), name.to_string())) else {
             return json_response(404, &status::not_found("pods", name));
@@ -100,7 +100,7 @@ pub fn upgrade(
         if let Some(i) = cut {
             st.exec_cuts.remove(i);
         }
-        (container, cut.is_some())
+        (container, cut.is_some(), st.exec_v4_only)
     };
     let key = req.headers().get("sec-websocket-key").cloned();
     let offered: Vec<String> = req
@@ -110,12 +110,13 @@ pub fn upgrade(
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(',').map(|p| p.trim().to_string()))
         .collect();
-    let protocol = PROTOCOLS.iter().find(|p| offered.iter().any(|o| o == *p));
+    let served = if v4_only { &PROTOCOLS[1..] } else { PROTOCOLS };
+    let protocol = served.iter().find(|p| offered.iter().any(|o| o == *p));
     let (Some(key), Some(protocol)) = (key, protocol) else {
         return json_response(
             400,
             &status::bad_request(format!(
-                "the mock serves exec only over WebSocket with one of the subprotocols {PROTOCOLS:?}, offered {offered:?}"
+                "the mock serves exec only over WebSocket with one of the subprotocols {served:?}, offered {offered:?}"
             )),
         );
     };
@@ -191,7 +192,7 @@ where
     };
     // The client's side: stdin, its close (v5), terminal resizes.
     let (resize_docker, resize_id, v5, tty) = (docker.clone(), id.clone(), exec.v5, exec.tty);
-    let reader = tokio::spawn(async move {
+    let mut reader = tokio::spawn(async move {
         let mut input = Some(input);
         while let Some(Ok(message)) = source.next().await {
             // The Python client sends stdin as text messages.
@@ -224,7 +225,18 @@ where
             }
         }
     });
-    while let Some(Ok(out)) = output.next().await {
+    loop {
+        let out = tokio::select! {
+            out = output.next() => out,
+            // The client closed the connection (the only end of stdin
+            // v4 has) or dropped it: the exec ends there, with no status,
+            // as the real server ends it.
+            _ = &mut reader => {
+                close(&mut sink).await;
+                return;
+            }
+        };
+        let Some(Ok(out)) = out else { break };
         let (chan, bytes) = match out {
             LogOutput::StdOut { message } | LogOutput::Console { message } => (STDOUT, message),
             LogOutput::StdErr { message } => (STDERR, message),

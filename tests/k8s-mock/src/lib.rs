@@ -83,6 +83,9 @@ pub(crate) struct State {
     pub unschedulable: Option<String>,
     /// A ResourceQuota's hard `pods` limit, per namespace.
     pub pod_quota: Option<usize>,
+    /// Exec speaks only `v4.channel.k8s.io`, as API servers before 1.30
+    /// and proxies that pass only v4 do.
+    pub exec_v4_only: bool,
 }
 
 impl State {
@@ -167,6 +170,7 @@ impl K8sMock {
                 events: Vec::new(),
                 forbidden: Vec::new(),
                 exec_cuts: Vec::new(),
+                exec_v4_only: false,
                 exec_log: Vec::new(),
                 unschedulable: None,
                 pod_quota: None,
@@ -298,6 +302,13 @@ current-context: mock
     pub fn cut_exec(&self, needle: &str) {
         let mut st = self.shared.state.lock().unwrap();
         st.exec_cuts.push(needle.to_string());
+    }
+
+    /// From now on exec offers only `v4.channel.k8s.io`, which has no
+    /// close of stdin: a client's end of stdin can only close the whole
+    /// stream, as on API servers before 1.30.
+    pub fn serve_exec_v4_only(&self) {
+        self.shared.state.lock().unwrap().exec_v4_only = true;
     }
 
     /// The command line (words joined by spaces) of every exec so far, in

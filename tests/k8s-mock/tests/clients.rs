@@ -659,7 +659,8 @@ async fn within<T>(step: &str, f: impl std::future::Future<Output = T>) -> T {
 
 /// kube-rs, the client the provider's host side is built on: create,
 /// list by label, get until Running, exec with stdin closed (v5), the
-/// exit status, the NotFound error, delete.
+/// exit status, a v4-only server ending an exec whose stdin is closed, the
+/// NotFound error, delete.
 fn kube_rs_accepts_the_mock() {
     use k8s_openapi::api::core::v1::Pod;
     use kube::api::{Api, AttachParams, DeleteParams, ListParams, PostParams};
@@ -712,6 +713,18 @@ fn kube_rs_accepts_the_mock() {
         assert_eq!(err, "err\n");
         let cause = status.details.and_then(|d| d.causes).and_then(|c| c.into_iter().next()).unwrap();
         assert_eq!((cause.reason.as_deref(), cause.message.as_deref()), (Some("ExitCode"), Some("3")));
+
+        // On a v4-only server stdin has no close of its own: kube-rs ends
+        // it by closing the connection, which ends the exec with no status,
+        // as API servers before 1.30 end it.
+        c.mock.serve_exec_v4_only();
+        let command = ["sh", "-c", "cat; sleep 1; echo after"];
+        let mut process = within("exec v4", pods.exec(&name, command, &params)).await.unwrap();
+        let mut stdin = process.stdin().unwrap();
+        within("write stdin v4", stdin.write_all(b"x\n")).await.unwrap();
+        within("close stdin v4", stdin.shutdown()).await.unwrap();
+        let status = process.take_status().unwrap();
+        assert!(within("status v4", status).await.is_none(), "a v4 exec whose stdin closed got a status");
 
         match within("get nope", pods.get("nope")).await {
             Err(kube::Error::Api(status)) => {

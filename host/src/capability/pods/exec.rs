@@ -32,45 +32,42 @@ const DRAIN_AFTER_KILL: Duration = Duration::from_secs(3);
 /// Moves to the working directory `$1` and runs the rest.
 const IN_DIR: &str = r#"cd "$1" || exit 1; shift; exec "$@""#;
 
-/// Reads the env the host sends ahead of the command's stdin (a line with
-/// the number of lines that follow, then `export K='V'` lines), moves to
-/// the working directory `$1` (none when empty) and runs the rest. `read`
-/// takes no byte past its line from a pipe, so the command's own stdin
-/// follows intact.
-const ENV_ON_STDIN: &str = r#"read -r n || exit 1
+/// Reads what the host sends ahead on stdin (a line with the number of env
+/// lines that follow and the length of the command's own stdin, then
+/// `export K='V'` lines), moves to the working directory `$1` (none when
+/// empty) and runs the rest with exactly that many bytes of stdin. `read`
+/// takes no byte past its line from a pipe, so the command's stdin follows
+/// intact; and it ends by its length, never by the end of the stream: on
+/// an API server that speaks only `v4.channel.k8s.io` a client can end
+/// stdin only by closing the whole exec (see `feed`).
+const PRELUDE_ON_STDIN: &str = r#"read -r n m || exit 1
 s=
 while [ "$n" -gt 0 ]; do IFS= read -r l || exit 1; s="$s$l
 "; n=$((n-1)); done
 eval "$s" || exit 1
 if [ -n "$1" ]; then cd "$1" || exit 1; fi
 shift
-exec "$@""#;
+[ "$m" -gt 0 ] || exec "$@" </dev/null
+head -c "$m" | "$@""#;
 
-/// The argv that runs `argv` marked in `workdir`, and what goes on its
-/// stdin ahead of the command's own: `env`, which never rides in argv,
-/// since argv is the exec request's URL and the API server's audit log
-/// keeps that.
+/// `argv` marked.
+fn marked(argv: &[String], mark: &str) -> Vec<String> {
+    let mut command = vec!["env".to_string(), format!("{EXEC_MARK}={mark}")];
+    command.extend(argv.iter().cloned());
+    command
+}
+
+/// The argv that runs `argv` marked in `workdir`, and the bytes to send on
+/// its stdin: `env`, which never rides in argv, since argv is the exec
+/// request's URL and the API server's audit log keeps that, then `stdin`,
+/// both behind a prelude that gives their lengths.
 fn wrapped(
     argv: &[String],
     env: &[(String, String)],
     workdir: Option<&str>,
     mark: &str,
+    stdin: Option<Vec<u8>>,
 ) -> Result<(Vec<String>, Vec<u8>), String> {
-    let mut command = vec!["env".to_string(), format!("{EXEC_MARK}={mark}")];
-    command.extend(argv.iter().cloned());
-    let shell = |script: &str, dir: &str| -> Vec<String> {
-        ["sh", "-c", script, "sanddune-exec", dir]
-            .into_iter()
-            .map(String::from)
-            .chain(command.iter().cloned())
-            .collect()
-    };
-    if env.is_empty() {
-        return Ok(match workdir {
-            Some(dir) => (shell(IN_DIR, dir), Vec::new()),
-            None => (command, Vec::new()),
-        });
-    }
     let mut script = String::new();
     for (key, value) in env {
         let shell_name = key.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
@@ -85,11 +82,22 @@ fn wrapped(
             value.replace('\'', r"'\''")
         ));
     }
-    let prelude = format!("{}\n{script}", script.matches('\n').count());
-    Ok((
-        shell(ENV_ON_STDIN, workdir.unwrap_or("")),
-        prelude.into_bytes(),
-    ))
+    let stdin = stdin.unwrap_or_default();
+    let mut bytes =
+        format!("{} {}\n{script}", script.matches('\n').count(), stdin.len()).into_bytes();
+    bytes.extend(stdin);
+    let command = [
+        "sh",
+        "-c",
+        PRELUDE_ON_STDIN,
+        "sanddune-exec",
+        workdir.unwrap_or(""),
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(marked(argv, mark))
+    .collect();
+    Ok((command, bytes))
 }
 
 /// Kills every process of one exec inside its pod.
@@ -117,8 +125,13 @@ impl Killer for ExecKill {
                 "sanddune-kill".into(),
                 format!("{EXEC_MARK}={mark}"),
             ];
-            match pods.exec(&pod, argv, &AttachParams::default()).await {
-                Ok(process) => {
+            // Stdin held open while it runs: see `feed`.
+            match pods
+                .exec(&pod, argv, &AttachParams::default().stdin(true))
+                .await
+            {
+                Ok(mut process) => {
+                    let _stdin = process.stdin();
                     let _ = process.join().await;
                 }
                 Err(e) => tracing::warn!("cannot kill an exec in pod {pod}: {e}"),
@@ -195,16 +208,16 @@ async fn run(
         return Err("the run was cancelled: no new execs".into());
     }
     let mark = exec_mark();
-    let (argv, mut stdin) = wrapped(
+    let (argv, stdin) = wrapped(
         &options.argv,
         &options.env,
         options.workdir.as_deref(),
         &mark,
+        options.stdin,
     )?;
-    stdin.extend(options.stdin.unwrap_or_default());
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
     let params = AttachParams::default()
-        .stdin(!stdin.is_empty())
+        .stdin(true)
         .stdout(true)
         .stderr(true);
     let mut process = pods
@@ -221,10 +234,12 @@ async fn run(
     });
     let registration = brokered.register(kill.clone());
 
-    let (writer, stdout, stderr) = (process.stdin(), process.stdout(), process.stderr());
+    // Open until the exec has ended (see `feed`).
+    let mut writer = process.stdin();
+    let (stdout, stderr) = (process.stdout(), process.stderr());
     let io = async {
         tokio::join!(
-            feed(stdin, writer),
+            feed(&stdin, writer.as_mut()),
             forward(stdout, OutputStream::Stdout, tx.clone()),
             forward(stderr, OutputStream::Stderr, tx.clone()),
         );
@@ -286,12 +301,16 @@ async fn run(
     }
 }
 
-/// Write `bytes` to an exec's stdin and end it.
-async fn feed(bytes: Vec<u8>, writer: Option<impl AsyncWriteExt + Unpin>) {
-    if let Some(mut writer) = writer {
-        // kube-rs sends end-of-file on shutdown, not on drop.
-        let _ = writer.write_all(&bytes).await;
-        let _ = writer.shutdown().await;
+/// Write `bytes` to an exec's stdin, and leave it open: the command reads
+/// them by their length (`wrapped`). On a `v4.channel.k8s.io` stream
+/// kube-rs ends stdin (on shutdown or drop of its writer, or on `join`
+/// while it holds the writer) by closing the whole exec, so every exec asks
+/// for stdin, and its caller takes the writer and drops it only once the
+/// exec has ended.
+async fn feed(bytes: &[u8], writer: Option<&mut (impl AsyncWriteExt + Unpin)>) {
+    if let Some(writer) = writer {
+        let _ = writer.write_all(bytes).await;
+        let _ = writer.flush().await;
     }
 }
 
@@ -444,16 +463,17 @@ pub(super) async fn exec_bytes(
     }
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
     let mark = exec_mark();
-    let (command, _) = wrapped(&argv, &[], None, &mark)?;
+    let (command, stdin) = wrapped(&argv, &[], None, &mark, stdin)?;
     let params = AttachParams::default()
-        .stdin(stdin.is_some())
+        .stdin(true)
         .stdout(true)
         .stderr(true);
     let mut process = pods
         .exec(pod, command, &params)
         .await
         .map_err(|e| exec_error(cluster, pod, &argv, e))?;
-    let writer = process.stdin();
+    // Open until the exec has ended (see `feed`).
+    let mut writer = process.stdin();
     let (mut stdout, mut stderr) = (process.stdout(), process.stderr());
     let (mut out, mut err) = (Vec::new(), Vec::new());
     let io = async {
@@ -467,7 +487,7 @@ pub(super) async fn exec_bytes(
                 let _ = r.read_to_end(&mut err).await;
             }
         };
-        tokio::join!(feed(stdin.unwrap_or_default(), writer), read_out, read_err);
+        tokio::join!(feed(&stdin, writer.as_mut()), read_out, read_err);
     };
     match drive(io, process).await {
         Ok(Some(s)) if s.status.as_deref() == Some("Success") => Ok(out),
@@ -509,8 +529,15 @@ pub(super) async fn exec_interactive(
         .into_iter()
         .chain(argv.iter().cloned())
         .collect();
-    // Without env nothing goes on stdin.
-    let (command, _) = wrapped(&with_term, &[], workdir.as_deref(), &mark)?;
+    // The terminal is its stdin: no prelude.
+    let command = match workdir.as_deref() {
+        Some(dir) => ["sh", "-c", IN_DIR, "sanddune-exec", dir]
+            .into_iter()
+            .map(String::from)
+            .chain(marked(&with_term, &mark))
+            .collect(),
+        None => marked(&with_term, &mark),
+    };
     let pods: Api<Pod> = Api::namespaced(cluster.client.clone(), &cluster.namespace);
     let mut process = pods
         .exec(pod, command, &AttachParams::interactive_tty())
@@ -607,64 +634,90 @@ mod tests {
     #[test]
     fn a_command_runs_marked_in_its_workdir_with_its_env_on_stdin() {
         let argv = vec!["git".to_string(), "status".into()];
-        let (plain, stdin) = wrapped(&argv, &[], None, "m").unwrap();
-        assert_eq!(plain, ["env", "SANDDUNE_EXEC=m", "git", "status"]);
-        assert!(stdin.is_empty());
-        let (in_dir, stdin) = wrapped(&argv, &[], Some("/w d"), "m").unwrap();
-        assert_eq!(&in_dir[..2], ["sh", "-c"]);
+        let (plain, stdin) = wrapped(&argv, &[], None, "m", None).unwrap();
+        assert_eq!(&plain[..2], ["sh", "-c"]);
         assert_eq!(
-            &in_dir[3..],
+            &plain[3..],
             [
                 "sanddune-exec",
-                "/w d",
+                "",
                 "env",
                 "SANDDUNE_EXEC=m",
                 "git",
                 "status"
             ]
         );
-        assert!(stdin.is_empty());
+        assert_eq!(stdin, b"0 0\n");
+        let (in_dir, _) = wrapped(&argv, &[], Some("/w d"), "m", Some(vec![])).unwrap();
+        assert_eq!(&in_dir[3..5], ["sanddune-exec", "/w d"]);
         let env = [
             ("KEY".to_string(), "s3cret it's\nlong".to_string()),
             ("B".to_string(), String::new()),
         ];
-        let (with_env, stdin) = wrapped(&argv, &env, None, "m").unwrap();
+        let (with_env, stdin) = wrapped(&argv, &env, None, "m", Some(b"in".to_vec())).unwrap();
         assert!(!with_env.concat().contains("s3cret"), "{with_env:?}");
         assert_eq!(
             String::from_utf8(stdin).unwrap(),
-            "3\nexport KEY='s3cret it'\\''s\nlong'\nexport B=''\n"
+            "3 2\nexport KEY='s3cret it'\\''s\nlong'\nexport B=''\nin"
         );
-        let bad = wrapped(&argv, &[("A-B".into(), "1".into())], None, "m").unwrap_err();
+        let bad = wrapped(&argv, &[("A-B".into(), "1".into())], None, "m", None).unwrap_err();
         assert!(bad.contains("`A-B`"), "{bad}");
     }
 
-    /// The wrapper as `sh` runs it: the env set, the directory entered, the
-    /// command's own stdin intact after the env.
-    #[test]
-    fn the_wrapper_sets_the_env_and_leaves_the_commands_stdin() {
-        use std::io::Write;
-        let dir = tempfile::tempdir().unwrap();
-        let env = [("KEY".to_string(), "a 'b'\nc $HOME".to_string())];
+    /// What `sh` prints running the wrapped `script` with `env` and
+    /// `stdin`, whose pipe stays open after them as a v4 exec's does: the
+    /// command must end without an end of file.
+    fn run_wrapped(env: &[(String, String)], stdin: Option<&[u8]>, workdir: &str) -> String {
+        use std::io::{Read, Write};
         let argv = vec![
             "sh".to_string(),
             "-c".into(),
             r#"printf '%s|%s|' "$KEY" "$(pwd)"; cat"#.into(),
         ];
-        let workdir = dir.path().to_str().unwrap();
-        let (argv, mut stdin) = wrapped(&argv, &env, Some(workdir), "m").unwrap();
-        stdin.extend_from_slice(b"the command's input\n");
+        let (argv, bytes) =
+            wrapped(&argv, env, Some(workdir), "m", stdin.map(<[u8]>::to_vec)).unwrap();
         let mut child = std::process::Command::new(&argv[0])
             .args(&argv[1..])
             .stdin(std::process::Stdio::piped())
             .stdout(std::process::Stdio::piped())
             .spawn()
             .unwrap();
-        child.stdin.take().unwrap().write_all(&stdin).unwrap();
-        let out = child.wait_with_output().unwrap();
-        assert!(out.status.success());
+        let mut input = child.stdin.take().unwrap();
+        input.write_all(&bytes).unwrap();
+        let mut out = String::new();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+        drop(input);
+        out
+    }
+
+    /// The wrapper as `sh` runs it: the env set, the directory entered, the
+    /// command's own stdin intact after the env and ended by its length.
+    #[test]
+    fn the_wrapper_sets_the_env_and_gives_the_command_exactly_its_stdin() {
+        let dir = tempfile::tempdir().unwrap();
+        let workdir = dir.path().to_str().unwrap();
+        let env = [("KEY".to_string(), "a 'b'\nc $HOME".to_string())];
         assert_eq!(
-            String::from_utf8(out.stdout).unwrap(),
+            run_wrapped(&env, Some(b"the command's input\n"), workdir),
             format!("a 'b'\nc $HOME|{workdir}|the command's input\n")
+        );
+        // No env: the stdin still goes by its length.
+        assert_eq!(
+            run_wrapped(&[], Some(b"x\0y"), workdir),
+            format!("|{workdir}|x\0y")
+        );
+        // Neither: the command reads an empty stdin.
+        assert_eq!(run_wrapped(&[], None, workdir), format!("|{workdir}|"));
+        // Env and no stdin: the same.
+        assert_eq!(
+            run_wrapped(&env, None, workdir),
+            format!("a 'b'\nc $HOME|{workdir}|")
         );
     }
 }
