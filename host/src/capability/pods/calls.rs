@@ -108,8 +108,25 @@ impl Ctx {
             .await
         {
             Ok(list) => Ok(list.items),
-            // A cluster without agent-sandbox has no claims.
-            Err(kube::Error::Api(s)) if s.code == 404 => Ok(Vec::new()),
+            // A cluster without agent-sandbox has no claims, and a user the
+            // Role gives no claims (they are only for template=) made none.
+            // RBAC answers before the API is looked up, so that is a 403.
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+                static SAID: std::sync::Once = std::sync::Once::new();
+                SAID.call_once(|| {
+                    tracing::info!(
+                        "no SandboxClaims looked at in namespace `{}`: {} ({})",
+                        self.cluster.namespace,
+                        if s.code == 404 {
+                            "the cluster has no agent-sandbox extensions"
+                        } else {
+                            "the kubeconfig user may not list them"
+                        },
+                        s.message
+                    )
+                });
+                Ok(Vec::new())
+            }
             Err(e) => Err(self.cluster.error("list", "sandboxclaims", e)),
         }
     }

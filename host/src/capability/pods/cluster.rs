@@ -88,6 +88,18 @@ pub(super) async fn connect(grant: &PodGrant) -> Result<(Cluster, ClusterInfo), 
         .apiserver_version()
         .await
         .map_err(|e| cluster.error("get", "the server's version", e))?;
+    if let Some(warning) = untested_release(&version.major, &version.minor) {
+        // Once per process: a fan-out connects once per item.
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            tracing::warn!(
+                "the API server of context `{}` ({}) is Kubernetes {}: {warning}",
+                cluster.context,
+                cluster.server,
+                version.git_version
+            )
+        });
+    }
     let namespaces: Api<Namespace> = Api::all(cluster.client.clone());
     match namespaces.get_opt(&cluster.namespace).await {
         Ok(Some(_)) => {}
@@ -108,6 +120,30 @@ pub(super) async fn connect(grant: &PodGrant) -> Result<(Cluster, ClusterInfo), 
         version: version.git_version,
     };
     Ok((cluster, info))
+}
+
+/// The oldest and the newest Kubernetes release the provider is tested on
+/// (docs/providers/kubernetes.md says how).
+const TESTED: [(u32, u32); 2] = [(1, 20), (1, 36)];
+
+/// Why release `major`.`minor` (as `/version` gives them: `"1"`, `"20+"`)
+/// is outside the tested range; None inside it, or when it says no number.
+fn untested_release(major: &str, minor: &str) -> Option<String> {
+    let number = |s: &str| s.trim_end_matches('+').parse::<u32>().ok();
+    let release = (number(major)?, number(minor)?);
+    let [(old_major, old_minor), (new_major, new_minor)] = TESTED;
+    let range = format!("sanddune is tested on {old_major}.{old_minor} to {new_major}.{new_minor}");
+    if release < TESTED[0] {
+        Some(format!(
+            "{range}; older releases may lack what it relies on (pods/exec over WebSocket, Pod fields), so upgrade the cluster if a run fails"
+        ))
+    } else if release > TESTED[1] {
+        Some(format!(
+            "{range}; a newer release should work, and a failure is worth reporting with this version"
+        ))
+    } else {
+        None
+    }
 }
 
 /// The config for the grant's context, with that context's name and user.
@@ -187,4 +223,22 @@ pub fn default_target() -> Option<(String, String)> {
         .and_then(|c| c.context.as_ref()?.namespace.clone())
         .unwrap_or_else(|| "default".into());
     Some((context, namespace))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_release_outside_the_tested_range_is_named() {
+        assert_eq!(untested_release("1", "20"), None);
+        assert_eq!(untested_release("1", "28+"), None);
+        assert_eq!(untested_release("1", "36"), None);
+        let old = untested_release("1", "19+").unwrap();
+        assert!(old.contains("tested on 1.20 to 1.36"), "{old}");
+        assert!(old.contains("upgrade"), "{old}");
+        let new = untested_release("1", "37").unwrap();
+        assert!(new.contains("newer release"), "{new}");
+        assert_eq!(untested_release("", "x"), None);
+    }
 }
