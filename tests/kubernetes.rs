@@ -1,14 +1,17 @@
 //! The `kubernetes` sandbox provider end to end: the real binary, the
 //! built-in component and the host's `pods` capability through kube-rs.
 //!
-//! By default against the loopback Kubernetes API server of tests/k8s-mock,
-//! whose pods are docker containers of the test image, so the fake claude in
-//! them really edits and commits; the repository goes in over the exec
-//! stream and the commits come back to the host repository's branches.
-//! With `SANDDUNE_TEST_KUBECONFIG` set (host/benches/k8s_cluster.sh), the
-//! same tests run against that real cluster, in
-//! `SANDDUNE_TEST_K8S_NAMESPACE`, with the image `SANDDUNE_TEST_K8S_IMAGE`;
-//! what needs the mock's fault injection is skipped there, saying so.
+//! Every test runs twice. `mock::NAME` runs against the loopback Kubernetes
+//! API server of tests/k8s-mock, whose pods are docker containers of the
+//! test image, so the fake claude in them really edits and commits; the
+//! repository goes in over the exec stream and the commits come back to the
+//! host repository's branches. `real::NAME` runs against the real cluster
+//! `SANDDUNE_TEST_KUBECONFIG` names (tests/k8s-cluster starts one in CI),
+//! with the image `SANDDUNE_TEST_K8S_IMAGE`: in a namespace of its own when
+//! `SANDDUNE_TEST_K8S_ADMIN_KUBECONFIG` can make one (bound to the ClusterRole
+//! `sanddune`, as the Role of docs/providers/kubernetes.md), so the tests run
+//! in parallel, else all in `SANDDUNE_TEST_K8S_NAMESPACE` (one at a time).
+//! What needs the mock's fault injection is not run there, saying so.
 
 mod common;
 
@@ -18,7 +21,7 @@ use std::time::{Duration, Instant};
 
 use common::engines::{IMAGE, require_engine};
 use common::tmux::{self, Tmux};
-use common::trials::{self, skip, trial};
+use common::trials::{self, not_here, skip};
 use common::{TestRepo, scaffolded, shell_line, stderr, stdout};
 use k8s_mock::K8sMock;
 use k8s_openapi::api::core::v1::Pod;
@@ -36,41 +39,64 @@ struct Cluster {
     image: String,
     runtime: tokio::runtime::Runtime,
     pods: Api<Pod>,
+    /// On a real cluster, the client that made the test's own namespace,
+    /// which deletes it after the test.
+    admin: Option<kube::Client>,
 }
 
-fn cluster(repo: &TestRepo) -> Cluster {
-    let (mock, kubeconfig, namespace, image) = match std::env::var_os("SANDDUNE_TEST_KUBECONFIG") {
-        Some(path) => {
-            let image = std::env::var("SANDDUNE_TEST_K8S_IMAGE").unwrap_or_else(|_| {
-                skip("SANDDUNE_TEST_K8S_IMAGE must name an image the cluster can pull with the test fakes")
-            });
-            let namespace =
-                std::env::var("SANDDUNE_TEST_K8S_NAMESPACE").unwrap_or_else(|_| "default".into());
-            (None, PathBuf::from(path), namespace, image)
-        }
-        None => {
-            require_engine("docker");
-            let mock = K8sMock::start().unwrap_or_else(|e| skip(format!("the k8s mock: {e}")));
-            let kubeconfig = repo.home.path().join("mock.kubeconfig");
-            std::fs::write(&kubeconfig, mock.kubeconfig()).unwrap();
-            (
-                Some(mock),
-                kubeconfig,
-                "default".to_string(),
-                IMAGE.to_string(),
-            )
-        }
-    };
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let config = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
-    let context = config.current_context.clone().unwrap_or_default();
-    let client = runtime.block_on(async {
+thread_local! {
+    /// Set on the thread of a `real::` test.
+    static ON_REAL_CLUSTER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A kube-rs client of `kubeconfig`'s current context.
+fn client_of(runtime: &tokio::runtime::Runtime, kubeconfig: &std::path::Path) -> kube::Client {
+    let config = kube::config::Kubeconfig::read_from(kubeconfig).unwrap();
+    runtime.block_on(async {
         let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
             .await
             .unwrap();
         kube::Client::try_from(config).unwrap()
-    });
-    let pods = Api::namespaced(client, &namespace);
+    })
+}
+
+fn cluster(repo: &TestRepo) -> Cluster {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let (mock, kubeconfig, namespace, image, admin) = if ON_REAL_CLUSTER.get() {
+        let Some(path) = std::env::var_os("SANDDUNE_TEST_KUBECONFIG") else {
+            skip(
+                "no real cluster: as root, `tests/k8s-cluster/cluster.sh build && tests/k8s-cluster/cluster.sh start`, then `source` the env file it names",
+            )
+        };
+        let image = std::env::var("SANDDUNE_TEST_K8S_IMAGE").unwrap_or_else(|_| {
+            skip("SANDDUNE_TEST_K8S_IMAGE must name an image the cluster can pull with the test fakes")
+        });
+        let shared =
+            std::env::var("SANDDUNE_TEST_K8S_NAMESPACE").unwrap_or_else(|_| "default".into());
+        match std::env::var_os("SANDDUNE_TEST_K8S_ADMIN_KUBECONFIG") {
+            Some(admin) => {
+                let admin = client_of(&runtime, std::path::Path::new(&admin));
+                let namespace = runtime.block_on(own_namespace(&admin, &shared));
+                (None, PathBuf::from(path), namespace, image, Some(admin))
+            }
+            None => (None, PathBuf::from(path), shared, image, None),
+        }
+    } else {
+        require_engine("docker");
+        let mock = K8sMock::start().unwrap_or_else(|e| skip(format!("the k8s mock: {e}")));
+        let kubeconfig = repo.home.path().join("mock.kubeconfig");
+        std::fs::write(&kubeconfig, mock.kubeconfig()).unwrap();
+        (
+            Some(mock),
+            kubeconfig,
+            "default".to_string(),
+            IMAGE.to_string(),
+            None,
+        )
+    };
+    let config = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
+    let context = config.current_context.clone().unwrap_or_default();
+    let pods = Api::namespaced(client_of(&runtime, &kubeconfig), &namespace);
     Cluster {
         mock,
         kubeconfig,
@@ -79,6 +105,69 @@ fn cluster(repo: &TestRepo) -> Cluster {
         image,
         runtime,
         pods,
+        admin,
+    }
+}
+
+/// A new namespace for one test, where the users bound to the ClusterRole
+/// `sanddune` in `shared` get the same binding: they may do there exactly
+/// what the docs' Role lets them.
+async fn own_namespace(admin: &kube::Client, shared: &str) -> String {
+    use k8s_openapi::api::core::v1::Namespace;
+    use k8s_openapi::api::rbac::v1::RoleBinding;
+    let bindings: Api<RoleBinding> = Api::namespaced(admin.clone(), shared);
+    let subjects: Vec<Value> = bindings
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|b| b.role_ref.kind == "ClusterRole" && b.role_ref.name == "sanddune")
+        .flat_map(|b| b.subjects.unwrap_or_default())
+        .map(|s| serde_json::to_value(s).unwrap())
+        .collect();
+    assert!(
+        !subjects.is_empty(),
+        "no RoleBinding to the ClusterRole `sanddune` in namespace `{shared}` names the test user"
+    );
+    let name = format!("sanddune-t-{:08x}", rand_suffix());
+    let namespaces: Api<Namespace> = Api::all(admin.clone());
+    let namespace = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
+    namespaces
+        .create(&Default::default(), &namespace)
+        .await
+        .unwrap();
+    let binding = serde_json::from_value(json!({
+        "metadata": {"name": "sanddune"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "sanddune"},
+        "subjects": subjects,
+    }))
+    .unwrap();
+    Api::<RoleBinding>::namespaced(admin.clone(), &name)
+        .create(&Default::default(), &binding)
+        .await
+        .unwrap();
+    name
+}
+
+/// Enough to keep two tests' namespaces apart.
+fn rand_suffix() -> u32 {
+    use std::hash::{BuildHasher, Hasher};
+    // Each RandomState has keys of its own.
+    std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish() as u32
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        if let Some(admin) = &self.admin {
+            use k8s_openapi::api::core::v1::Namespace;
+            let namespaces: Api<Namespace> = Api::all(admin.clone());
+            let _ = self
+                .runtime
+                .block_on(namespaces.delete(&self.namespace, &Default::default()));
+        }
     }
 }
 
@@ -87,7 +176,7 @@ impl Cluster {
     /// cluster.
     fn mock(&self) -> &K8sMock {
         self.mock.as_ref().unwrap_or_else(|| {
-            skip("this test makes the API server fail on cue, which only the mock can")
+            not_here("this test makes the API server fail on cue, which only the mock can")
         })
     }
 
@@ -631,6 +720,56 @@ fn kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod() {
     assert_eq!(c.live_pods(), Vec::<String>::new(), "{}", stdout(&out));
 }
 
+/// A run killed while its pod is still Pending (never scheduled, so its
+/// `activeDeadlineSeconds` never starts) leaves gc a record with no state:
+/// gc finds the pod by the run's labels and deletes it, whether or not the
+/// user may list SandboxClaims (the docs' Role has them only for
+/// `template=`), and says so.
+fn kubernetes_gc_reaches_a_pending_pod_of_a_killed_run() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    // Unschedulable: the mock says so, a real scheduler finds no node with
+    // this label.
+    if let Some(mock) = &c.mock {
+        mock.set_unschedulable(Some(
+            "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.",
+        ));
+        mock.forbid("list", "sandboxclaims");
+    }
+    let child = c
+        .run(
+            &repo,
+            "never runs",
+            &[
+                "--sandbox-opt",
+                "node-selector=sanddune.test/nowhere=1",
+                "--sandbox-opt",
+                "start-timeout=10m",
+            ],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    common::kill_once(child, "the run's Pending pod", || {
+        !c.sanddune_pods().is_empty()
+    });
+    let pending = c.live_pods();
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    let out = c.sanddune(&repo, &["gc"]).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("closed 1 kubernetes sandbox(es) that run"),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(c.live_pods(), Vec::<String>::new(), "{}", stdout(&out));
+    // Nothing left for a second gc.
+    let again = c.sanddune(&repo, &["gc"]).output().unwrap();
+    assert!(again.status.success(), "{}", stderr(&again));
+    assert!(!stdout(&again).contains("kubernetes"), "{}", stdout(&again));
+}
+
 /// `template=` claims a pod from an agent-sandbox SandboxTemplate's warm
 /// pool; the run commits there, and its claim is deleted at the end.
 fn kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim() {
@@ -659,8 +798,11 @@ fn kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim() {
                 .create(&Default::default(), &object),
         ) {
             Ok(_) => {}
-            Err(kube::Error::Api(s)) if s.code == 404 && c.mock.is_none() => {
-                skip("the cluster has no agent-sandbox CRDs (kubernetes-sigs/agent-sandbox)")
+            // A restricted user may not even ask (403).
+            Err(kube::Error::Api(s)) if matches!(s.code, 403 | 404) && c.mock.is_none() => {
+                not_here(
+                    "this cluster has no agent-sandbox controller and CRDs (kubernetes-sigs/agent-sandbox) the test user may use",
+                )
             }
             Err(e) => panic!("{plural}: {e}"),
         }
@@ -1059,23 +1201,74 @@ fn kubernetes_a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_pod(
     }
 }
 
+/// Each test on the mock, and again on a real cluster (see the top).
 fn main() -> std::process::ExitCode {
-    trials::run(vec![
-        trial!(kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod),
-        trial!(kubernetes_a_run_works_where_exec_speaks_only_v4),
-        trial!(kubernetes_faults_are_named),
-        trial!(kubernetes_a_pod_killed_mid_run_fails_the_run_naming_it),
-        trial!(kubernetes_an_exec_stream_cut_mid_command_fails_the_run_naming_it),
-        trial!(kubernetes_interactive_gives_the_agent_a_tty_in_the_pod),
-        trial!(kubernetes_ctrl_c_deletes_the_pod),
-        trial!(kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod),
-        trial!(kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim),
-        trial!(kubernetes_the_pod_carries_the_labels_ttl_and_limits),
-        trial!(kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch),
-        trial!(kubernetes_a_pod_deleted_under_a_workflow_item_fails_only_that_item),
-        trial!(
-            kubernetes_a_hostile_provider_is_refused_privileges_host_access_and_other_namespaces
+    let tests: Vec<(&str, fn())> = vec![
+        (
+            "kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod",
+            kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod,
         ),
-        trial!(kubernetes_a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_pod),
-    ])
+        (
+            "kubernetes_a_run_works_where_exec_speaks_only_v4",
+            kubernetes_a_run_works_where_exec_speaks_only_v4,
+        ),
+        ("kubernetes_faults_are_named", kubernetes_faults_are_named),
+        (
+            "kubernetes_a_pod_killed_mid_run_fails_the_run_naming_it",
+            kubernetes_a_pod_killed_mid_run_fails_the_run_naming_it,
+        ),
+        (
+            "kubernetes_an_exec_stream_cut_mid_command_fails_the_run_naming_it",
+            kubernetes_an_exec_stream_cut_mid_command_fails_the_run_naming_it,
+        ),
+        (
+            "kubernetes_interactive_gives_the_agent_a_tty_in_the_pod",
+            kubernetes_interactive_gives_the_agent_a_tty_in_the_pod,
+        ),
+        (
+            "kubernetes_ctrl_c_deletes_the_pod",
+            kubernetes_ctrl_c_deletes_the_pod,
+        ),
+        (
+            "kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod",
+            kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod,
+        ),
+        (
+            "kubernetes_gc_reaches_a_pending_pod_of_a_killed_run",
+            kubernetes_gc_reaches_a_pending_pod_of_a_killed_run,
+        ),
+        (
+            "kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim",
+            kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim,
+        ),
+        (
+            "kubernetes_the_pod_carries_the_labels_ttl_and_limits",
+            kubernetes_the_pod_carries_the_labels_ttl_and_limits,
+        ),
+        (
+            "kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch",
+            kubernetes_a_16_item_workflow_fans_out_and_lands_every_branch,
+        ),
+        (
+            "kubernetes_a_pod_deleted_under_a_workflow_item_fails_only_that_item",
+            kubernetes_a_pod_deleted_under_a_workflow_item_fails_only_that_item,
+        ),
+        (
+            "kubernetes_a_hostile_provider_is_refused_privileges_host_access_and_other_namespaces",
+            kubernetes_a_hostile_provider_is_refused_privileges_host_access_and_other_namespaces,
+        ),
+        (
+            "kubernetes_a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_pod",
+            kubernetes_a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_pod,
+        ),
+    ];
+    let mut all = Vec::new();
+    for (name, test) in tests {
+        all.push(trials::test(format!("mock::{name}"), test));
+        all.push(trials::test(format!("real::{name}"), move || {
+            ON_REAL_CLUSTER.set(true);
+            test()
+        }));
+    }
+    trials::run(all)
 }

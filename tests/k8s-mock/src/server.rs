@@ -181,13 +181,15 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                     } else {
                         "list"
                     };
-                    if let Some(denied) = forbidden(&shared, verb, "pods", None, None, &ns) {
+                    if let Some(denied) = forbidden(&shared, verb, ("", "pods"), None, None, &ns) {
                         return denied;
                     }
                     read_pods(&shared, Some(&ns), &query, accept.as_deref()).await
                 }
                 Method::POST => {
-                    if let Some(denied) = forbidden(&shared, "create", "pods", None, None, &ns) {
+                    if let Some(denied) =
+                        forbidden(&shared, "create", ("", "pods"), None, None, &ns)
+                    {
                         return denied;
                     }
                     create_pod(&shared, &ns, req).await
@@ -203,7 +205,7 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
                 Method::DELETE => "delete",
                 _ => return json_response(405, &status::method_not_allowed()),
             };
-            if let Some(denied) = forbidden(&shared, verb, "pods", None, Some(&name), &ns) {
+            if let Some(denied) = forbidden(&shared, verb, ("", "pods"), None, Some(&name), &ns) {
                 return denied;
             }
             if method == Method::DELETE {
@@ -225,7 +227,14 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         }
         (["api", "v1", "namespaces", ns, "pods", name, "exec"], Method::GET | Method::POST) => {
             let (ns, name) = (ns.to_string(), name.to_string());
-            let denied = forbidden(&shared, "create", "pods", Some("exec"), Some(&name), &ns);
+            let denied = forbidden(
+                &shared,
+                "create",
+                ("", "pods"),
+                Some("exec"),
+                Some(&name),
+                &ns,
+            );
             if let Some(denied) = denied {
                 return denied;
             }
@@ -245,6 +254,18 @@ async fn custom_object(
     req: Request<Incoming>,
 ) -> Response<Body> {
     let resource = format!("{}.{}", kind.plural, kind.group);
+    let verb = match (req.method(), name) {
+        (&Method::POST, _) => "create",
+        (&Method::GET, None) if is_true(query, "watch") => "watch",
+        (&Method::GET, None) => "list",
+        (&Method::GET, Some(_)) => "get",
+        (&Method::DELETE, _) => "delete",
+        _ => "",
+    };
+    let target = (kind.group, kind.plural);
+    if let Some(denied) = forbidden(shared, verb, target, None, name, ns) {
+        return denied;
+    }
     match (req.method().clone(), name) {
         (Method::POST, None) => {
             let body = match req.into_body().collect().await {
@@ -300,11 +321,12 @@ async fn custom_object(
     }
 }
 
-/// The 403 for `verb` on the resource when a test forbade it.
+/// The 403 for `verb` on the resource (`pods`, `pods/exec`, or an
+/// agent-sandbox plural in its group) when a test forbade it.
 fn forbidden(
     shared: &Shared,
     verb: &str,
-    resource: &str,
+    (group, resource): (&str, &str),
     subresource: Option<&str>,
     name: Option<&str>,
     namespace: &str,
@@ -320,7 +342,14 @@ fn forbidden(
         .then(|| {
             json_response(
                 403,
-                &status::forbidden(crate::USER, verb, resource, subresource, name, namespace),
+                &status::forbidden(
+                    crate::USER,
+                    verb,
+                    (group, resource),
+                    subresource,
+                    name,
+                    namespace,
+                ),
             )
         })
 }

@@ -45,10 +45,12 @@ pub fn unauthorized() -> Value {
 
 /// What the RBAC authorizer says, naming the object when there is one
 /// (`pods "x" is forbidden: ...` for a get or an exec).
+/// RBAC's refusal of `verb` on `resource` in API `group` ("" for the
+/// core group), as the API server words it.
 pub fn forbidden(
     user: &str,
     verb: &str,
-    resource: &str,
+    (group, resource): (&str, &str),
     subresource: Option<&str>,
     name: Option<&str>,
     namespace: &str,
@@ -57,11 +59,18 @@ pub fn forbidden(
         Some(sub) => format!("{resource}/{sub}"),
         None => resource.to_string(),
     };
+    let qualified = match group {
+        "" => resource.to_string(),
+        group => format!("{resource}.{group}"),
+    };
     let subject = match name {
-        Some(name) => format!("{resource} \"{name}\""),
-        None => resource.to_string(),
+        Some(name) => format!("{qualified} \"{name}\""),
+        None => qualified,
     };
     let mut details = json!({"kind": resource});
+    if !group.is_empty() {
+        details["group"] = json!(group);
+    }
     if let Some(name) = name {
         details["name"] = json!(name);
     }
@@ -69,7 +78,7 @@ pub fn forbidden(
         403,
         "Forbidden",
         format!(
-            "{subject} is forbidden: User \"{user}\" cannot {verb} resource \"{full}\" in API group \"\" in the namespace \"{namespace}\""
+            "{subject} is forbidden: User \"{user}\" cannot {verb} resource \"{full}\" in API group \"{group}\" in the namespace \"{namespace}\""
         ),
         Some(details),
     )
