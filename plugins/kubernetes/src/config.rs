@@ -16,7 +16,7 @@ pub const OPTIONS: &[(&str, &str, Option<&str>)] = &[
     ),
     (
         "image",
-        "image the cluster can pull, with sh, git, tar and the agent's CLI (required unless template= is given)",
+        "image the cluster can pull, with sh, head, git, tar and the agent's CLI (required unless template= is given)",
         None,
     ),
     (
@@ -164,7 +164,7 @@ impl Options {
                 ));
             }
             (None, None) => {
-                return Err("kubernetes needs --sandbox-opt image=IMAGE: an image the cluster can pull, with sh, git, tar and the agent's CLI (or template=NAME for an agent-sandbox SandboxTemplate)".into());
+                return Err("kubernetes needs --sandbox-opt image=IMAGE: an image the cluster can pull, with sh, head, git, tar and the agent's CLI (or template=NAME for an agent-sandbox SandboxTemplate)".into());
             }
             _ => {}
         }
