@@ -463,7 +463,7 @@ fn docker_the_images_metadata_label_names_the_user_and_a_changed_base_rebuilds()
     let metadata = r#"[{"id": "ghcr.io/devcontainers/features/common-utils:2"},
         {"remoteUser": "vscode", "containerEnv": {"DC_IMG": "label", "DC_BOTH": "label"},
          "remoteEnv": {"DC_IMG_SECRET": "${localEnv:DC_TEST_VALUE}"},
-         "postCreateCommand": "id -un > dc-order.txt", "capAdd": ["SYS_PTRACE"]}]"#;
+         "postCreateCommand": "echo $HOME > dc-order.txt", "capAdd": ["SYS_PTRACE"]}]"#;
     let user = "USER root\nRUN useradd -m -u 4322 -s /bin/sh vscode\n";
     labelled_image("docker", &base, user, metadata);
     let dir = repo.path().join(".devcontainer");
@@ -485,7 +485,7 @@ fn docker_the_images_metadata_label_names_the_user_and_a_changed_base_rebuilds()
     let uid = unsafe { libc::getuid() };
     assert_eq!(
         std::fs::read_to_string(repo.path().join("dc-order.txt")).unwrap(),
-        format!("vscode\n{uid} /home/vscode label file []\n"),
+        format!("/home/vscode\n{uid} /home/vscode label file []\n"),
         "the label's command first, as its user, with the merged env"
     );
     assert!(
