@@ -217,6 +217,7 @@ fn docker_features_are_refused_by_name_before_anything_is_created() {
     let err = stderr(&out);
     assert!(
         err.contains("`features` (ghcr.io/devcontainers/features/node:1)")
+            && err.contains("registry")
             && err.contains("nothing was created"),
         "{err}"
     );
@@ -428,6 +429,381 @@ async fn docker_a_sandbox_on_an_existing_worktree_runs_the_initialize_and_lifecy
     wt.close().await.unwrap();
 }
 
+/// Build `name` FROM the test image with `dockerfile_tail` after it and
+/// the `devcontainer.metadata` label `metadata`, as the official images
+/// carry it (given on the command line: a Dockerfile's LABEL would
+/// substitute its `${...}`).
+fn labelled_image(engine: &str, name: &str, dockerfile_tail: &str, metadata: &str) {
+    use std::io::Write;
+    let mut child = Command::new(engine)
+        .args(["build", "-q", "-t", name, "--label"])
+        .arg(format!("devcontainer.metadata={metadata}"))
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    write!(
+        child.stdin.take().unwrap(),
+        "FROM {IMAGE}\n{dockerfile_tail}"
+    )
+    .unwrap();
+    assert!(child.wait().unwrap().success(), "building {name}");
+}
+
+/// What the official images do: `USER root`, and the user to run as named
+/// only in the metadata label. A Dockerfile FROM such an image gets the
+/// label's user, env and lifecycle command merged before the file's; the
+/// image's own `${localEnv:...}` reads nothing; a changed base image
+/// rebuilds.
+fn docker_the_images_metadata_label_names_the_user_and_a_changed_base_rebuilds() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let base = format!("sanddune-test-dc-label:{}", std::process::id());
+    let metadata = r#"[{"id": "ghcr.io/devcontainers/features/common-utils:2"},
+        {"remoteUser": "vscode", "containerEnv": {"DC_IMG": "label", "DC_BOTH": "label"},
+         "remoteEnv": {"DC_IMG_SECRET": "${localEnv:DC_TEST_VALUE}"},
+         "postCreateCommand": "echo $HOME > dc-order.txt", "capAdd": ["SYS_PTRACE"]}]"#;
+    let user = "USER root\nRUN useradd -m -u 4322 -s /bin/sh vscode\n";
+    labelled_image("docker", &base, user, metadata);
+    let dir = repo.path().join(".devcontainer");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("Dockerfile"), format!("FROM {base}\n")).unwrap();
+    std::fs::write(
+        dir.join("devcontainer.json"),
+        r#"{ "build": { "dockerfile": "Dockerfile" },
+             "containerEnv": { "DC_BOTH": "file" },
+             "postCreateCommand": "echo \"$(id -u) $HOME $DC_IMG $DC_BOTH [$DC_IMG_SECRET]\" >> dc-order.txt" }"#,
+    )
+    .unwrap();
+    let out = run("docker", &repo, "note", &[]);
+    let mut images = devcontainer_images("docker", repo.path());
+    images.push(base.clone());
+    let _cleanup = scopeguard("docker", images);
+    assert!(out.status.success(), "{}", stderr(&out));
+    // SAFETY: getuid cannot fail.
+    let uid = unsafe { libc::getuid() };
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-order.txt")).unwrap(),
+        format!("/home/vscode\n{uid} /home/vscode label file []\n"),
+        "the label's command first, as its user, with the merged env"
+    );
+    assert!(
+        stderr(&out).contains("capAdd SYS_PTRACE"),
+        "what is not applied is said: {}",
+        stderr(&out)
+    );
+    // resolve prints what the run used.
+    let out = repo.sanddune_with_env(
+        &["devcontainer", "resolve", "--json"],
+        &[("DC_TEST_VALUE", "from-host")],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let resolved: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(resolved["user"], "vscode");
+    assert_eq!(resolved["remoteUser"], "vscode");
+    assert_eq!(resolved["containerEnv"]["DC_BOTH"], "file");
+    assert_eq!(resolved["postCreateCommands"].as_array().unwrap().len(), 2);
+
+    // The base changes: the build is redone, though the context is the same.
+    labelled_image(
+        "docker",
+        &base,
+        &format!("{user}ENV DC_CHANGED=1\n"),
+        metadata,
+    );
+    let out = run("docker", &repo, "note", &[]);
+    let images = devcontainer_images("docker", repo.path());
+    let _cleanup_new = scopeguard("docker", images);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("building dev container image"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// `${localEnv:...}` reaches the build as a build arg, and a workspace
+/// folder the image already fills holds the repository instead.
+fn docker_a_local_env_build_arg_reaches_the_build_and_the_workspace_folder_holds_the_repository() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let dir = repo.path().join(".devcontainer");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("Dockerfile"),
+        format!(
+            "FROM {IMAGE}\nARG FROM_HOST\nARG TZ\nUSER root\n\
+             RUN echo \"$FROM_HOST $TZ\" > /build-arg.txt && mkdir -p /opt/tool && echo image > /opt/tool/IMAGE.txt\n\
+             USER agent\n"
+        ),
+    )
+    .unwrap();
+    // A byte-order mark first, as some editors write.
+    std::fs::write(
+        dir.join("devcontainer.json"),
+        "\u{feff}{ \"build\": { \"dockerfile\": \"Dockerfile\",\n\
+           \"args\": { \"FROM_HOST\": \"${localEnv:DC_TEST_VALUE}\", \"TZ\": \"${localEnv:DC_NOT_SET:UTC}\" } },\n\
+           \"remoteUser\": \"${localEnv:DC_USER}\",\n\
+           \"workspaceFolder\": \"/opt/tool\",\n\
+           \"workspaceMount\": \"source=${localWorkspaceFolder},target=/opt/tool,type=bind\",\n\
+           \"postCreateCommand\": \"cat /build-arg.txt > dc-arg.txt; ls ${containerWorkspaceFolder} > dc-ls.txt\" }",
+    )
+    .unwrap();
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note",
+        "--trust",
+    ];
+    let mounts = fake_mounts(&repo);
+    args.extend(mounts.iter().map(String::as_str));
+    let out = repo.sanddune_with_env(
+        &args,
+        &[("DC_TEST_VALUE", "from-host"), ("DC_USER", "agent")],
+    );
+    let _cleanup = scopeguard("docker", devcontainer_images("docker", repo.path()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-arg.txt")).unwrap(),
+        "from-host UTC\n"
+    );
+    let listed = std::fs::read_to_string(repo.path().join("dc-ls.txt")).unwrap();
+    assert!(
+        listed.contains("README.md") && !listed.contains("IMAGE.txt"),
+        "{listed}"
+    );
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+}
+
+/// A user the image does not have, and an image user whose ids cannot be
+/// the host user's, are refused before initializeCommand runs on the host.
+fn docker_a_user_that_cannot_work_is_refused_before_initialize_command() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let write = |extra: &str| {
+        std::fs::write(
+            repo.path().join(".devcontainer.json"),
+            format!(
+                r#"{{ "image": "{IMAGE}", {extra}
+                     "initializeCommand": "touch dc-init-ran" }}"#
+            ),
+        )
+        .unwrap()
+    };
+    write(r#""remoteUser": "nobody-here","#);
+    let out = run("docker", &repo, "note", &["--branch", "dc-nouser"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("user `nobody-here` is not in the image"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!repo.path().join("dc-init-ran").exists());
+    assert!(repo.git(&["branch", "--list", "dc-nouser"]).is_empty());
+    // SAFETY: getuid cannot fail.
+    if unsafe { libc::getuid() } != 0 {
+        write(r#""remoteUser": "root","#);
+        let out = run("docker", &repo, "note", &[]);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(
+            stderr(&out).contains("root's ids are never changed"),
+            "{}",
+            stderr(&out)
+        );
+        assert!(!repo.path().join("dc-init-ran").exists());
+    }
+    // A registry feature is refused saying registry; no initializeCommand.
+    write(r#""features": { "ghcr.io/devcontainers/features/node:1": {} },"#);
+    let out = run("docker", &repo, "note", &[]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(stderr(&out).contains("registry"), "{}", stderr(&out));
+    assert!(!repo.path().join("dc-init-ran").exists());
+}
+
+/// The reference implementation's CLI, pinned, installed under the target
+/// dir once (npm from the registry).
+fn reference_cli() -> std::path::PathBuf {
+    const VERSION: &str = "0.89.0";
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("devcontainers-cli-{VERSION}"));
+    let bin = dir.join("node_modules/.bin/devcontainer");
+    if !bin.exists() {
+        let out = Command::new("npm")
+            .args(["install", "-q", "--no-audit", "--no-fund", "--prefix"])
+            .arg(&dir)
+            .arg(format!("@devcontainers/cli@{VERSION}"))
+            .output();
+        match out {
+            Ok(out) if out.status.success() => {}
+            Ok(out) => trials::skip(format!(
+                "npm install @devcontainers/cli@{VERSION}: {}",
+                stderr(&out)
+            )),
+            Err(e) => trials::skip(format!(
+                "npm is needed to install @devcontainers/cli@{VERSION}: {e}"
+            )),
+        }
+    }
+    bin
+}
+
+/// The mount target in a `type=bind,source=...,target=...` string.
+fn mount_target(mount: &str) -> Option<&str> {
+    mount.split(',').find_map(|p| {
+        p.strip_prefix("target=")
+            .or_else(|| p.strip_prefix("dst="))
+            .or_else(|| p.strip_prefix("destination="))
+    })
+}
+
+/// Every file of `tests/devcontainer-corpus/` resolved by sanddune and by
+/// the reference CLI, against stand-ins of its images: they agree on the
+/// user, the workspace folder and mount, the env, the lifecycle commands
+/// and the build args.
+fn docker_the_corpus_resolves_as_the_reference_cli_resolves_it() {
+    require_engine("docker");
+    let cli = reference_cli();
+    let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/devcontainer-corpus");
+    let images: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(corpus.join("images.json")).unwrap())
+            .unwrap();
+    for image in &images {
+        let (name, user) = (
+            image["name"].as_str().unwrap(),
+            image["user"].as_str().unwrap(),
+        );
+        let tail = format!(
+            "USER root\nRUN useradd -m -s /bin/sh {user}\nUSER {}\n",
+            image["userInstruction"].as_str().unwrap()
+        );
+        labelled_image(
+            "docker",
+            name,
+            &tail,
+            image["metadata"].as_str().unwrap_or("[]"),
+        );
+    }
+    let mut compared = 0;
+    for entry in std::fs::read_dir(&corpus).unwrap() {
+        let entry = entry.unwrap().path();
+        if !entry.is_dir() {
+            continue;
+        }
+        let repo = TestRepo::new();
+        let out = Command::new("cp")
+            .arg("-r")
+            .arg(entry.join(".devcontainer"))
+            .arg(repo.path())
+            .output()
+            .unwrap();
+        assert!(out.status.success());
+        let ours = repo.sanddune(&["devcontainer", "resolve", "--json"]);
+        let _cleanup = scopeguard("docker", devcontainer_images("docker", repo.path()));
+        assert!(
+            ours.status.success(),
+            "{}: {}",
+            entry.display(),
+            stderr(&ours)
+        );
+        let ours: serde_json::Value = serde_json::from_slice(&ours.stdout).unwrap();
+        let theirs = Command::new(&cli)
+            .args([
+                "read-configuration",
+                "--include-merged-configuration",
+                "--workspace-folder",
+            ])
+            .arg(repo.path())
+            .output()
+            .unwrap();
+        assert!(
+            theirs.status.success(),
+            "{}: {}",
+            entry.display(),
+            stderr(&theirs)
+        );
+        let theirs: serde_json::Value = serde_json::from_slice(&theirs.stdout).unwrap();
+        let merged = &theirs["mergedConfiguration"];
+        let or_empty = |v: &serde_json::Value, empty: serde_json::Value| {
+            if v.is_null() { empty } else { v.clone() }
+        };
+        let object = || serde_json::json!({});
+        let fields = [
+            (
+                "remoteUser",
+                merged["remoteUser"].clone(),
+                ours["remoteUser"].clone(),
+            ),
+            (
+                "containerUser",
+                merged["containerUser"].clone(),
+                ours["containerUser"].clone(),
+            ),
+            (
+                "workspaceFolder",
+                theirs["workspace"]["workspaceFolder"].clone(),
+                ours["workspaceFolder"].clone(),
+            ),
+            (
+                "workspaceMount",
+                mount_target(
+                    theirs["workspace"]["workspaceMount"]
+                        .as_str()
+                        .unwrap_or_default(),
+                )
+                .into(),
+                ours["workspaceMount"].clone(),
+            ),
+            (
+                "containerEnv",
+                or_empty(&merged["containerEnv"], object()),
+                ours["containerEnv"].clone(),
+            ),
+            (
+                "remoteEnv",
+                or_empty(&merged["remoteEnv"], object()),
+                ours["remoteEnv"].clone(),
+            ),
+            (
+                "onCreateCommands",
+                merged["onCreateCommands"].clone(),
+                ours["onCreateCommands"].clone(),
+            ),
+            (
+                "updateContentCommands",
+                merged["updateContentCommands"].clone(),
+                ours["updateContentCommands"].clone(),
+            ),
+            (
+                "postCreateCommands",
+                merged["postCreateCommands"].clone(),
+                ours["postCreateCommands"].clone(),
+            ),
+            (
+                "postStartCommands",
+                merged["postStartCommands"].clone(),
+                ours["postStartCommands"].clone(),
+            ),
+            (
+                "buildArgs",
+                or_empty(&theirs["configuration"]["build"]["args"], object()),
+                ours["buildArgs"].clone(),
+            ),
+        ];
+        for (field, theirs, ours) in fields {
+            assert_eq!(ours, theirs, "{}: {field}", entry.display());
+        }
+        compared += 1;
+    }
+    for image in &images {
+        remove_images("docker", &[image["name"].as_str().unwrap().to_string()]);
+    }
+    assert!(compared >= 3, "{compared} files compared");
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(
@@ -437,6 +813,10 @@ fn main() -> std::process::ExitCode {
             podman_a_dev_container_gives_the_agent_its_image_env_user_and_hooks_and_is_built_once
         ),
         trial!(docker_features_are_refused_by_name_before_anything_is_created),
+        trial!(docker_the_images_metadata_label_names_the_user_and_a_changed_base_rebuilds),
+        trial!(docker_a_local_env_build_arg_reaches_the_build_and_the_workspace_folder_holds_the_repository),
+        trial!(docker_a_user_that_cannot_work_is_refused_before_initialize_command),
+        trial!(docker_the_corpus_resolves_as_the_reference_cli_resolves_it),
         trial!(docker_the_option_names_or_ignores_the_dev_container),
         trial!(init_from_devcontainer_records_it_and_builds_nothing),
         trial!(docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it),

@@ -315,6 +315,68 @@ fn dev_container_user_gets_the_users_uid(engine: &str) {
     assert_eq!(not_owned_by(&user, repo.path()), Vec::<String>::new());
 }
 
+/// A file as the devcontainers templates write it: only `image`, an image
+/// that runs as `USER root` and names its user (`vscode`) in its
+/// `devcontainer.metadata` label, as the official images do. The run is
+/// that user's, with the user's UID.
+fn docker_as_a_non_root_user_a_templates_style_dev_container_runs_as_the_labels_user() {
+    let user = user();
+    let repo = repo_of(&user);
+    let image = format!("sanddune-test-dc-template:{}", std::process::id());
+    let mut build = Command::new("docker")
+        .args(["build", "-q", "-t", &image, "--label"])
+        .arg(r#"devcontainer.metadata=[{"id": "ghcr.io/devcontainers/features/common-utils:2"}, {"remoteUser": "vscode"}]"#)
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        write!(
+            build.stdin.take().unwrap(),
+            "FROM sanddune-test:latest\nUSER root\nRUN useradd -m -u 4323 -s /bin/sh vscode\n"
+        )
+        .unwrap();
+    }
+    assert!(build.wait().unwrap().success());
+    std::fs::write(
+        repo.path().join(".devcontainer.json"),
+        format!(
+            r#"{{ "name": "Default Linux Universal", "image": "{image}",
+                 "postCreateCommand": "id -un > dc-user.txt && id -u >> dc-user.txt" }}"#
+        ),
+    )
+    .unwrap();
+    let _ = Command::new("chown")
+        .args([&format!("{}:", user.name)])
+        .arg(repo.path().join(".devcontainer.json"))
+        .output();
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note",
+    ];
+    let mounts = mounts(&repo);
+    for m in &mounts {
+        args.extend(["--sandbox-opt", m.as_str()]);
+    }
+    let out = sanddune_as(&user, &repo, &args);
+    remove_devcontainer_images("docker", &user, &repo);
+    let _ = Command::new("docker").args(["rmi", "-f", &image]).output();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-user.txt")).unwrap(),
+        format!("vscode\n{}\n", user.uid)
+    );
+    assert_eq!(git(&repo, &["log", "-1", "--format=%s"]), "Add a note");
+    assert_eq!(not_owned_by(&user, repo.path()), Vec::<String>::new());
+}
+
 fn docker_as_a_non_root_user_a_dev_containers_remote_user_gets_their_uid() {
     dev_container_user_gets_the_users_uid("docker");
 }
@@ -335,9 +397,12 @@ fn docker_as_a_non_root_user_a_dev_container_without_the_uid_update_is_refused()
     let out = sanddune_as(&user, &repo, &args);
     remove_devcontainer_images("docker", &user, &repo);
     let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(1), "{err}");
+    // Refused by the host before anything is created.
+    assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(
-        err.contains("the container user `dev`") && err.contains("is UID:GID 4321:4321"),
+        err.contains("the container user `dev`")
+            && err.contains("is UID:GID 4321:4321")
+            && err.contains("updateRemoteUserUID is false"),
         "{err}"
     );
     assert!(repo.calls("claude").is_empty(), "the agent ran");
@@ -446,6 +511,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_as_a_non_root_user_egress_none_works_and_deny_all_is_refused_up_front),
         trial!(rootless_podman_applies_a_memory_limit_or_refuses_it),
         trial!(docker_as_a_non_root_user_a_dev_containers_remote_user_gets_their_uid),
+        trial!(docker_as_a_non_root_user_a_templates_style_dev_container_runs_as_the_labels_user),
         trial!(docker_as_a_non_root_user_a_dev_container_without_the_uid_update_is_refused),
     ])
 }

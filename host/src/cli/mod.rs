@@ -3,6 +3,7 @@
 mod attach;
 mod completions;
 mod demo;
+mod devcontainer;
 mod docker;
 mod gc;
 mod init;
@@ -84,6 +85,12 @@ enum Commands {
     /// secret references, mounts, a dev container's initializeCommand, ...);
     /// --show prints it and what changed.
     Trust(trust::TrustArgs),
+    /// The repository's dev container: resolve prints the configuration a
+    /// run would use.
+    Devcontainer {
+        #[command(subcommand)]
+        command: devcontainer::DevcontainerCommands,
+    },
     /// Run the workflows in .sanddune/workflows: plan, fan out, review, land.
     Workflow {
         #[command(subcommand)]
@@ -182,6 +189,7 @@ pub fn main() -> i32 {
             Commands::Gc(args) => gc::gc(args).await,
             Commands::Completions(args) => completions::completions(args),
             Commands::Trust(args) => trust::trust(args),
+            Commands::Devcontainer { command } => devcontainer::devcontainer(command).await,
             Commands::Workflow { command } => workflow::workflow(command).await,
         }
     });

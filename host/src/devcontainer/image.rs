@@ -29,6 +29,9 @@ pub struct Image {
     pub user: String,
     /// `Config.Env` as a map, for `${containerEnv:VAR}`.
     pub env: BTreeMap<String, String>,
+    /// Its `devcontainer.metadata` label (a built image inherits its
+    /// base's).
+    pub metadata: Option<String>,
 }
 
 /// An image name that never collides: `sanddune-devcontainer:<repo>-<what>-<hash>`.
@@ -59,10 +62,14 @@ async fn inspect(docker: &Docker, name: &str) -> Result<Option<Image>> {
                 .filter_map(|kv| kv.split_once('='))
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect();
+            let metadata = config
+                .labels
+                .and_then(|mut labels| labels.remove(super::merge::LABEL));
             Ok(Some(Image {
                 name: name.to_string(),
                 user: config.user.unwrap_or_default(),
                 env,
+                metadata,
             }))
         }
         Err(bollard::errors::Error::DockerResponseServerError {
@@ -145,9 +152,17 @@ pub async fn base(
         .unwrap_or_default();
     let target = build.and_then(|b| b.target.as_deref());
     // The content decides the tag: the packed context (build file inside),
-    // the args in order, the target.
+    // the args in order, the target, and the id of each image it builds
+    // FROM (a changed base rebuilds).
     let mut hash = Sha256::new();
     hash.update(&tar);
+    for from in from_images(&text, &args) {
+        let id = match docker.inspect_image(&from).await {
+            Ok(image) => image.id.unwrap_or_default(),
+            Err(_) => "absent".into(),
+        };
+        hash.update(format!("\0FROM {from}@{id}"));
+    }
     for (k, v) in build.map(|b| &b.args).into_iter().flatten() {
         hash.update(format!("\0{k}={v}"));
     }
@@ -162,6 +177,48 @@ pub async fn base(
         &path.display().to_string(),
     )
     .await
+}
+
+/// The images a Dockerfile builds FROM (not its own stages, not
+/// `scratch`), their `$ARG`s filled from the build args, else the ARG's
+/// default before the first FROM.
+fn from_images(dockerfile: &str, args: &HashMap<String, String>) -> Vec<String> {
+    let mut defaults: HashMap<String, String> = HashMap::new();
+    let mut stages: Vec<String> = Vec::new();
+    let mut images = Vec::new();
+    let mut seen_from = false;
+    for line in dockerfile.lines().map(str::trim) {
+        let mut words = line.split_whitespace();
+        let Some(instruction) = words.next() else {
+            continue;
+        };
+        if instruction.eq_ignore_ascii_case("ARG") && !seen_from {
+            if let Some((k, v)) = words.next().and_then(|a| a.split_once('=')) {
+                defaults.insert(k.into(), v.trim_matches('"').into());
+            }
+        } else if instruction.eq_ignore_ascii_case("FROM") {
+            seen_from = true;
+            let words: Vec<&str> = words.filter(|w| !w.starts_with("--")).collect();
+            let Some(image) = words.first() else { continue };
+            let mut image = image.to_string();
+            let mut values = defaults.clone();
+            values.extend(args.iter().map(|(k, v)| (k.clone(), v.clone())));
+            for (k, v) in &values {
+                image = image
+                    .replace(&format!("${{{k}}}"), v)
+                    .replace(&format!("${k}"), v);
+            }
+            if !image.eq_ignore_ascii_case("scratch") && !stages.contains(&image) {
+                images.push(image);
+            }
+            if let [_, as_, stage] = words[..]
+                && as_.eq_ignore_ascii_case("AS")
+            {
+                stages.push(stage.to_string());
+            }
+        }
+    }
+    images
 }
 
 /// A user's entry in the image's /etc/passwd.
@@ -301,6 +358,15 @@ if [ -d "$home" ]; then chown -R "$uid:$gid" "$home"; fi"#;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_images_built_from_are_found_with_their_args() {
+        let dockerfile = "ARG VARIANT=3.12\nARG BASE\nFROM --platform=linux/amd64 python:${VARIANT} AS build\nRUN x\nfrom build as final\nFROM $BASE\nFROM scratch\n";
+        let args = HashMap::from([("BASE".to_string(), "debian:12".to_string())]);
+        assert_eq!(from_images(dockerfile, &args), ["python:3.12", "debian:12"]);
+        let args = HashMap::from([("VARIANT".to_string(), "3.13".to_string())]);
+        assert_eq!(from_images(dockerfile, &args)[0], "python:3.13");
+    }
 
     #[test]
     fn tags_are_valid_image_names() {

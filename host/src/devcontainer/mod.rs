@@ -13,18 +13,23 @@
 
 mod image;
 mod jsonc;
+mod merge;
 mod spec;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+use bollard::Docker;
+use serde::Serialize;
 
 use crate::capability::containers::{self, Engine};
 use crate::error::{Error, Result};
 use crate::plugin::approval::Approval;
 use crate::plugin::sandbox::SandboxProvider;
 use crate::run::hooks::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
+use merge::Merged;
 pub use spec::DevContainer;
-use spec::{Lifecycle, Vars, quote};
+use spec::{HostVars, Lifecycle, Local, Vars};
 
 /// The sandbox option naming the file, or `none`.
 pub const OPTION: &str = "devcontainer";
@@ -130,13 +135,142 @@ fn choose(
     }
 }
 
+/// The configuration a run uses, resolved: the file with the host's
+/// variables substituted, its image (built when the file says `build`),
+/// and that image's metadata merged in (see `merge`).
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Resolved {
+    pub config_file: PathBuf,
+    /// The image the sandbox runs, before any UID/GID update.
+    pub image: String,
+    /// The user the agent and the lifecycle commands run as: remoteUser,
+    /// else containerUser, else the image's USER, else root.
+    pub user: String,
+    pub workspace_folder: String,
+    /// Where the worktree is mounted in the container.
+    pub workspace_mount: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub initialize_command: Option<Lifecycle>,
+    pub build_args: BTreeMap<String, String>,
+    #[serde(flatten)]
+    pub merged: Merged,
+    #[serde(skip)]
+    base: image::Image,
+}
+
+/// The dev container at `path` in the repository at `root`, resolved with
+/// `engine` (its image built if need be). Refusals come before any build.
+pub async fn resolve(engine: Engine, root: &Path, path: &Path) -> Result<(Resolved, Docker)> {
+    let engine_name = containers::engine_name(engine);
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
+    let local_folder = root.display().to_string();
+    let local_env = |key: &str| std::env::var(key).ok();
+    let dc = DevContainer::parse_substituted(
+        &text,
+        path,
+        &Local {
+            env: &local_env,
+            workspace_folder: &local_folder,
+        },
+    )?;
+    let folder = dc
+        .workspace_folder
+        .clone()
+        .expect("parse_substituted sets it");
+    let mount = workspace_mount(dc.workspace_mount.as_deref(), &local_folder, &folder)
+        .map_err(|why| Error::input(format!("{}: {why}; nothing was created", path.display())))?;
+    let docker = containers::connect_negotiated(engine).await.map_err(|e| {
+        Error::input(format!(
+            "{} needs a running {engine_name} engine ({e}); nothing was created",
+            path.display()
+        ))
+    })?;
+    let dir = path.parent().unwrap_or(root);
+    let base = image::base(&docker, &dc, dir, &repo_name(root), engine_name).await?;
+    // The image's own metadata reads nothing of the user's environment.
+    let no_env = |_: &str| None;
+    let image_vars = Vars {
+        host: Some(HostVars {
+            local_env: &no_env,
+            local_workspace_folder: &local_folder,
+            container_workspace_folder: &folder,
+            devcontainer_id: Some(&spec::devcontainer_id(&local_folder, path)),
+        }),
+        container_env: None,
+    };
+    let mut entries = merge::image_entries(base.metadata.as_deref(), &image_vars)
+        .map_err(|why| Error::input(format!("the image {}: {why}", base.name)))?;
+    entries.push(merge::Entry::of_file(&dc));
+    let merged = merge::merge(entries);
+    let user = merged
+        .remote_user
+        .clone()
+        .or_else(|| merged.container_user.clone())
+        .unwrap_or_else(|| match base.user.as_str() {
+            "" => "root".into(),
+            user => user.into(),
+        });
+    let resolved = Resolved {
+        config_file: path.to_path_buf(),
+        image: base.name.clone(),
+        user,
+        workspace_folder: folder,
+        workspace_mount: mount,
+        initialize_command: dc.initialize_command.clone(),
+        build_args: dc.build.map(|b| b.args).unwrap_or_default(),
+        merged,
+        base,
+    };
+    Ok((resolved, docker))
+}
+
+/// The container path the worktree is mounted at: workspaceMount's target
+/// (its source must be the repository: the sandbox mounts no other host
+/// folder), else workspaceFolder.
+fn workspace_mount(
+    mount: Option<&str>,
+    local_folder: &str,
+    folder: &str,
+) -> std::result::Result<String, String> {
+    let Some(mount) = mount.filter(|m| !m.is_empty()) else {
+        return Ok(folder.to_string());
+    };
+    let mut source = None;
+    let mut target = None;
+    for part in mount.split(',') {
+        let (key, value) = part.split_once('=').unwrap_or((part, ""));
+        match key.trim() {
+            "source" | "src" => source = Some(value.trim()),
+            "target" | "dst" | "destination" => target = Some(value.trim()),
+            "type" if value.trim() != "bind" => {
+                return Err(format!(
+                    "workspaceMount `{mount}` is not a bind mount: the worktree is bind-mounted"
+                ));
+            }
+            _ => {}
+        }
+    }
+    let same = |s: &str| Path::new(s.trim_end_matches('/')) == Path::new(local_folder);
+    match (source, target) {
+        (Some(s), Some(t)) if same(s) && t.starts_with('/') => Ok(t.to_string()),
+        (Some(s), Some(_)) if !same(s) => Err(format!(
+            "workspaceMount's source `{s}` is not the repository ({local_folder}): a sandbox mounts only its worktree there"
+        )),
+        _ => Err(format!(
+            "workspaceMount `{mount}` needs source=${{localWorkspaceFolder}} and an absolute target"
+        )),
+    }
+}
+
 /// Turn the repository's dev container, if the run uses one, into
-/// `config`, `env` and `hooks` (see the module doc). Refusals come before
-/// any image is built; the image is built before anything else is
-/// created. Returns `initializeCommand`, for the caller to run on the host
-/// in the worktree before the sandbox is created: as the first
-/// host.onWorktreeReady hook when the worktree is yet to be made, at once
-/// when it exists.
+/// `config`, `env` and `hooks` (see the module doc). Refusals, and the
+/// check that the user's ids can be the host user's, come before any image
+/// is built or anything is created. Returns `initializeCommand`, for the
+/// caller to run on the host in the worktree before the sandbox is
+/// created: as the first host.onWorktreeReady hook when the worktree is
+/// yet to be made, at once when it exists.
 pub async fn apply(
     provider: &SandboxProvider,
     root: &Path,
@@ -149,33 +283,29 @@ pub async fn apply(
         return Ok(None);
     };
     let engine = engine.expect("choose returns a file only for an engine");
-    let engine_name = containers::engine_name(engine);
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| Error::input(format!("cannot read {}: {e}", path.display())))?;
-    let dc = DevContainer::parse(&text, &path)?;
-    let docker = containers::connect_negotiated(engine).await.map_err(|e| {
-        Error::input(format!(
-            "{} needs a running {engine_name} engine ({e}); nothing was created",
-            path.display()
-        ))
-    })?;
-    let repo = root
-        .file_name()
-        .map_or("repo".into(), |n| n.to_string_lossy().into_owned());
-    let dir = path.parent().unwrap_or(root);
-    let base = image::base(&docker, &dc, dir, &repo, engine_name).await?;
+    let (resolved, docker) = resolve(engine, root, &path).await?;
+    if !resolved.merged.not_applied.is_empty() {
+        eprintln!(
+            "sanddune: the image {}'s devcontainer.metadata asks for what the containers capability never grants; left out: {}",
+            resolved.image,
+            resolved.merged.not_applied.join(", ")
+        );
+    }
+    let base = resolved.base;
     let has = |key: &str| config.iter().any(|(k, _)| k == key);
     let image = if has("user") {
         base
     } else {
-        let user = dc
-            .user()
-            .map(String::from)
-            .unwrap_or_else(|| match base.user.as_str() {
-                "" => "root".into(),
-                user => user.into(),
-            });
+        let user = resolved.user.clone();
         let account = image::account(&docker, &base.name, &user).await?;
+        let who = user.split(':').next().unwrap_or(&user);
+        if account.is_none() && !who.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(Error::input(format!(
+                "{}: the dev container's user `{who}` is not in the image {}'s /etc/passwd; nothing was created",
+                path.display(),
+                base.name
+            )));
+        }
         // SAFETY: getuid/getgid cannot fail.
         let host = unsafe { (libc::getuid(), libc::getgid()) };
         if let Some(home) = account.as_ref().map(|a| a.home.clone())
@@ -184,49 +314,54 @@ pub async fn apply(
             config.push(("home".into(), home));
         }
         config.push(("user".into(), user.clone()));
-        // Root's ids are never changed; a mismatch is the provider's error.
+        let update = resolved.merged.update_remote_user_uid != Some(false);
         match account {
-            Some(a)
-                if dc.update_remote_user_uid != Some(false)
-                    && a.uid != 0
-                    && (a.uid, a.gid) != host =>
-            {
-                image::with_ids(&docker, &base, &user, host.0, host.1, &repo).await?
+            // Root's ids are never changed.
+            Some(a) if update && a.uid != 0 && (a.uid, a.gid) != host => {
+                image::with_ids(&docker, &base, &user, host.0, host.1, &repo_name(root)).await?
+            }
+            // The provider would refuse it once the sandbox exists: say so
+            // before anything (initializeCommand too) happens.
+            Some(a) if (a.uid, a.gid) != host => {
+                let why = if update {
+                    "root's ids are never changed: name a user of the image in remoteUser"
+                } else {
+                    "updateRemoteUserUID is false: remove it to give the user your ids"
+                };
+                return Err(Error::input(format!(
+                    "{}: the container user `{who}` of image `{}` is UID:GID {}:{}, but you are {}:{} on the host, so files the agent writes in the worktree would belong to another user; {why}, or choose one with --sandbox-opt user=...; nothing was created",
+                    path.display(),
+                    base.name,
+                    a.uid,
+                    a.gid,
+                    host.0,
+                    host.1
+                )));
             }
             _ => base,
         }
     };
     config.push(("image".into(), image.name.clone()));
+    config.push((WORKSPACE_MOUNT.into(), resolved.workspace_mount.clone()));
 
-    let local_folder = root.display().to_string();
-    let local_env = |key: &str| std::env::var(key).ok();
-    let no_env = BTreeMap::new();
-    let local = Vars {
-        local_env: &local_env,
-        container_env: &no_env,
-        local_workspace_folder: &local_folder,
-        container_workspace_folder: "",
-    };
-    let folder = match &dc.workspace_folder {
-        Some(folder) => local.substitute(folder),
-        None => format!("/workspaces/{repo}"),
-    };
+    // `${containerEnv:...}`: the image's env in containerEnv, that and
+    // containerEnv in remoteEnv and the commands.
     let mut container_env = image.env.clone();
-    let vars = Vars {
-        container_workspace_folder: &folder,
-        ..local
-    };
     let mut added: Vec<(String, String)> = Vec::new();
-    for (key, value) in &dc.container_env {
+    let vars = Vars {
+        host: None,
+        container_env: Some(&image.env),
+    };
+    for (key, value) in &resolved.merged.container_env {
         let value = vars.substitute(value);
         container_env.insert(key.clone(), value.clone());
         added.push((key.clone(), value));
     }
     let vars = Vars {
-        container_env: &container_env,
-        ..vars
+        host: None,
+        container_env: Some(&container_env),
     };
-    for (key, value) in &dc.remote_env {
+    for (key, value) in &resolved.merged.remote_env {
         if let Some(value) = value {
             added.push((key.clone(), vars.substitute(value)));
         }
@@ -234,30 +369,52 @@ pub async fn apply(
     // Before the call site's env, which wins.
     env.splice(0..0, added);
 
-    let initialize = dc.initialize_command.as_ref().map(|command| HostHook {
-        command: substituted(command, &vars).to_shell(),
-        timeout_ms: Some(LIFECYCLE_TIMEOUT_MS),
-    });
-    let mut in_order = vec![NamedSandboxHook {
-        name: "workspaceFolder".into(),
-        hook: SandboxHook {
-            command: link_script(&folder),
-            sudo: true,
-            timeout_ms: None,
-        },
-    }];
-    for (key, command) in dc.in_sandbox() {
-        in_order.push(NamedSandboxHook {
-            name: key.into(),
+    let initialize = resolved
+        .initialize_command
+        .as_ref()
+        .map(|command| HostHook {
+            command: command.to_shell(),
+            timeout_ms: Some(LIFECYCLE_TIMEOUT_MS),
+        });
+    hooks.devcontainer = resolved
+        .merged
+        .in_sandbox()
+        .into_iter()
+        .map(|(name, command)| NamedSandboxHook {
+            name,
             hook: SandboxHook {
                 command: substituted(command, &vars).to_shell(),
                 sudo: false,
                 timeout_ms: Some(LIFECYCLE_TIMEOUT_MS),
             },
-        });
-    }
-    hooks.devcontainer = in_order;
+        })
+        .collect();
     Ok(initialize)
+}
+
+/// The host-side sandbox option saying where the worktree is mounted a
+/// second time (the dev container's workspace folder); taken out before
+/// the provider sees its options.
+pub const WORKSPACE_MOUNT: &str = "workspace-mount";
+
+/// `config` with [`WORKSPACE_MOUNT`] turned into a `mount` of `worktree`
+/// at its target, unless that is where the worktree is already.
+pub fn mount_workspace(config: Vec<(String, String)>, worktree: &Path) -> Vec<(String, String)> {
+    config
+        .into_iter()
+        .filter_map(|(k, v)| {
+            if k != WORKSPACE_MOUNT {
+                return Some((k, v));
+            }
+            (Path::new(&v) != worktree)
+                .then(|| ("mount".into(), format!("{}:{v}", worktree.display())))
+        })
+        .collect()
+}
+
+fn repo_name(root: &Path) -> String {
+    root.file_name()
+        .map_or("repo".into(), |n| n.to_string_lossy().into_owned())
 }
 
 /// `command` with the variables substituted in each of its strings.
@@ -272,16 +429,6 @@ fn substituted(command: &Lifecycle, vars: &Vars) -> Lifecycle {
                 .collect(),
         ),
     }
-}
-
-/// Make `folder` a symlink to the worktree (the hook's working directory),
-/// which stays mounted at its host path for git's sake. An empty directory
-/// the image made there gives way; a non-empty one is an error.
-fn link_script(folder: &str) -> String {
-    format!(
-        r#"wf={}; if [ "$wf" != "$PWD" ]; then if [ -d "$wf" ] && [ ! -L "$wf" ]; then rmdir "$wf" 2>/dev/null || {{ echo "workspaceFolder $wf is a directory in the image that is not empty" >&2; exit 1; }}; fi; mkdir -p "$(dirname "$wf")" && ln -sfn "$PWD" "$wf"; fi"#,
-        quote(folder)
-    )
 }
 
 #[cfg(test)]
@@ -379,33 +526,5 @@ mod tests {
         let e = choose(None, root, &mut opts(&[(OPTION, "x")])).unwrap_err();
         assert!(e.to_string().contains("docker and podman"), "{e}");
         assert_eq!(choose(None, root, &mut vec![]).unwrap(), None);
-    }
-
-    #[test]
-    fn the_link_replaces_an_empty_directory_and_keeps_a_full_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let worktree = dir.path().join("wt");
-        std::fs::create_dir(&worktree).unwrap();
-        let run = |folder: &Path| {
-            std::process::Command::new("sh")
-                .arg("-c")
-                .arg(link_script(&folder.display().to_string()))
-                .current_dir(&worktree)
-                .output()
-                .unwrap()
-        };
-        let empty = dir.path().join("ws/empty");
-        std::fs::create_dir_all(&empty).unwrap();
-        assert!(run(&empty).status.success());
-        assert_eq!(std::fs::read_link(&empty).unwrap(), worktree);
-        let new = dir.path().join("a/b/new");
-        assert!(run(&new).status.success());
-        assert_eq!(std::fs::read_link(&new).unwrap(), worktree);
-        let full = dir.path().join("full");
-        std::fs::create_dir(&full).unwrap();
-        std::fs::write(full.join("f"), "").unwrap();
-        let out = run(&full);
-        assert!(!out.status.success());
-        assert!(String::from_utf8_lossy(&out.stderr).contains("not empty"));
     }
 }

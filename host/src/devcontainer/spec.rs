@@ -5,8 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
+
+use sha2::Digest;
 
 use super::jsonc;
 use crate::error::{Error, Result};
@@ -36,6 +38,11 @@ pub struct DevContainer {
     pub update_content_command: Option<Lifecycle>,
     pub post_create_command: Option<Lifecycle>,
     pub post_start_command: Option<Lifecycle>,
+    /// `mount`-syntax string naming where the repository is mounted.
+    pub workspace_mount: Option<String>,
+    /// Refused when set (see [`DevContainer::refuse_unsupported`]).
+    #[serde(default)]
+    pub features: BTreeMap<String, Value>,
     /// Keys refused when set (see [`DevContainer::refuse_unsupported`]).
     #[serde(flatten)]
     pub rest: BTreeMap<String, Value>,
@@ -53,7 +60,7 @@ pub struct BuildSpec {
 
 /// A lifecycle command: a shell line, an argv run without a shell, or named
 /// commands (each one of those) run in parallel.
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Deserialize, Serialize)]
 #[serde(untagged)]
 pub enum Lifecycle {
     Line(String),
@@ -63,11 +70,7 @@ pub enum Lifecycle {
 
 /// Keys that change the container in ways the containers capability does
 /// not grant, or that need what a run does not have: why each is refused.
-const REFUSED: [(&str, &str); 7] = [
-    (
-        "features",
-        "dev container features are fetched from an OCI registry and installed by the Dev Containers CLI; sanddune has neither. Install the tools in the Dockerfile (build.dockerfile) instead",
-    ),
+const REFUSED: [(&str, &str); 6] = [
     (
         "privileged",
         "the containers capability never grants a privileged container",
@@ -107,9 +110,46 @@ fn asks(value: &Value) -> bool {
 }
 
 impl DevContainer {
-    /// Parse `text` (JSONC) read from `path`.
+    /// Parse `text` (JSONC, perhaps after a byte-order mark) read from
+    /// `path`, variables left as written: what is refused, and the host
+    /// effects for workspace trust, do not depend on them.
     pub fn parse(text: &str, path: &Path) -> Result<Self> {
-        let dc: Self = serde_json::from_str(&jsonc::to_json(text))
+        Self::from_value(json(text, path)?, path)
+    }
+
+    /// Parse `text` with the variables the host knows substituted in every
+    /// string value, as the Dev Containers CLI reads the file;
+    /// `${containerEnv:...}` waits for the container's env.
+    pub fn parse_substituted(text: &str, path: &Path, local: &Local) -> Result<Self> {
+        let mut value = json(text, path)?;
+        let id = devcontainer_id(local.workspace_folder, path);
+        let mut host = HostVars {
+            local_env: local.env,
+            local_workspace_folder: local.workspace_folder,
+            container_workspace_folder: "",
+            devcontainer_id: Some(&id),
+        };
+        let folder = match value.get("workspaceFolder").and_then(Value::as_str) {
+            Some(folder) => Vars {
+                host: Some(host),
+                container_env: None,
+            }
+            .substitute(folder),
+            None => format!("/workspaces/{}", basename(local.workspace_folder)),
+        };
+        host.container_workspace_folder = &folder;
+        Vars {
+            host: Some(host),
+            container_env: None,
+        }
+        .substitute_value(&mut value);
+        let mut dc = Self::from_value(value, path)?;
+        dc.workspace_folder = Some(folder);
+        Ok(dc)
+    }
+
+    fn from_value(value: Value, path: &Path) -> Result<Self> {
+        let dc: Self = serde_json::from_value(value)
             .map_err(|e| Error::input(format!("{} is not valid: {e}", path.display())))?;
         dc.refuse_unsupported(path)?;
         if dc.image.is_none() && dc.dockerfile().is_none() {
@@ -123,16 +163,25 @@ impl DevContainer {
 
     /// The first key that cannot be honoured here, as an input error.
     fn refuse_unsupported(&self, path: &Path) -> Result<()> {
+        if let Some(id) = self.features.keys().next() {
+            let why = if id.starts_with("./") {
+                "a local feature is not installed by sanddune yet; run its install.sh in the Dockerfile (build.dockerfile)".to_string()
+            } else {
+                format!(
+                    "{id} would come from a registry, which sanddune does not fetch from; install the tool in the Dockerfile (build.dockerfile)"
+                )
+            };
+            return Err(Error::input(format!(
+                "{}: `features` ({id}) cannot be honoured: {why}; nothing was created",
+                path.display()
+            )));
+        }
         for (key, why) in REFUSED {
             if let Some(value) = self.rest.get(key).filter(|v| asks(v)) {
                 let detail = match (key, value) {
                     ("runArgs", Value::Array(args)) => {
                         format!(" (first: {})", args[0])
                     }
-                    ("features", Value::Object(features)) => format!(
-                        " ({})",
-                        features.keys().cloned().collect::<Vec<_>>().join(", ")
-                    ),
                     _ => String::new(),
                 };
                 return Err(Error::input(format!(
@@ -159,27 +208,6 @@ impl DevContainer {
             .and_then(|b| b.context.as_deref())
             .or(self.context.as_deref())
             .unwrap_or(".")
-    }
-
-    /// The user the agent and the lifecycle commands run as.
-    pub fn user(&self) -> Option<&str> {
-        self.remote_user
-            .as_deref()
-            .or(self.container_user.as_deref())
-    }
-
-    /// The commands run in the sandbox, in the specification's order, by
-    /// key.
-    pub fn in_sandbox(&self) -> Vec<(&'static str, &Lifecycle)> {
-        [
-            ("onCreateCommand", &self.on_create_command),
-            ("updateContentCommand", &self.update_content_command),
-            ("postCreateCommand", &self.post_create_command),
-            ("postStartCommand", &self.post_start_command),
-        ]
-        .into_iter()
-        .filter_map(|(key, command)| command.as_ref().map(|c| (key, c)))
-        .collect()
     }
 }
 
@@ -214,17 +242,81 @@ pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// `text` as JSON: a byte-order mark and JSONC's comments and trailing
+/// commas go.
+fn json(text: &str, path: &Path) -> Result<Value> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    serde_json::from_str(&jsonc::to_json(text))
+        .map_err(|e| Error::input(format!("{} is not valid: {e}", path.display())))
+}
+
+/// What the file's variables stand for on the host.
+pub struct Local<'a> {
+    pub env: &'a dyn Fn(&str) -> Option<String>,
+    /// The repository root.
+    pub workspace_folder: &'a str,
+}
+
+fn basename(path: &str) -> String {
+    path.trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// `${devcontainerId}` as the Dev Containers CLI computes it: the sha256
+/// of its id labels as sorted JSON, in base 32, 52 digits.
+pub fn devcontainer_id(local_folder: &str, config_file: &Path) -> String {
+    let labels = BTreeMap::from([
+        (
+            "devcontainer.config_file",
+            config_file.display().to_string(),
+        ),
+        ("devcontainer.local_folder", local_folder.to_string()),
+    ]);
+    let json = serde_json::to_string(&labels).expect("strings serialize");
+    let hash = sha2::Sha256::digest(json.as_bytes());
+    // 256 bits read as 52 five-bit digits from the top, after 4 zero bits.
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuv";
+    let bit = |i: usize| i >= 4 && hash[(i - 4) / 8] & (0x80 >> ((i - 4) % 8)) != 0;
+    (0..52)
+        .map(|d| {
+            let v = (0..5).fold(0, |v, b| v << 1 | usize::from(bit(d * 5 + b)));
+            DIGITS[v] as char
+        })
+        .collect()
+}
+
 /// What `${...}` variables stand for.
 pub struct Vars<'a> {
-    pub local_env: &'a dyn Fn(&str) -> Option<String>,
+    /// What the host knows; None keeps those variables as they are.
+    pub host: Option<HostVars<'a>>,
     /// The container's env (the image's, then containerEnv), for
-    /// `${containerEnv:VAR}` in remoteEnv.
-    pub container_env: &'a BTreeMap<String, String>,
+    /// `${containerEnv:VAR}`; None keeps them for later.
+    pub container_env: Option<&'a BTreeMap<String, String>>,
+}
+
+/// The variables whose values the host knows before the container.
+#[derive(Clone, Copy)]
+pub struct HostVars<'a> {
+    pub local_env: &'a dyn Fn(&str) -> Option<String>,
     pub local_workspace_folder: &'a str,
     pub container_workspace_folder: &'a str,
+    pub devcontainer_id: Option<&'a str>,
 }
 
 impl Vars<'_> {
+    /// Every string in `value` (not the keys) substituted.
+    pub fn substitute_value(&self, value: &mut Value) {
+        match value {
+            Value::String(s) => *s = self.substitute(s),
+            Value::Array(items) => items.iter_mut().for_each(|v| self.substitute_value(v)),
+            Value::Object(map) => map.values_mut().for_each(|v| self.substitute_value(v)),
+            _ => {}
+        }
+    }
+
     /// `text` with every known variable replaced; an unknown one is kept.
     pub fn substitute(&self, text: &str) -> String {
         let mut out = String::new();
@@ -247,12 +339,13 @@ impl Vars<'_> {
     }
 
     fn value(&self, name: &str) -> Option<String> {
-        let basename = |p: &str| p.trim_end_matches('/').rsplit('/').next().map(String::from);
+        let host = self.host.as_ref();
         match name {
-            "localWorkspaceFolder" => Some(self.local_workspace_folder.into()),
-            "localWorkspaceFolderBasename" => basename(self.local_workspace_folder),
-            "containerWorkspaceFolder" => Some(self.container_workspace_folder.into()),
-            "containerWorkspaceFolderBasename" => basename(self.container_workspace_folder),
+            "localWorkspaceFolder" => Some(host?.local_workspace_folder.into()),
+            "localWorkspaceFolderBasename" => Some(basename(host?.local_workspace_folder)),
+            "containerWorkspaceFolder" => Some(host?.container_workspace_folder.into()),
+            "containerWorkspaceFolderBasename" => Some(basename(host?.container_workspace_folder)),
+            "devcontainerId" => host?.devcontainer_id.map(String::from),
             _ => {
                 let (kind, rest) = name.split_once(':')?;
                 let (var, default) = match rest.split_once(':') {
@@ -260,8 +353,8 @@ impl Vars<'_> {
                     None => (rest, None),
                 };
                 let found = match kind {
-                    "localEnv" | "env" => (self.local_env)(var),
-                    "containerEnv" => self.container_env.get(var).cloned(),
+                    "localEnv" | "env" => (host?.local_env)(var),
+                    "containerEnv" => self.container_env?.get(var).cloned(),
                     _ => return None,
                 };
                 // An unset variable without a default is empty, as the
@@ -299,11 +392,12 @@ mod tests {
         assert_eq!(dc.dockerfile(), Some("Dockerfile"));
         assert_eq!(dc.context(), "..");
         assert_eq!(dc.build.as_ref().unwrap().args["V"], "1");
-        assert_eq!(dc.user(), Some("dev"), "remoteUser wins");
+        assert_eq!(dc.remote_user.as_deref(), Some("dev"));
         assert_eq!(dc.remote_env["C"], None);
-        let commands = dc.in_sandbox();
-        assert_eq!(commands.len(), 1);
-        assert_eq!(commands[0].1.to_shell(), r"'echo' 'it'\''s'");
+        assert_eq!(
+            dc.post_create_command.unwrap().to_shell(),
+            r"'echo' 'it'\''s'"
+        );
     }
 
     #[test]
@@ -311,7 +405,11 @@ mod tests {
         let cases = [
             (
                 r#"{"image": "i", "features": {"ghcr.io/devcontainers/features/node:1": {}}}"#,
-                "`features` (ghcr.io/devcontainers/features/node:1)",
+                "`features` (ghcr.io/devcontainers/features/node:1) cannot be honoured: ghcr.io/devcontainers/features/node:1 would come from a registry",
+            ),
+            (
+                r#"{"image": "i", "features": {"./local-features/x": {}}}"#,
+                "`features` (./local-features/x) cannot be honoured: a local feature is not installed",
             ),
             (r#"{"image": "i", "privileged": true}"#, "`privileged`"),
             (r#"{"image": "i", "capAdd": ["SYS_PTRACE"]}"#, "`capAdd`"),
@@ -362,11 +460,15 @@ mod tests {
     fn variables_are_substituted() {
         let local = |k: &str| (k == "HOME").then(|| "/home/me".to_string());
         let container_env = BTreeMap::from([("PATH".to_string(), "/usr/bin".to_string())]);
-        let vars = Vars {
+        let host = HostVars {
             local_env: &local,
-            container_env: &container_env,
             local_workspace_folder: "/src/app",
             container_workspace_folder: "/workspaces/app",
+            devcontainer_id: Some("id"),
+        };
+        let vars = Vars {
+            host: Some(host),
+            container_env: Some(&container_env),
         };
         assert_eq!(
             vars.substitute(
@@ -375,12 +477,52 @@ mod tests {
             "/home/me/x:dflt::/usr/bin"
         );
         assert_eq!(
-            vars.substitute("${containerWorkspaceFolder} ${localWorkspaceFolderBasename} ${containerWorkspaceFolderBasename} ${localWorkspaceFolder}"),
-            "/workspaces/app app app /src/app"
+            vars.substitute("${containerWorkspaceFolder} ${localWorkspaceFolderBasename} ${containerWorkspaceFolderBasename} ${localWorkspaceFolder} ${devcontainerId}"),
+            "/workspaces/app app app /src/app id"
         );
+        assert_eq!(vars.substitute("${nope} ${unclosed"), "${nope} ${unclosed");
+        // Each kind waits while its values are unknown.
+        let later = Vars {
+            host: None,
+            container_env: Some(&container_env),
+        };
         assert_eq!(
-            vars.substitute("${devcontainerId} ${unclosed"),
-            "${devcontainerId} ${unclosed"
+            later.substitute("${localEnv:HOME} ${containerEnv:PATH}"),
+            "${localEnv:HOME} /usr/bin"
+        );
+    }
+
+    #[test]
+    fn the_whole_file_is_substituted_after_a_byte_order_mark() {
+        let env = |k: &str| (k == "GID").then(|| "1001".to_string());
+        let dc = DevContainer::parse_substituted(
+            "\u{feff}{ \"build\": { \"dockerfile\": \"D\", \"args\": { \"G\": \"${localEnv:GID}\", \"TZ\": \"${localEnv:TZ:UTC}\" } },\n\
+               \"remoteUser\": \"${localEnv:GID}\", \"workspaceFolder\": \"/w/${localWorkspaceFolderBasename}\",\n\
+               \"containerEnv\": { \"F\": \"${containerWorkspaceFolder}\", \"P\": \"${containerEnv:PATH}\" } }",
+            Path::new("/src/app/.devcontainer/devcontainer.json"),
+            &Local {
+                env: &env,
+                workspace_folder: "/src/app",
+            },
+        )
+        .unwrap();
+        let args = &dc.build.as_ref().unwrap().args;
+        assert_eq!((args["G"].as_str(), args["TZ"].as_str()), ("1001", "UTC"));
+        assert_eq!(dc.remote_user.as_deref(), Some("1001"));
+        assert_eq!(dc.workspace_folder.as_deref(), Some("/w/app"));
+        assert_eq!(dc.container_env["F"], "/w/app");
+        assert_eq!(dc.container_env["P"], "${containerEnv:PATH}");
+    }
+
+    #[test]
+    fn the_devcontainer_id_is_the_reference_clis() {
+        // What @devcontainers/cli 0.89 computes (its `getDevContainerId`).
+        assert_eq!(
+            devcontainer_id(
+                "/tmp/dcx/proj",
+                Path::new("/tmp/dcx/proj/.devcontainer/devcontainer.json")
+            ),
+            "0nolh0qc8rlfrorkdcrc1o0j7pemrf0og240p15hq4hiqgpc8nuf"
         );
     }
 }

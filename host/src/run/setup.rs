@@ -472,6 +472,7 @@ pub(super) async fn start_sandbox(
 ) -> Result<Started> {
     let isolated = provider.info().kind == SandboxKind::Isolated;
     let (history, config) = sync::take_history(provider.name(), isolated, &o.sandbox_config)?;
+    let config = crate::devcontainer::mount_workspace(config, place.path());
     let (agent_git, git_shield) = agent_git_dir(provider, place)?;
     let spec = SandboxSpec {
         run_id: place.run_id.clone(),

@@ -281,17 +281,21 @@ impl Bind {
     }
 }
 
-/// Where the host path `path` appears in the container: under the bind
-/// whose source holds it most closely, if any.
-fn container_path(binds: &[Bind], path: &Path) -> Option<PathBuf> {
-    binds
-        .iter()
-        .filter(|b| path.starts_with(&b.source))
-        .max_by_key(|b| b.source.components().count())
+/// Where the host path `path` appears in the container: under each bind
+/// whose source holds it most closely (a worktree can be mounted twice: at
+/// its host path and at a dev container's workspace folder).
+fn container_paths(binds: &[Bind], path: &Path) -> Vec<PathBuf> {
+    let holding = binds.iter().filter(|b| path.starts_with(&b.source));
+    let Some(depth) = holding.clone().map(|b| b.source.components().count()).max() else {
+        return vec![];
+    };
+    holding
+        .filter(|b| b.source.components().count() == depth)
         .map(|b| {
             b.target
                 .join(path.strip_prefix(&b.source).expect("checked"))
         })
+        .collect()
 }
 
 /// Apply [`GitShield`] to a container's binds.
@@ -316,15 +320,20 @@ fn shield_git_dir(binds: &mut Vec<Bind>, shield: &GitShield) {
         }
     }
     binds.extend(added);
-    let target = container_path(binds, &shield.target).unwrap_or_else(|| shield.target.clone());
-    binds.push(Bind {
-        source: shield.git_dir.join("objects"),
-        target: target.join(&shield.shared_objects),
-        read_only: true,
-        relabel,
-    });
+    let mut targets = container_paths(binds, &shield.target);
+    if targets.is_empty() {
+        targets.push(shield.target.clone());
+    }
+    for target in &targets {
+        binds.push(Bind {
+            source: shield.git_dir.join("objects"),
+            target: target.join(&shield.shared_objects),
+            read_only: true,
+            relabel,
+        });
+    }
     for hidden in &shield.hidden {
-        if let Some(at) = container_path(binds, hidden) {
+        for at in container_paths(binds, hidden) {
             binds.push(Bind {
                 source: shield.empty_dir.clone(),
                 target: at,
@@ -333,22 +342,24 @@ fn shield_git_dir(binds: &mut Vec<Bind>, shield: &GitShield) {
             });
         }
     }
-    if let Some((file, dot_git)) = &shield.git_file
-        && let Some(at) = container_path(binds, dot_git)
-    {
+    if let Some((file, dot_git)) = &shield.git_file {
+        for at in container_paths(binds, dot_git) {
+            binds.push(Bind {
+                source: file.clone(),
+                target: at,
+                read_only: true,
+                relabel,
+            });
+        }
+    }
+    for target in targets {
         binds.push(Bind {
-            source: file.clone(),
-            target: at,
-            read_only: true,
+            source: shield.agent_git_dir.clone(),
+            target,
+            read_only: false,
             relabel,
         });
     }
-    binds.push(Bind {
-        source: shield.agent_git_dir.clone(),
-        target,
-        read_only: false,
-        relabel,
-    });
 }
 
 /// The host path `copy-in` may read, canonical: inside the grant's readable
@@ -595,6 +606,57 @@ mod tests {
             check_spec(&spec, &f.grant).unwrap(),
             [format!("{wt}:/workspace:ro,z"), format!("{wt}:/rw:rw")]
         );
+    }
+
+    #[test]
+    fn a_worktree_mounted_twice_is_shielded_at_both_places() {
+        // Head: the repository is the worktree, its git dir inside it.
+        let f = fixture();
+        let git_dir = f.worktree.join(".git");
+        std::fs::create_dir_all(git_dir.join("objects")).unwrap();
+        std::fs::create_dir_all(f.worktree.join(".sanddune")).unwrap();
+        let agent = f.outside.join("agent-git");
+        let empty = f.outside.join("empty");
+        let grant = ContainerGrant {
+            git_shield: Some(GitShield {
+                git_dir: git_dir.clone(),
+                agent_git_dir: agent.clone(),
+                target: git_dir.clone(),
+                git_file: None,
+                shared_objects: "objects".into(),
+                hidden: vec![f.worktree.join(".sanddune")],
+                empty_dir: empty.clone(),
+            }),
+            ..f.grant.clone()
+        };
+        let wt = f.worktree.display().to_string();
+        let spec = ContainerSpec {
+            image: "img".into(),
+            mounts: vec![
+                Mount {
+                    read_only: false,
+                    selinux_relabel: false,
+                    ..mount(&f.worktree, &wt)
+                },
+                Mount {
+                    read_only: false,
+                    selinux_relabel: false,
+                    ..mount(&f.worktree, "/workspaces/proj")
+                },
+            ],
+            ..Default::default()
+        };
+        let binds = check_spec(&spec, &grant).unwrap();
+        let (g, a, e) = (git_dir.display(), agent.display(), empty.display());
+        for at in [wt.as_str(), "/workspaces/proj"] {
+            for expected in [
+                format!("{a}:{at}/.git:rw"),
+                format!("{g}/objects:{at}/.git/objects:ro"),
+                format!("{e}:{at}/.sanddune:ro"),
+            ] {
+                assert!(binds.contains(&expected), "{expected} not in {binds:?}");
+            }
+        }
     }
 
     #[test]
