@@ -375,7 +375,8 @@ fn kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod() {
 /// and proxies that pass only v4) has no end of stdin short of closing the
 /// stream: the repository goes in, the env and the prompt reach the agent,
 /// and the commit comes out all the same. Kubernetes 1.20 is such a server;
-/// the mock is made one.
+/// the mock is made one, and reports an untested release: the run warns
+/// once, naming it, and goes on.
 fn kubernetes_a_run_works_where_exec_speaks_only_v4() {
     let repo = TestRepo::new();
     // A tree big enough that the copy-in's tar spans many messages.
@@ -386,6 +387,8 @@ fn kubernetes_a_run_works_where_exec_speaks_only_v4() {
     let c = cluster(&repo);
     if let Some(mock) = &c.mock {
         mock.serve_exec_v4_only();
+        // And says it is a release older than the tested ones.
+        mock.report_release(19);
     }
     let out = c
         .run(
@@ -402,6 +405,10 @@ fn kubernetes_a_run_works_where_exec_speaks_only_v4() {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
+    if c.mock.is_some() {
+        let warning = "is Kubernetes v1.19.0: sanddune is tested on 1.20 to 1.36";
+        assert_eq!(stderr(&out).matches(warning).count(), 1, "{}", stderr(&out));
+    }
     let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert!(
         result["stdout"]

@@ -10,11 +10,16 @@ use crate::sandboxes;
 /// it, and 1.30+ clients exec over WebSocket (v5) instead of SPDY.
 pub const GIT_VERSION: &str = "v1.32.4";
 
-pub fn version() -> Value {
+/// `/version`: [`GIT_VERSION`], or release 1.`minor` when a test chose one.
+pub fn version(minor: Option<u32>) -> Value {
+    let (minor, git_version) = match minor {
+        Some(m) => (m.to_string(), format!("v1.{m}.0")),
+        None => ("32".to_string(), GIT_VERSION.to_string()),
+    };
     json!({
         "major": "1",
-        "minor": "32",
-        "gitVersion": GIT_VERSION,
+        "minor": minor,
+        "gitVersion": git_version,
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2025-04-22T16:03:38Z",

@@ -86,6 +86,8 @@ pub(crate) struct State {
     /// Exec speaks only `v4.channel.k8s.io`, as API servers before 1.30
     /// and proxies that pass only v4 do.
     pub exec_v4_only: bool,
+    /// The minor release `/version` reports instead of the mock's own.
+    pub release_minor: Option<u32>,
 }
 
 impl State {
@@ -171,6 +173,7 @@ impl K8sMock {
                 forbidden: Vec::new(),
                 exec_cuts: Vec::new(),
                 exec_v4_only: false,
+                release_minor: None,
                 exec_log: Vec::new(),
                 unschedulable: None,
                 pod_quota: None,
@@ -302,6 +305,12 @@ current-context: mock
     pub fn cut_exec(&self, needle: &str) {
         let mut st = self.shared.state.lock().unwrap();
         st.exec_cuts.push(needle.to_string());
+    }
+
+    /// From now on `/version` reports Kubernetes 1.`minor` (`v1.MINOR.0`):
+    /// only what a client reads changes, not what the mock serves.
+    pub fn report_release(&self, minor: u32) {
+        self.shared.state.lock().unwrap().release_minor = Some(minor);
     }
 
     /// From now on exec offers only `v4.channel.k8s.io`, which has no

@@ -133,7 +133,10 @@ async fn handle(shared: Arc<Shared>, req: Request<Incoming>) -> Response<Body> {
         .and_then(|a| a.to_str().ok())
         .map(str::to_string);
     match (segments.as_slice(), method.clone()) {
-        (["version"], Method::GET) => json_response(200, &api::version()),
+        (["version"], Method::GET) => {
+            let minor = shared.state.lock().unwrap().release_minor;
+            json_response(200, &api::version(minor))
+        }
         (["api"], Method::GET) => json_response(200, &api::api_versions()),
         (["apis"], Method::GET) => json_response(200, &api::api_groups()),
         (["apis", group, version], Method::GET) => match sandboxes::resources(group) {
