@@ -38,7 +38,13 @@ fn main() {
                 let kubeconfig = dir.path().join("kubeconfig");
                 std::fs::write(&kubeconfig, mock.kubeconfig()).unwrap();
                 let image = "sanddune-test:latest".to_string();
-                (Some(mock), kubeconfig, "default".into(), image, "the k8s mock")
+                (
+                    Some(mock),
+                    kubeconfig,
+                    "default".into(),
+                    image,
+                    "the k8s mock",
+                )
             }
         };
     // SAFETY: set before this process starts any thread that reads the
@@ -64,7 +70,10 @@ fn main() {
     // kube-rs alone: the same exec in the same pod.
     let state: serde_json::Value =
         serde_json::from_str(&rt.block_on(sandbox.state()).unwrap()).unwrap();
-    let pod = state["pod"].as_str().expect("the sandbox's pod").to_string();
+    let pod = state["pod"]
+        .as_str()
+        .expect("the sandbox's pod")
+        .to_string();
     let pods: Api<Pod> = rt.block_on(async {
         let config = kube::config::Kubeconfig::read_from(&kubeconfig).unwrap();
         let config = kube::Config::from_custom_kubeconfig(config, &Default::default())
