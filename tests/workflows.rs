@@ -270,6 +270,41 @@ fn simple_loop_takes_tasks_until_none_is_left() {
     }
 }
 
+/// `[git]` in the repository's config applies to a workflow's runs as to
+/// `sanddune run`: the agent is the author of every item's commits, the
+/// user the committer, credited in a trailer.
+fn the_configs_commit_identity_reaches_every_workflow_run() {
+    let repo = scaffolded("simple-loop", &[("1", "a"), ("2", "b")]);
+    let config = repo.path().join(".sanddune/config.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap_or_default();
+    text.push_str(
+        "\n[git]\nagentName = \"Fake Agent\"\nagentEmail = \"agent@sanddune.invalid\"\ncoAuthoredBy = \"user\"\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    // The scaffold's .env names an identity of its own, which would win.
+    std::fs::write(repo.path().join(".sanddune/.env"), "").unwrap();
+    repo.git(&["commit", "-q", "-am", "the agent's identity from [git]"]);
+    let (out, result) = workflow(&repo, "simple-loop", "1");
+    assert!(out.status.success(), "{}", stderr(&out));
+    let commits = result["steps"][0]["items"][0]["commits"]
+        .as_array()
+        .unwrap();
+    assert_eq!(commits.len(), 2, "{result}");
+    let user = format!("{} <{}>", common::USER_NAME, common::USER_EMAIL);
+    for commit in commits {
+        let sha = commit["sha"].as_str().unwrap();
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%an <%ae>|%cn <%ce>", sha]),
+            format!("Fake Agent <agent@sanddune.invalid>|{user}")
+        );
+        let message = repo.git(&["log", "-1", "--format=%B", sha]);
+        assert!(
+            message.ends_with(&format!("Co-authored-by: {user}")),
+            "{message}"
+        );
+    }
+}
+
 fn sequential_reviewer_implements_then_reviews_then_merges() {
     let repo = scaffolded("sequential-reviewer", &[("4", "first"), ("5", "second")]);
     let (out, result) = workflow(&repo, "sequential-reviewer", "1");
@@ -561,6 +596,7 @@ fn main() -> std::process::ExitCode {
         trial!(parallel_planner_with_review_reviews_in_each_branchs_sandbox),
         trial!(a_failed_item_is_reported_and_the_queue_goes_on_past_it),
         trial!(simple_loop_takes_tasks_until_none_is_left),
+        trial!(the_configs_commit_identity_reaches_every_workflow_run),
         trial!(sequential_reviewer_implements_then_reviews_then_merges),
         trial!(blank_runs_the_users_prompt_with_progress_in_terminal_mode),
         trial!(an_empty_plan_fans_out_to_nothing),

@@ -1,6 +1,6 @@
 //! `sanddune workflow run | list`: the workflows in `.sanddune/workflows/`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -132,6 +132,7 @@ async fn run(args: RunArgs) -> Result<()> {
         // Replaced by the live view's on a terminal.
         runtime: Some(args.approval.runtime()?),
         trust,
+        commit: config.commit_options(Path::new(crate::config::CONFIG_FILE))?,
         ..WorkflowOptions::default()
     };
     if let Some(ms) = config.timeouts.copy_to_worktree_ms {

@@ -18,8 +18,8 @@ use super::{AgentRun, AgentStep, RunPrompt, StepKind, StepStrategy, Workflow};
 use crate::error::{Error, Result};
 use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
 use crate::run::{
-    AbortHandle, AgentOptions, BranchStrategy, Commit, Hooks, LogMode, Prompt, RunOptions,
-    RunResult, SandboxOptions, StreamEvent, Timeouts, WorktreeStrategy,
+    AbortHandle, AgentOptions, BranchStrategy, Commit, CommitOptions, Hooks, LogMode, Prompt,
+    RunOptions, RunResult, SandboxOptions, StreamEvent, Timeouts, WorktreeStrategy,
 };
 use crate::worktree::Repo;
 
@@ -75,6 +75,9 @@ pub struct WorkflowOptions {
     /// Workspace trust for the repository's config and this workflow's
     /// sandbox options: see [`crate::trust`].
     pub trust: crate::trust::TrustPolicy,
+    /// The agent's commit identity and co-authors (`[git]` in the config),
+    /// for every run of the workflow.
+    pub commit: CommitOptions,
 }
 
 impl Default for WorkflowOptions {
@@ -99,6 +102,7 @@ impl Default for WorkflowOptions {
             abort: AbortHandle::new(),
             runtime: None,
             trust: Default::default(),
+            commit: CommitOptions::default(),
         }
     }
 }
@@ -596,6 +600,7 @@ fn one_shot(so: SandboxOptions, ao: AgentOptions, strategy: Option<BranchStrateg
     o.workflow_item = so.workflow_item;
     o.side_by_side = so.side_by_side;
     o.trust = so.trust;
+    o.commit = so.commit;
     o
 }
 
@@ -642,6 +647,7 @@ fn sandbox_options(ctx: &Context, a: &AgentStep, label: &str, side_by_side: u32)
     so.runtime = Some(ctx.runtime.clone());
     so.side_by_side = side_by_side.max(1);
     so.trust = o.trust;
+    so.commit = o.commit.clone();
     so.workflow_item = Some(crate::run::WorkflowItem {
         workflow: w.name.clone(),
         item: label.to_string(),
