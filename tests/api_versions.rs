@@ -143,7 +143,7 @@ fn gc_clears_the_record_of_a_0_2_provider_that_has_no_find() {
         .path()
         .join("sanddune-v0-2-sandbox-killed-in-create-0123");
     std::fs::create_dir(&scratch).unwrap();
-    // As `run::leftover` writes it before `create`, of a process that is
+    // As `run::sandbox_record` writes it before `create`, of a process that is
     // gone (there is no pid 0 in /proc).
     let record = serde_json::json!({
         "owner": "0:0",

@@ -1,13 +1,13 @@
 //! `sanddune attach`: a shell on the user's terminal inside a live run's
 //! sandbox, in its worktree, as the agent's user, while the agent works.
-//! The run's sandbox record (`leftover`) says which provider holds the
+//! The run's sandbox record (`sandbox_record`) says which provider holds the
 //! sandbox and its `state`; a fresh instance of that provider attaches to
 //! it, as `gc` and the run's lanes do, runs the shell through
 //! `interactive-exec`, and lets go of the sandbox without closing it: the
 //! run owns it.
 
-use super::leftover::{self, Record};
 use super::reclaim::load_for;
+use super::sandbox_record::{self, Record};
 use crate::error::{Error, Result};
 use crate::plugin::PluginRuntime;
 use crate::plugin::api::{Command, EnvVar, ExecRequest};
@@ -59,7 +59,7 @@ pub async fn attach(repo: &Repo, runtime: &PluginRuntime, run_id: &str, name: &s
 
 /// The record of the sandbox run `run_id` opened.
 fn sandbox_record(repo: &Repo, run_id: &str, name: &str) -> Result<Record> {
-    leftover::records(&repo.git_dir())
+    sandbox_record::records(&repo.git_dir())
         .into_iter()
         .find(|r| r.run_id == run_id)
         .ok_or_else(|| {

@@ -1,4 +1,4 @@
-//! What `sanddune gc` does with the sandbox records (`leftover`) of runs
+//! What `sanddune gc` does with the sandbox records (`sandbox_record`) of runs
 //! whose process is gone: it re-opens the isolated sandbox, brings its new
 //! commits onto the run's branch, and closes it. Of a bind-mount sandbox
 //! (whose commits are on the host already, and whose containers gc removes
@@ -8,7 +8,7 @@
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
-use super::leftover::{DIR, Record};
+use super::sandbox_record::{DIR, Record};
 use super::setup;
 use super::sync::sandbox_sh;
 use crate::capability::containers::owner_alive;

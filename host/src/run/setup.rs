@@ -10,7 +10,7 @@ use super::hooks::{self, HookLog};
 use super::identity::{self, CommitIdentity, CommitOptions};
 use super::log::{LogMode, RunLog};
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
-use super::{AgentOptions, Prompt, SandboxOptions, leftover, secrets, sync};
+use super::{AgentOptions, Prompt, SandboxOptions, sandbox_record, secrets, sync};
 use crate::capability::containers::GitShield;
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentProvider, CommandRequest};
@@ -491,7 +491,7 @@ pub(super) async fn start_sandbox(
         PluginRef::File(path) => absolute(&path)?.display().to_string(),
         PluginRef::Builtin(name) => name,
     };
-    let record = leftover::begin(provider, source, &run_id(), &spec)?;
+    let record = sandbox_record::begin(provider, source, &run_id(), &spec)?;
     let mut sandbox = match timings.time("sandbox create", provider.create(&spec)).await {
         Ok(sandbox) => sandbox,
         Err(e) => {

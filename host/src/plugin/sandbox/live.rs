@@ -27,7 +27,7 @@ pub struct Sandbox {
     /// Set on a lane: the state it attached to. A lane never tears the
     /// sandbox down.
     lane: Option<String>,
-    /// A file that says this sandbox is up (see `run::leftover`): removed
+    /// A file that says this sandbox is up (see `run::sandbox_record`): removed
     /// once `close` has torn it down.
     record: Option<PathBuf>,
     /// The provider's `state`, once asked: what a fresh instance attaches to.
