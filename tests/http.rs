@@ -163,7 +163,7 @@ fn runtime(http: HttpLimits) -> PluginRuntime {
         store_dir: None,
         limits: Limits {
             memory_bytes: 64 << 20,
-            cpu_ticks_per_call: 3_000,
+            cpu_time_per_call: std::time::Duration::from_secs(30),
             http,
         },
         ..Default::default()

@@ -19,7 +19,7 @@ fn runtime() -> PluginRuntime {
         store_dir: None,
         limits: Limits {
             memory_bytes: 64 << 20,
-            cpu_ticks_per_call: 200,
+            cpu_time_per_call: std::time::Duration::from_secs(2),
             http: Default::default(),
         },
         ..Default::default()

@@ -15,6 +15,7 @@ pub mod tty;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Result};
@@ -51,8 +52,8 @@ pub struct Grants {
 pub struct Limits {
     /// Linear memory per instance.
     pub memory_bytes: usize,
-    /// Wasm execution time per call, in epoch ticks (see `plugin::engine`).
-    pub cpu_ticks_per_call: u64,
+    /// Wasm execution time per call, counted in the engine's epoch ticks.
+    pub cpu_time_per_call: Duration,
     /// Timeouts and the response body cap of outgoing HTTP.
     pub http: HttpLimits,
 }
@@ -69,7 +70,7 @@ pub struct PluginState {
     wasi: WasiCtx,
     pub(crate) table: ResourceTable,
     limits: Limits,
-    cpu_ticks: u64,
+    cpu_time: Duration,
     log_messages: u64,
 }
 
@@ -92,28 +93,28 @@ impl PluginState {
             wasi,
             table: ResourceTable::new(),
             limits,
-            cpu_ticks: 0,
+            cpu_time: Duration::ZERO,
             log_messages: 0,
         }
     }
 
     /// Called before every top-level call into the plugin.
     pub fn begin_call(&mut self) {
-        self.cpu_ticks = 0;
+        self.cpu_time = Duration::ZERO;
         self.log_messages = 0;
         self.brokered.reset();
         self.http.begin_call();
     }
 
-    /// Called by the epoch callback on every tick the plugin spends in wasm.
-    pub fn charge_cpu_tick(&mut self) -> Result<()> {
-        self.cpu_ticks += 1;
-        if self.cpu_ticks > self.limits.cpu_ticks_per_call {
+    /// Called by the epoch callback on every tick (of length `tick`) the
+    /// plugin spends in wasm.
+    pub fn charge_cpu_tick(&mut self, tick: Duration) -> Result<()> {
+        self.cpu_time += tick;
+        if self.cpu_time > self.limits.cpu_time_per_call {
             return Err(wasmtime::format_err!(
                 "plugin `{}` exceeded its CPU time budget of {} ms for one call and was stopped",
                 self.plugin,
-                self.limits.cpu_ticks_per_call
-                    * crate::plugin::engine::EPOCH_TICK.as_millis() as u64
+                self.limits.cpu_time_per_call.as_millis()
             ));
         }
         Ok(())

@@ -4,7 +4,8 @@
 
 use tokio::sync::mpsc;
 
-use crate::capability::process::MAX_LINE_BYTES;
+/// Longest line handed to a plugin; longer output is split.
+pub const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// Which output stream a line came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

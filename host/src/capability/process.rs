@@ -14,12 +14,9 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::PluginState;
-use super::output::{OutputLine, OutputStream};
+use super::output::{MAX_LINE_BYTES, OutputLine, OutputStream};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 use tokio::sync::{mpsc, oneshot};
-
-/// Longest line handed to a plugin; longer output is split.
-pub const MAX_LINE_BYTES: usize = 16 << 20;
 
 /// Host environment keys every spawned program inherits.
 const BASE_ENV: &[&str] = &["PATH", "HOME", "USER", "LANG", "TMPDIR", "TERM"];

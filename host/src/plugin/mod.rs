@@ -18,6 +18,7 @@ use std::borrow::Cow;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use wasmtime::component::{Component, InstancePre};
 use wasmtime::{Engine, Store};
@@ -132,7 +133,7 @@ impl Default for RuntimeConfig {
             store_dir: store::default_dir(),
             limits: Limits {
                 memory_bytes: 256 << 20,
-                cpu_ticks_per_call: 3_000, // 30 s of wasm execution per call
+                cpu_time_per_call: Duration::from_secs(30),
                 http: Default::default(),
             },
             file_approval: FileApproval::Refuse,
@@ -374,7 +375,7 @@ impl PluginRuntime {
                 if epoch.now() == entered.load(Ordering::Relaxed) {
                     return Ok(wasmtime::UpdateDeadline::Continue(1));
                 }
-                ctx.data_mut().charge_cpu_tick()?;
+                ctx.data_mut().charge_cpu_tick(engine::EPOCH_TICK)?;
                 Ok(wasmtime::UpdateDeadline::Yield(1))
             }
         });
