@@ -841,9 +841,10 @@ fn docker_the_corpus_resolves_as_the_reference_cli_resolves_it() {
             continue;
         }
         let repo = TestRepo::new();
+        // `.devcontainer/`, or a root `.devcontainer.json`.
         let out = Command::new("cp")
             .arg("-r")
-            .arg(entry.join(".devcontainer"))
+            .arg(entry.join("."))
             .arg(repo.path())
             .output()
             .unwrap();
