@@ -634,8 +634,9 @@ fn write_feature(repo: &TestRepo, name: &str, json: &str, install: &str) {
 }
 
 /// Local features install at build as root, with their options (the
-/// user's, else the defaults) and the users as env, in installsAfter
-/// order; their containerEnv reaches the hooks and the agent, their
+/// user's, else the defaults), the users and their own containerEnv as
+/// env, in installsAfter order; their containerEnv (quotes kept, ${PATH}
+/// expanded) reaches the hooks and the agent, their
 /// lifecycle command merges before the file's; the image is built once
 /// until a feature's content changes.
 fn docker_local_features_install_in_order_with_their_options_and_env() {
@@ -647,10 +648,11 @@ fn docker_local_features_install_in_order_with_their_options_and_env() {
         r#"{ "id": "first", "version": "1.0.0",
              "options": { "greeting": { "type": "string", "default": "hello" },
                           "target-file": { "type": "string", "default": "/opt/dc-first.txt" } },
-             "containerEnv": { "DC_FEATURE_ENV": "from-feature" },
+             "containerEnv": { "DC_FEATURE_ENV": "from-feature", "DC_FEATURE_QUOTED": "a \"b\" c\\d",
+                               "PATH": "/opt/dc-first/bin:${PATH}" },
              "onCreateCommand": "cat /opt/dc-first.txt /opt/dc-order > dc-feature.txt" }"#,
         "#!/bin/sh\nset -e\n\
-         echo \"$GREETING $_REMOTE_USER $_REMOTE_USER_HOME $_CONTAINER_USER $_CONTAINER_USER_HOME $(id -u)\" > \"$TARGET_FILE\"\n\
+         echo \"$GREETING $_REMOTE_USER $_REMOTE_USER_HOME $_CONTAINER_USER $_CONTAINER_USER_HOME $(id -u) $DC_FEATURE_ENV\" > \"$TARGET_FILE\"\n\
          echo first >> /opt/dc-order\n",
     );
     write_feature(
@@ -664,7 +666,7 @@ fn docker_local_features_install_in_order_with_their_options_and_env() {
         repo.path().join(".devcontainer/devcontainer.json"),
         r#"{ "image": "IMAGE",
              "features": { "./features/second": {}, "./features/first": { "greeting": "hi" } },
-             "postCreateCommand": "echo \"$DC_FEATURE_ENV\" >> dc-feature.txt" }"#
+             "postCreateCommand": "echo \"$DC_FEATURE_ENV $DC_FEATURE_QUOTED ${PATH%%:*}\" >> dc-feature.txt" }"#
             .replace("IMAGE", IMAGE),
     )
     .unwrap();
@@ -679,7 +681,7 @@ fn docker_local_features_install_in_order_with_their_options_and_env() {
     // The test image runs as agent (/home/agent) and names no other user.
     assert_eq!(
         std::fs::read_to_string(repo.path().join("dc-feature.txt")).unwrap(),
-        "hi agent /home/agent agent /home/agent 0\nfirst\nsecond\nfrom-feature\n"
+        "hi agent /home/agent agent /home/agent 0 from-feature\nfirst\nsecond\nfrom-feature a \"b\" c\\d /opt/dc-first/bin\n"
     );
     let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     let said = result["stdout"].as_str().unwrap();

@@ -272,15 +272,18 @@ pub async fn install(
             .chain(f.options.clone())
             .map(|(k, v)| format!("{k}={}", quote(&v)))
             .collect();
+        // Before its install.sh, which sees it, as the Dev Containers CLI
+        // writes it: `"` and `\` escaped, `${VAR}` expanded (features that
+        // extend PATH expect it).
+        for (k, v) in &f.container_env {
+            let v = v.replace('\\', "\\\\").replace('"', "\\\"");
+            dockerfile.push_str(&format!("ENV {k}=\"{v}\"\n"));
+        }
         dockerfile.push_str(&format!(
             "COPY f{i} /tmp/sanddune-features/f{i}\n\
              RUN cd /tmp/sanddune-features/f{i} && chmod +x install.sh && env {} ./install.sh\n",
             env.join(" ")
         ));
-        // ENV expands ${VAR}, as features that extend PATH expect.
-        for (k, v) in &f.container_env {
-            dockerfile.push_str(&format!("ENV {k}=\"{}\"\n", v.replace('"', "\\\"")));
-        }
         entries.push(Value::Object(f.metadata.clone()));
     }
     let label = serde_json::to_string(&entries).map_err(|e| Error::Other(e.into()))?;
