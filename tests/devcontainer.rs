@@ -625,6 +625,148 @@ fn docker_a_user_that_cannot_work_is_refused_before_initialize_command() {
     assert!(!repo.path().join("dc-init-ran").exists());
 }
 
+/// A local feature's folder in `repo`'s `.devcontainer/features/`.
+fn write_feature(repo: &TestRepo, name: &str, json: &str, install: &str) {
+    let dir = repo.path().join(".devcontainer/features").join(name);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("devcontainer-feature.json"), json).unwrap();
+    std::fs::write(dir.join("install.sh"), install).unwrap();
+}
+
+/// Local features install at build as root, with their options (the
+/// user's, else the defaults), the users and their own containerEnv as
+/// env, in installsAfter order; their containerEnv (quotes kept, ${PATH}
+/// expanded) reaches the hooks and the agent, their
+/// lifecycle command merges before the file's; the image is built once
+/// until a feature's content changes.
+fn docker_local_features_install_in_order_with_their_options_and_env() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    write_feature(
+        &repo,
+        "first",
+        r#"{ "id": "first", "version": "1.0.0",
+             "options": { "greeting": { "type": "string", "default": "hello" },
+                          "target-file": { "type": "string", "default": "/opt/dc-first.txt" } },
+             "containerEnv": { "DC_FEATURE_ENV": "from-feature", "DC_FEATURE_QUOTED": "a \"b\" c\\d",
+                               "PATH": "/opt/dc-first/bin:${PATH}" },
+             "onCreateCommand": "cat /opt/dc-first.txt /opt/dc-order > dc-feature.txt" }"#,
+        "#!/bin/sh\nset -e\n\
+         echo \"$GREETING $_REMOTE_USER $_REMOTE_USER_HOME $_CONTAINER_USER $_CONTAINER_USER_HOME $(id -u) $DC_FEATURE_ENV\" > \"$TARGET_FILE\"\n\
+         echo first >> /opt/dc-order\n",
+    );
+    write_feature(
+        &repo,
+        "second",
+        r#"{ "id": "second", "installsAfter": ["first"] }"#,
+        "#!/bin/sh\necho second >> /opt/dc-order\n",
+    );
+    // second comes first in the file; installsAfter puts it after first.
+    std::fs::write(
+        repo.path().join(".devcontainer/devcontainer.json"),
+        r#"{ "image": "IMAGE",
+             "features": { "./features/second": {}, "./features/first": { "greeting": "hi" } },
+             "postCreateCommand": "echo \"$DC_FEATURE_ENV $DC_FEATURE_QUOTED ${PATH%%:*}\" >> dc-feature.txt" }"#
+            .replace("IMAGE", IMAGE),
+    )
+    .unwrap();
+    let out = run("docker", &repo, "note\nFAKE:say-env:DC_FEATURE_ENV", &[]);
+    let images = devcontainer_images("docker", repo.path());
+    let _cleanup = scopeguard("docker", images.clone());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        images.iter().any(|i| i.contains("-features-")),
+        "{images:?}"
+    );
+    // The test image runs as agent (/home/agent) and names no other user.
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("dc-feature.txt")).unwrap(),
+        "hi agent /home/agent agent /home/agent 0 from-feature\nfirst\nsecond\nfrom-feature a \"b\" c\\d /opt/dc-first/bin\n"
+    );
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let said = result["stdout"].as_str().unwrap();
+    assert!(said.contains("from-feature"), "{said}");
+
+    // resolve shows the feature's command; nothing is rebuilt.
+    let resolve = || repo.sanddune(&["devcontainer", "resolve", "--json"]);
+    let out = resolve();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("building"), "{}", stderr(&out));
+    let resolved: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        resolved["onCreateCommands"],
+        serde_json::json!(["cat /opt/dc-first.txt /opt/dc-order > dc-feature.txt"])
+    );
+    assert!(
+        resolved["image"].as_str().unwrap().contains("-features-"),
+        "{resolved}"
+    );
+    // A feature's content changes: its image is built again.
+    std::fs::write(
+        repo.path().join(".devcontainer/features/second/install.sh"),
+        "#!/bin/sh\necho second, changed >> /opt/dc-order\n",
+    )
+    .unwrap();
+    let out = resolve();
+    let _cleanup_new = scopeguard("docker", devcontainer_images("docker", repo.path()));
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("building dev container image"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+/// A local feature without install.sh, or whose folder is outside the
+/// repository (`../`, absolute, or through a symlink), is refused by name
+/// before anything is created, initializeCommand included.
+fn docker_a_local_feature_without_install_sh_or_outside_the_repository_is_refused() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(
+        outside.path().join("devcontainer-feature.json"),
+        r#"{ "id": "outside" }"#,
+    )
+    .unwrap();
+    std::fs::write(outside.path().join("install.sh"), "#!/bin/sh\n").unwrap();
+    write_feature(&repo, "broken", r#"{ "id": "broken" }"#, "");
+    std::fs::remove_file(repo.path().join(".devcontainer/features/broken/install.sh")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), repo.path().join(".devcontainer/link")).unwrap();
+    let absolute = outside.path().display().to_string();
+    for (feature, said) in [
+        ("./features/broken", "has no install.sh"),
+        ("../../elsewhere", "is outside the repository"),
+        (absolute.as_str(), "is outside the repository"),
+        ("./link", "is outside the repository"),
+    ] {
+        std::fs::write(
+            repo.path().join(".devcontainer/devcontainer.json"),
+            format!(
+                r#"{{ "image": "{IMAGE}", "features": {{ "{feature}": {{}} }},
+                     "initializeCommand": "touch dc-init-ran" }}"#
+            ),
+        )
+        .unwrap();
+        let out = run("docker", &repo, "note", &["--branch", "dc-feature-refused"]);
+        assert_eq!(out.status.code(), Some(2), "{feature}: {}", stderr(&out));
+        let err = stderr(&out);
+        assert!(
+            err.contains(&format!("the feature {feature} {said}"))
+                && err.contains("nothing was created"),
+            "{feature}: {err}"
+        );
+        assert!(!repo.path().join("dc-init-ran").exists(), "{feature}");
+        assert!(
+            repo.git(&["branch", "--list", "dc-feature-refused"])
+                .is_empty()
+        );
+        assert!(!repo.path().join(".sanddune/worktrees").exists());
+        assert!(devcontainer_images("docker", repo.path()).is_empty());
+        assert!(repo.calls("claude").is_empty());
+    }
+}
+
 /// The reference implementation's CLI, pinned, installed under the target
 /// dir once (npm from the registry).
 fn reference_cli() -> std::path::PathBuf {
@@ -663,7 +805,8 @@ fn mount_target(mount: &str) -> Option<&str> {
 /// Every file of `tests/devcontainer-corpus/` resolved by sanddune and by
 /// the reference CLI, against stand-ins of its images: they agree on the
 /// user, the workspace folder and mount, the env, the lifecycle commands
-/// and the build args.
+/// and the build args. A file sanddune refuses on purpose
+/// (`refused.json`) is refused naming the key instead.
 fn docker_the_corpus_resolves_as_the_reference_cli_resolves_it() {
     require_engine("docker");
     let cli = reference_cli();
@@ -671,13 +814,19 @@ fn docker_the_corpus_resolves_as_the_reference_cli_resolves_it() {
     let images: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(corpus.join("images.json")).unwrap())
             .unwrap();
+    // What sanddune refuses on purpose: folder -> the key the error names.
+    let refused: std::collections::BTreeMap<String, String> =
+        serde_json::from_str(&std::fs::read_to_string(corpus.join("refused.json")).unwrap())
+            .unwrap();
     for image in &images {
-        let (name, user) = (
-            image["name"].as_str().unwrap(),
-            image["user"].as_str().unwrap(),
-        );
+        let name = image["name"].as_str().unwrap();
+        // A null user: the image has none but root.
+        let add_user = image["user"]
+            .as_str()
+            .map(|user| format!("RUN useradd -m -s /bin/sh {user}\n"))
+            .unwrap_or_default();
         let tail = format!(
-            "USER root\nRUN useradd -m -s /bin/sh {user}\nUSER {}\n",
+            "USER root\n{add_user}USER {}\n",
             image["userInstruction"].as_str().unwrap()
         );
         labelled_image(
@@ -687,22 +836,34 @@ fn docker_the_corpus_resolves_as_the_reference_cli_resolves_it() {
             image["metadata"].as_str().unwrap_or("[]"),
         );
     }
-    let mut compared = 0;
+    let (mut compared, mut refusals) = (0, 0);
     for entry in std::fs::read_dir(&corpus).unwrap() {
         let entry = entry.unwrap().path();
         if !entry.is_dir() {
             continue;
         }
         let repo = TestRepo::new();
+        // `.devcontainer/`, or a root `.devcontainer.json`.
         let out = Command::new("cp")
             .arg("-r")
-            .arg(entry.join(".devcontainer"))
+            .arg(entry.join("."))
             .arg(repo.path())
             .output()
             .unwrap();
         assert!(out.status.success());
         let ours = repo.sanddune(&["devcontainer", "resolve", "--json"]);
         let _cleanup = scopeguard("docker", devcontainer_images("docker", repo.path()));
+        let folder = entry.file_name().unwrap().to_string_lossy();
+        if let Some(key) = refused.get(folder.as_ref()) {
+            assert_eq!(ours.status.code(), Some(2), "{folder}: {}", stderr(&ours));
+            let err = stderr(&ours);
+            assert!(
+                err.contains(&format!("`{key}`")) && err.contains("nothing was created"),
+                "{folder}: {err}"
+            );
+            refusals += 1;
+            continue;
+        }
         assert!(
             ours.status.success(),
             "{}: {}",
@@ -801,7 +962,7 @@ fn docker_the_corpus_resolves_as_the_reference_cli_resolves_it() {
     for image in &images {
         remove_images("docker", &[image["name"].as_str().unwrap().to_string()]);
     }
-    assert!(compared >= 3, "{compared} files compared");
+    assert_eq!((compared, refusals), (7, refused.len()));
 }
 
 fn main() -> std::process::ExitCode {
@@ -816,6 +977,8 @@ fn main() -> std::process::ExitCode {
         trial!(docker_the_images_metadata_label_names_the_user_and_a_changed_base_rebuilds),
         trial!(docker_a_local_env_build_arg_reaches_the_build_and_the_workspace_folder_holds_the_repository),
         trial!(docker_a_user_that_cannot_work_is_refused_before_initialize_command),
+        trial!(docker_local_features_install_in_order_with_their_options_and_env),
+        trial!(docker_a_local_feature_without_install_sh_or_outside_the_repository_is_refused),
         trial!(docker_the_corpus_resolves_as_the_reference_cli_resolves_it),
         trial!(docker_the_option_names_or_ignores_the_dev_container),
         trial!(init_from_devcontainer_records_it_and_builds_nothing),

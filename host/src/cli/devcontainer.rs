@@ -13,8 +13,8 @@ use crate::worktree::Repo;
 pub enum DevcontainerCommands {
     /// Print the configuration a run would use: the file with its
     /// variables substituted, merged with its image's devcontainer.metadata
-    /// label (the image is built first when the file says `build`, as a
-    /// run would build it).
+    /// label (the image is built first when the file says `build` or names
+    /// local features, as a run would build it).
     Resolve(ResolveArgs),
 }
 

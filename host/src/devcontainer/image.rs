@@ -35,7 +35,7 @@ pub struct Image {
 }
 
 /// An image name that never collides: `sanddune-devcontainer:<repo>-<what>-<hash>`.
-fn tag(repo: &str, what: &str, hash: &[u8]) -> String {
+pub(super) fn tag(repo: &str, what: &str, hash: &[u8]) -> String {
     let repo: String = repo
         .chars()
         .map(|c| match c.to_ascii_lowercase() {
@@ -81,7 +81,7 @@ async fn inspect(docker: &Docker, name: &str) -> Result<Option<Image>> {
 
 /// Build `dockerfile` with `context` as `name`, unless it exists; errors
 /// carry the build's last lines of output.
-async fn build_once(
+pub(super) async fn build_once(
     docker: &Docker,
     name: &str,
     tar: Vec<u8>,

@@ -1,9 +1,9 @@
 //! A repository's `.devcontainer/devcontainer.json` (or `.devcontainer.json`)
 //! as the sandbox definition of the docker and podman providers (ADR 0023).
 //! The host reads it and turns it into what a run already understands: an
-//! image (built, and given the host user's UID/GID, here), the provider's
-//! `image`/`user`/`home` options, env for every command, and hooks. The
-//! provider and the WIT contract never see it.
+//! image (built, with its local features, and given the host user's UID/GID,
+//! here), the provider's `image`/`user`/`home` options, env for every
+//! command, and hooks. The provider and the WIT contract never see it.
 //!
 //! Precedence: `--sandbox-opt devcontainer=PATH` names the file (relative
 //! to the repository root), `devcontainer=none` ignores it; without either
@@ -11,6 +11,7 @@
 //! `user=` and `home=` win over the file's (the UID/GID update is then
 //! skipped); `--env` wins over `containerEnv`/`remoteEnv`.
 
+mod features;
 mod image;
 mod jsonc;
 mod merge;
@@ -181,6 +182,7 @@ pub async fn resolve(engine: Engine, root: &Path, path: &Path) -> Result<(Resolv
         .expect("parse_substituted sets it");
     let mount = workspace_mount(dc.workspace_mount.as_deref(), &local_folder, &folder)
         .map_err(|why| Error::input(format!("{}: {why}; nothing was created", path.display())))?;
+    let features = features::read(root, path, &text, &dc.features)?;
     let docker = containers::connect_negotiated(engine).await.map_err(|e| {
         Error::input(format!(
             "{} needs a running {engine_name} engine ({e}); nothing was created",
@@ -200,10 +202,35 @@ pub async fn resolve(engine: Engine, root: &Path, path: &Path) -> Result<(Resolv
         }),
         container_env: None,
     };
-    let mut entries = merge::image_entries(base.metadata.as_deref(), &image_vars)
-        .map_err(|why| Error::input(format!("the image {}: {why}", base.name)))?;
-    entries.push(merge::Entry::of_file(&dc));
-    let merged = merge::merge(entries);
+    let merge_with = |image: &image::Image| {
+        let mut entries = merge::image_entries(image.metadata.as_deref(), &image_vars)
+            .map_err(|why| Error::input(format!("the image {}: {why}", image.name)))?;
+        entries.push(merge::Entry::of_file(&dc));
+        Ok::<_, Error>(merge::merge(entries))
+    };
+    // Features install for the users the base image and the file name;
+    // their metadata joins the label of the image they make.
+    let base = if features.is_empty() {
+        base
+    } else {
+        let merged = merge_with(&base)?;
+        let container = merged
+            .container_user
+            .clone()
+            .unwrap_or_else(|| match base.user.as_str() {
+                "" => "root".into(),
+                user => user.into(),
+            });
+        let users = features::Users {
+            remote: merged
+                .remote_user
+                .clone()
+                .unwrap_or_else(|| container.clone()),
+            container,
+        };
+        features::install(&docker, &base, &features, &users, &repo_name(root)).await?
+    };
+    let merged = merge_with(&base)?;
     let user = merged
         .remote_user
         .clone()

@@ -40,7 +40,8 @@ pub struct DevContainer {
     pub post_start_command: Option<Lifecycle>,
     /// `mount`-syntax string naming where the repository is mounted.
     pub workspace_mount: Option<String>,
-    /// Refused when set (see [`DevContainer::refuse_unsupported`]).
+    /// Local ones are installed at build (see `features`); registry ones
+    /// are refused.
     #[serde(default)]
     pub features: BTreeMap<String, Value>,
     /// Keys refused when set (see [`DevContainer::refuse_unsupported`]).
@@ -163,16 +164,10 @@ impl DevContainer {
 
     /// The first key that cannot be honoured here, as an input error.
     fn refuse_unsupported(&self, path: &Path) -> Result<()> {
-        if let Some(id) = self.features.keys().next() {
-            let why = if id.starts_with("./") {
-                "a local feature is not installed by sanddune yet; run its install.sh in the Dockerfile (build.dockerfile)".to_string()
-            } else {
-                format!(
-                    "{id} would come from a registry, which sanddune does not fetch from; install the tool in the Dockerfile (build.dockerfile)"
-                )
-            };
+        // A local feature (a path) is installed at build (see `features`).
+        if let Some(id) = self.features.keys().find(|id| !is_local_feature(id)) {
             return Err(Error::input(format!(
-                "{}: `features` ({id}) cannot be honoured: {why}; nothing was created",
+                "{}: `features` ({id}) cannot be honoured: {id} would come from a registry, which sanddune does not fetch from; install the tool in the Dockerfile (build.dockerfile), or vendor the feature's folder and name it as ./path; nothing was created",
                 path.display()
             )));
         }
@@ -235,6 +230,11 @@ impl Lifecycle {
             }
         }
     }
+}
+
+/// Is a `features` key a path (a local feature), not a registry reference?
+pub fn is_local_feature(id: &str) -> bool {
+    id.starts_with("./") || id.starts_with("../") || id.starts_with('/')
 }
 
 /// `s` as one single-quoted shell word.
@@ -407,10 +407,6 @@ mod tests {
                 r#"{"image": "i", "features": {"ghcr.io/devcontainers/features/node:1": {}}}"#,
                 "`features` (ghcr.io/devcontainers/features/node:1) cannot be honoured: ghcr.io/devcontainers/features/node:1 would come from a registry",
             ),
-            (
-                r#"{"image": "i", "features": {"./local-features/x": {}}}"#,
-                "`features` (./local-features/x) cannot be honoured: a local feature is not installed",
-            ),
             (r#"{"image": "i", "privileged": true}"#, "`privileged`"),
             (r#"{"image": "i", "capAdd": ["SYS_PTRACE"]}"#, "`capAdd`"),
             (
@@ -432,10 +428,11 @@ mod tests {
             assert_eq!(e.exit_code(), 2, "{text}");
             assert!(e.to_string().contains(expected), "{text}: {e}");
         }
-        // Asking for nothing is not refused.
+        // Asking for nothing is not refused; a local feature is read later.
         assert!(
             parse(r#"{"image": "i", "privileged": false, "runArgs": [], "features": {}}"#).is_ok()
         );
+        assert!(parse(r#"{"image": "i", "features": {"./f": {}, "../g": {}}}"#).is_ok());
     }
 
     #[test]
