@@ -382,11 +382,25 @@ start() {
     # kubelet 1.20's device plugin socket is there whatever --root-dir says.
     [ -d /var/lib/kubelet ] || touch "$state/made-var-lib-kubelet"
 
+    # Flags and settings that came or went between 1.20 and the newest
+    # release, chosen by what the binaries say of themselves.
+    # (kube-apiserver's --insecure-port has done nothing since 1.20.)
+    local minor kcm_port=() scheduler_port=() node_flags=()
+    minor=$("$bin/kube-apiserver" --version | sed -n 's/^Kubernetes v1\.\([0-9]*\).*/\1/p')
+    [ -n "$minor" ] || die "cannot read kube-apiserver's version"
+    # The controllers' insecure ports, until 1.24: open unless turned off.
+    has_flag kube-controller-manager --port && kcm_port=(--port 0)
+    has_flag kube-scheduler --port && scheduler_port=(--port 0)
+    has_flag kubelet --container-runtime && node_flags+=(--container-runtime remote)
+    has_flag kubelet --pod-infra-container-image && node_flags+=(--pod-infra-container-image "$pause_image")
+
     make_pki
     make_kubeconfigs
     printf 'nameserver 127.0.0.1\noptions timeout:1 attempts:1\n' >"$state/resolv.conf"
     fill containerd.toml >"$state/containerd.toml"
     fill kubelet.yaml >"$state/kubelet.yaml"
+    # From 1.31 kubelet refuses this machine's cgroup v1 controllers unless told.
+    [ "$minor" -lt 31 ] || echo "failCgroupV1: false" >>"$state/kubelet.yaml"
     fill cni.conflist >"$state/cni/10-sanddune.conflist"
 
     # etcd-server's etcd, loopback only, no TLS (nothing else can reach it).
@@ -401,7 +415,7 @@ start() {
 
     daemon kube-apiserver "$bin/kube-apiserver" \
         --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-        --insecure-port 0 --cert-dir "$state/apiserver" \
+        --cert-dir "$state/apiserver" \
         --etcd-servers "http://127.0.0.1:$etcd_port" \
         --client-ca-file "$pki/ca.crt" \
         --tls-cert-file "$pki/apiserver.crt" --tls-private-key-file "$pki/apiserver.key" \
@@ -432,14 +446,14 @@ start() {
 
     daemon kube-controller-manager "$bin/kube-controller-manager" \
         --kubeconfig "$state/controller-manager.kubeconfig" \
-        --bind-address 127.0.0.1 --port 0 --secure-port 0 --leader-elect=false \
+        --bind-address 127.0.0.1 "${kcm_port[@]}" --secure-port 0 --leader-elect=false \
         --use-service-account-credentials \
         --service-account-private-key-file "$pki/sa.key" --root-ca-file "$pki/ca.crt" \
         --cert-dir "$state/controller-manager" \
         --flex-volume-plugin-dir "$state/controller-manager/volume-plugins"
     daemon kube-scheduler "$bin/kube-scheduler" \
         --kubeconfig "$state/scheduler.kubeconfig" \
-        --bind-address 127.0.0.1 --port 0 --secure-port 0 --leader-elect=false \
+        --bind-address 127.0.0.1 "${scheduler_port[@]}" --secure-port 0 --leader-elect=false \
         --cert-dir "$state/scheduler"
     # AWS_EC2_METADATA_DISABLED: kubelet 1.20's in-tree credential lookups
     # otherwise ask the cloud metadata address at every start.
@@ -447,8 +461,7 @@ start() {
         --config "$state/kubelet.yaml" --kubeconfig "$state/kubelet.kubeconfig" \
         --root-dir "$state/kubelet" --cert-dir "$state/kubelet/pki" \
         --volume-plugin-dir "$state/kubelet/volume-plugins" \
-        --container-runtime remote --container-runtime-endpoint "unix://$sock" \
-        --pod-infra-container-image "$pause_image" \
+        "${node_flags[@]}" --container-runtime-endpoint "unix://$sock" \
         --hostname-override "$node" --v 1
 
     # The Role the docs ask for, as a ClusterRole that a RoleBinding grants
@@ -483,7 +496,7 @@ YAML
     # Ready: the node schedulable with no taint left, and the namespace's
     # default service account holding its token (pods are refused before).
     wait_for "Ready node" 60 node_ready
-    wait_for "default service account token" 60 sa_ready "$namespace"
+    wait_for "default service account" 60 sa_ready "$namespace" "$minor"
     wait "$import_pid" || { cat "$state/log/import.log" >&2; die "importing $image failed"; }
 
     cat >"$state/env" <<ENV
@@ -512,9 +525,19 @@ node_ready() {
     [ "$out" = "True " ]
 }
 
-sa_ready() {
-    [ -n "$(kc_admin -n "$1" get serviceaccount default -o jsonpath='{.secrets[0].name}' 2>/dev/null)" ]
+# Before 1.24 a pod is refused until its service account's token secret
+# exists; from 1.24 there is no such secret, the account is enough.
+sa_ready() { # namespace minor
+    local secret
+    secret=$(kc_admin -n "$1" get serviceaccount default -o jsonpath='{.secrets[0].name}' 2>/dev/null) || return 1
+    [ "$2" -ge 24 ] || [ -n "$secret" ]
 }
+
+# Whether `$bin/$1 --help` lists flag $2.
+has_flag() {
+    "$bin/$1" --help 2>&1 | grep -qE -- "^ +$2( |=|\$)"
+}
+
 
 # ---------------------------------------------------------------- stop
 
@@ -582,7 +605,9 @@ stop() {
     if [ -S "$sock" ] && ctr_ version >/dev/null 2>&1; then
         remove_containers
     fi
-    stop_daemons containerd kube-apiserver etcd
+    # The API server before etcd: without etcd it lingers past the TERM.
+    stop_daemons kube-apiserver
+    stop_daemons containerd etcd
     for pid in $(stray_pids | sort -u); do kill -9 "$pid" 2>/dev/null || true; done
     sleep 0.2
     # kubelet's cgroups, deepest first.
