@@ -802,8 +802,9 @@ fn mount_target(mount: &str) -> Option<&str> {
     })
 }
 
-/// Every file of `tests/devcontainer-corpus/` resolved by sanddune and by
-/// the reference CLI, against stand-ins of its images: they agree on the
+/// Every file of `tests/devcontainer-corpus/` (written here, each in the
+/// shape of a real project's file) resolved by sanddune and by the
+/// reference CLI, against stand-ins of its images: they agree on the
 /// user, the workspace folder and mount, the env, the lifecycle commands
 /// and the build args. A file sanddune refuses on purpose
 /// (`refused.json`) is refused naming the key instead.

@@ -1,0 +1,3 @@
+#!/bin/sh
+set -e
+echo "$CHANNEL" > /usr/local/share/pinned-tools-channel
