@@ -1,6 +1,6 @@
 //! Every built-in agent provider end to end through the real binary: the
 //! test-isolated sandbox provider runs a fake of the agent's CLI that prints
-//! the agent's real stream shapes (PROTOCOLS.md) and really commits.
+//! the agent's real stream shapes (docs/reference/protocols.md) and really commits.
 
 mod common;
 

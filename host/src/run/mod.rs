@@ -311,7 +311,8 @@ impl AgentOptions {
     }
 }
 
-/// What a run produced. Field names follow the PRD (camelCase in JSON).
+/// What a run produced. Field names are those of docs/guide/running.md,
+/// "The result" (camelCase in JSON).
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RunResult {

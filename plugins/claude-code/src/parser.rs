@@ -1,5 +1,5 @@
 //! Parser for `claude --print --output-format stream-json` (one JSON object
-//! per stdout line). See PROTOCOLS.md, "Claude Code".
+//! per stdout line). See docs/reference/protocols.md, "Claude Code".
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -299,7 +299,7 @@ mod tests {
         assert_cuts_yield_nothing, assert_no_events, assert_survives_hostile_lines,
     };
 
-    // Recorded lines, shaped as in PROTOCOLS.md.
+    // Recorded lines, shaped as in docs/reference/protocols.md.
     const INIT: &str = r#"{"type":"system","subtype":"init","cwd":"/w","session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11","tools":["Bash","Read","Edit"],"mcp_servers":[],"model":"claude-opus-4-6","permissionMode":"bypassPermissions","slash_commands":[],"apiKeySource":"ANTHROPIC_API_KEY","claude_code_version":"2.1.330","output_style":"default","agents":[],"skills":[],"plugins":[],"uuid":"0b7e3c1a-0000-4000-8000-000000000001"}"#;
     const ASSISTANT: &str = r#"{"type":"assistant","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-opus-4-6","content":[{"type":"thinking","thinking":"let me run the tests","signature":"abc"},{"type":"text","text":"Running the tests."},{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"npm test","description":"Run tests"}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":2,"cache_creation_input_tokens":0,"cache_read_input_tokens":9600,"output_tokens":58,"service_tier":"standard"}},"parent_tool_use_id":null,"session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11","uuid":"0b7e3c1a-0000-4000-8000-000000000002"}"#;
     const USER: &str = r#"{"type":"user","message":{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_1","content":"12 passing","is_error":false}]},"parent_tool_use_id":null,"session_id":"5805de68-1f5e-4b2a-9d0c-2a4f6f0e7c11","uuid":"0b7e3c1a-0000-4000-8000-000000000003"}"#;

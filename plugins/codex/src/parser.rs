@@ -1,5 +1,5 @@
 //! Parser for `codex exec --json` (one JSON object per stdout line). See
-//! PROTOCOLS.md, "Codex CLI".
+//! docs/reference/protocols.md, "Codex".
 //!
 //! Codex prints no final result line: the iteration's outcome is decided at
 //! [`Parser::finish`] from the turns seen. Its `usage` counts cached tokens
@@ -313,7 +313,7 @@ mod tests {
         assert_cuts_yield_nothing, assert_no_events, assert_survives_hostile_lines,
     };
 
-    // Recorded lines, shaped as in PROTOCOLS.md.
+    // Recorded lines, shaped as in docs/reference/protocols.md.
     const THREAD: &str =
         r#"{"type":"thread.started","thread_id":"019fd9f6-3e33-72e0-89e8-49e33838d1cf"}"#;
     const TURN_STARTED: &str = r#"{"type":"turn.started"}"#;

@@ -1,7 +1,6 @@
 //! Parser for `copilot -p <prompt> --output-format json` (GitHub's Copilot
 //! CLI; one JSON event per stdout line, `{"type":..,"data":{..},"id":..}`,
-//! ending with a `result` line). See PROTOCOLS.md, "Cursor (`agent`) and
-//! Copilot (`copilot`)".
+//! ending with a `result` line). See docs/reference/protocols.md, "Copilot".
 //!
 //! What is read:
 //! - `assistant.message_delta{data:{messageId,deltaContent}}`: buffered.

@@ -1,8 +1,8 @@
 //! Parser for `agent -p --output-format stream-json` (Cursor's CLI; one JSON
 //! object per stdout line). The lines are Claude-shaped (`system` init,
 //! `assistant`, `user`, `result`; compare the claude-code plugin's parser)
-//! plus `tool_call` lines and `thinking` lines. See PROTOCOLS.md, "Cursor
-//! (`agent`) and Copilot (`copilot`)".
+//! plus `tool_call` lines and `thinking` lines. See
+//! docs/reference/protocols.md, "Cursor".
 
 use std::collections::BTreeSet;
 

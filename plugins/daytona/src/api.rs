@@ -1,6 +1,6 @@
 //! The Daytona API (`/sandbox`) and a sandbox's toolbox API (`process/...`,
 //! `files/...`): request building, error mapping and bounded retries, over
-//! the `Transport` seam. Facts: PROTOCOLS.md, "Daytona REST".
+//! the `Transport` seam. Facts: docs/reference/protocols.md, "Daytona REST API".
 
 use std::time::Duration;
 

@@ -1,5 +1,5 @@
 //! Parser for `opencode run --format json` (one JSON object per stdout line).
-//! See PROTOCOLS.md, "opencode".
+//! See docs/reference/protocols.md, "opencode".
 //!
 //! Every line carries `type`, `timestamp` and `sessionID`. A run is a series
 //! of steps (`step_start` ... `step_finish`); opencode prints no final result
@@ -183,7 +183,7 @@ mod tests {
 
     const SID: &str = "ses_4f3c2a1b7ffeQx2mZ0aLkP9cVt";
 
-    // Recorded lines, shaped as in PROTOCOLS.md.
+    // Recorded lines, shaped as in docs/reference/protocols.md.
     const STEP_START: &str = r#"{"type":"step_start","timestamp":1767225600100,"sessionID":"ses_4f3c2a1b7ffeQx2mZ0aLkP9cVt","part":{"id":"prt_b0c3d5e6f001","sessionID":"ses_4f3c2a1b7ffeQx2mZ0aLkP9cVt","messageID":"msg_b0c3d5e6e001","type":"step-start","snapshot":"4b825dc642cb6eb9a060e54bf8d69288fbee4904"}}"#;
     const TEXT_1: &str = r#"{"type":"text","timestamp":1767225601200,"sessionID":"ses_4f3c2a1b7ffeQx2mZ0aLkP9cVt","part":{"id":"prt_b0c3d5e6f002","sessionID":"ses_4f3c2a1b7ffeQx2mZ0aLkP9cVt","messageID":"msg_b0c3d5e6e001","type":"text","text":"Running the tests.","time":{"start":1767225601000,"end":1767225601200}}}"#;
     const TOOL: &str = r#"{"type":"tool_use","timestamp":1767225603400,"sessionID":"ses_4f3c2a1b7ffeQx2mZ0aLkP9cVt","part":{"id":"prt_b0c3d5e6f003","sessionID":"ses_4f3c2a1b7ffeQx2mZ0aLkP9cVt","messageID":"msg_b0c3d5e6e001","type":"tool","callID":"toolu_01AbCdEf","tool":"bash","state":{"status":"completed","input":{"command":"npm test","description":"Run tests"},"output":"12 passing","title":"npm test","metadata":{"exit":0},"time":{"start":1767225602000,"end":1767225603400}}}}"#;

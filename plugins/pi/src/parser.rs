@@ -1,5 +1,5 @@
 //! Parser for `pi -p --mode json` (one JSON object per stdout line). See
-//! PROTOCOLS.md, "pi".
+//! docs/reference/protocols.md, "pi".
 //!
 //! The first line is the session header (`type: "session"`, the only line
 //! with the session id); then pi's agent events: `agent_start`, `turn_start`,

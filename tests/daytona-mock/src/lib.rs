@@ -1,8 +1,9 @@
 //! A loopback mock of the Daytona API (`/api/sandbox...`) and of a
 //! sandbox's toolbox API (`/toolbox/{id}/...`, what the toolbox proxy
 //! forwards to the sandbox's daemon), for sanddune's tests. The facts are
-//! in PROTOCOLS.md, read from the daytonaio/daytona sources at v0.190.0
-//! (the API's controllers, the daemon's toolbox, the TS SDK).
+//! in docs/reference/protocols.md, "Daytona REST API", read from the
+//! daytonaio/daytona sources at v0.190.0 (the API's controllers, the
+//! daemon's toolbox, the TS SDK).
 //!
 //! It runs commands for real. Every sandbox is a temporary directory whose
 //! `home/daytona` is the user's home and work dir; paths inside a mock

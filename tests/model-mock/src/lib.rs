@@ -1,5 +1,5 @@
 //! A scripted loopback mock of the model APIs the agent CLIs speak, so
-//! sanddune's tests can run each real CLI end to end (PROTOCOLS.md).
+//! sanddune's tests can run each real CLI end to end (docs/reference/protocols.md).
 //!
 //! The script is one exchange: a request whose last message carries no tool
 //! result yet gets a call of the CLI's shell tool running [`SHELL_COMMAND`]

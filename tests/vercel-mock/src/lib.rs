@@ -1,5 +1,6 @@
 //! A loopback mock of the Vercel Sandbox v2 REST API (the facts are in
-//! PROTOCOLS.md, read from the `@vercel/sandbox` SDK), for sanddune's tests.
+//! docs/reference/protocols.md, "Vercel Sandbox REST API", read from the
+//! `@vercel/sandbox` SDK), for sanddune's tests.
 //!
 //! It runs commands for real: every sandbox is a temporary directory with a
 //! `vercel/sandbox` working directory and a `home/vercel-sandbox` HOME, and
