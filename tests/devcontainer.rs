@@ -852,7 +852,7 @@ fn docker_the_corpus_resolves_as_the_reference_cli_resolves_it() {
             .output()
             .unwrap();
         assert!(out.status.success());
-        let ours = repo.sanddune(&["devcontainer", "resolve", "--json"]);
+        let ours = repo.sanddune(&["devcontainer", "resolve", "--json", "--trust"]);
         let _cleanup = scopeguard("docker", devcontainer_images("docker", repo.path()));
         let folder = entry.file_name().unwrap().to_string_lossy();
         if let Some(key) = refused.get(folder.as_ref()) {
@@ -966,6 +966,34 @@ fn docker_the_corpus_resolves_as_the_reference_cli_resolves_it() {
     assert_eq!((compared, refusals), (7, refused.len()));
 }
 
+/// Resolving builds the image and reads the environment as a run does, so
+/// it needs the same workspace trust: without it nothing is built and the
+/// refusal names what the file would make the host do.
+fn resolve_asks_for_workspace_trust_before_it_builds() {
+    let repo = TestRepo::new();
+    std::fs::create_dir_all(repo.path().join(".devcontainer")).unwrap();
+    std::fs::write(
+        repo.path().join(".devcontainer/devcontainer.json"),
+        r#"{"build": {"dockerfile": "Dockerfile", "context": "../.."}, "containerEnv": {"K": "${localEnv:HOME}"}}"#,
+    )
+    .unwrap();
+    std::fs::write(
+        repo.path().join(".devcontainer/Dockerfile"),
+        "FROM scratch\n",
+    )
+    .unwrap();
+    let out = repo.sanddune(&["devcontainer", "resolve", "--json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    let err = stderr(&out);
+    assert!(
+        err.contains("build.context outside the repository"),
+        "{err}"
+    );
+    assert!(err.contains("${localEnv:HOME}"), "{err}");
+    assert!(err.contains("sanddune trust"), "{err}");
+    assert!(!err.contains("building"), "{err}");
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(
@@ -981,6 +1009,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_local_features_install_in_order_with_their_options_and_env),
         trial!(docker_a_local_feature_without_install_sh_or_outside_the_repository_is_refused),
         trial!(docker_the_corpus_resolves_as_the_reference_cli_resolves_it),
+        trial!(resolve_asks_for_workspace_trust_before_it_builds),
         trial!(docker_the_option_names_or_ignores_the_dev_container),
         trial!(init_from_devcontainer_records_it_and_builds_nothing),
         trial!(docker_a_workflow_scaffolded_from_the_dev_container_runs_in_it),

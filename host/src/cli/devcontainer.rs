@@ -33,6 +33,11 @@ pub struct ResolveArgs {
     /// The repository.
     #[arg(long, default_value = ".")]
     cwd: PathBuf,
+    /// Approve what the file makes the host do (a build context outside
+    /// the repository, your environment read into it), as a run of it
+    /// needs; recorded, like a yes at the prompt.
+    #[arg(long)]
+    trust: bool,
 }
 
 pub async fn devcontainer(command: DevcontainerCommands) -> Result<()> {
@@ -53,6 +58,23 @@ pub async fn devcontainer(command: DevcontainerCommands) -> Result<()> {
         "podman" => Engine::Podman,
         _ => Engine::Docker,
     };
+    // Resolving builds the image and reads the environment as a run does,
+    // so it asks for the same workspace trust (`sanddune trust`).
+    let file = path
+        .strip_prefix(root)
+        .unwrap_or(&path)
+        .display()
+        .to_string();
+    super::trust::gate(
+        &args.cwd,
+        |_| {
+            Ok(super::trust::GateScope::Run {
+                sandbox: crate::plugin::PluginRef::Builtin(args.engine.clone()),
+                sandbox_config: vec![(crate::devcontainer::OPTION.to_string(), file)],
+            })
+        },
+        args.trust,
+    )?;
     let (resolved, _) = crate::devcontainer::resolve(engine, root, &path).await?;
     let json = serde_json::to_value(&resolved).map_err(|e| Error::Other(e.into()))?;
     if args.json {
