@@ -147,7 +147,34 @@ async fn own_namespace(admin: &kube::Client, shared: &str) -> String {
         .create(&Default::default(), &binding)
         .await
         .unwrap();
-    name
+    // Before 1.24 a pod is refused (500, "No API token found") until the
+    // namespace's default service account has its token secret.
+    let minor: u32 = admin
+        .apiserver_version()
+        .await
+        .unwrap()
+        .minor
+        .trim_end_matches('+')
+        .parse()
+        .unwrap_or(u32::MAX);
+    let accounts: Api<k8s_openapi::api::core::v1::ServiceAccount> =
+        Api::namespaced(admin.clone(), &name);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        let ready = accounts
+            .get_opt("default")
+            .await
+            .unwrap()
+            .is_some_and(|a| minor >= 24 || a.secrets.is_some_and(|s| !s.is_empty()));
+        if ready {
+            break name;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "namespace {name}: no default service account token"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 }
 
 /// Enough to keep two tests' namespaces apart.
