@@ -429,28 +429,6 @@ async fn docker_a_sandbox_on_an_existing_worktree_runs_the_initialize_and_lifecy
     wt.close().await.unwrap();
 }
 
-/// Build `name` FROM the test image with `dockerfile_tail` after it and
-/// the `devcontainer.metadata` label `metadata`, as the official images
-/// carry it (given on the command line: a Dockerfile's LABEL would
-/// substitute its `${...}`).
-fn labelled_image(engine: &str, name: &str, dockerfile_tail: &str, metadata: &str) {
-    use std::io::Write;
-    let mut child = Command::new(engine)
-        .args(["build", "-q", "-t", name, "--label"])
-        .arg(format!("devcontainer.metadata={metadata}"))
-        .arg("-")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    write!(
-        child.stdin.take().unwrap(),
-        "FROM {IMAGE}\n{dockerfile_tail}"
-    )
-    .unwrap();
-    assert!(child.wait().unwrap().success(), "building {name}");
-}
-
 /// What the official images do: `USER root`, and the user to run as named
 /// only in the metadata label. A Dockerfile FROM such an image gets the
 /// label's user, env and lifecycle command merged before the file's; the

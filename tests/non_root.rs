@@ -323,23 +323,12 @@ fn docker_as_a_non_root_user_a_templates_style_dev_container_runs_as_the_labels_
     let user = user();
     let repo = repo_of(&user);
     let image = format!("sanddune-test-dc-template:{}", std::process::id());
-    let mut build = Command::new("docker")
-        .args(["build", "-q", "-t", &image, "--label"])
-        .arg(r#"devcontainer.metadata=[{"id": "ghcr.io/devcontainers/features/common-utils:2"}, {"remoteUser": "vscode"}]"#)
-        .arg("-")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        write!(
-            build.stdin.take().unwrap(),
-            "FROM sanddune-test:latest\nUSER root\nRUN useradd -m -u 4323 -s /bin/sh vscode\n"
-        )
-        .unwrap();
-    }
-    assert!(build.wait().unwrap().success());
+    common::engines::labelled_image(
+        "docker",
+        &image,
+        "USER root\nRUN useradd -m -u 4323 -s /bin/sh vscode\n",
+        r#"[{"id": "ghcr.io/devcontainers/features/common-utils:2"}, {"remoteUser": "vscode"}]"#,
+    );
     std::fs::write(
         repo.path().join(".devcontainer.json"),
         format!(

@@ -132,3 +132,25 @@ pub async fn hostile_provider() -> SandboxProvider {
         Approval::Approved(Capabilities::from_requests([("containers", "")]).unwrap());
     SandboxProvider::from_plugin(plugin).await.unwrap()
 }
+
+/// Build `name` FROM the test image with `dockerfile_tail` after it and
+/// the `devcontainer.metadata` label `metadata`, as the official images
+/// carry it (given on the command line: a Dockerfile's LABEL would
+/// substitute its `${...}`).
+pub fn labelled_image(engine: &str, name: &str, dockerfile_tail: &str, metadata: &str) {
+    use std::io::Write;
+    let mut child = std::process::Command::new(engine)
+        .args(["build", "-q", "-t", name, "--label"])
+        .arg(format!("devcontainer.metadata={metadata}"))
+        .arg("-")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    write!(
+        child.stdin.take().unwrap(),
+        "FROM {IMAGE}\n{dockerfile_tail}"
+    )
+    .unwrap();
+    assert!(child.wait().unwrap().success(), "building {name}");
+}
