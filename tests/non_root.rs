@@ -17,6 +17,7 @@ use common::trials::{self, skip, trial};
 use common::{TestRepo, USER_EMAIL, USER_NAME, stderr};
 
 /// The non-root user and its runtime dir, when set up.
+#[derive(Clone)]
 struct User {
     name: String,
     uid: u32,
@@ -160,6 +161,47 @@ fn commits_as_the_user(engine: &str, image: &str) {
 
 fn rootless_podman_commits_as_the_user_and_everything_written_is_theirs() {
     commits_as_the_user("podman", "sanddune-test:latest");
+}
+
+/// Runs started together on one rootless Podman service all commit, and
+/// the service is still up afterwards: Podman 4.3 dies of two keep-id
+/// creates at once (libsubid is not thread-safe), so sanddune sends them
+/// one at a time.
+fn rootless_podman_takes_runs_started_together() {
+    let user = user();
+    let runs: Vec<_> = (0..6)
+        .map(|i| {
+            let user = user.clone();
+            std::thread::spawn(move || {
+                let repo = repo_of(&user);
+                let branch = branch(&format!("podman-together-{i}"));
+                let (image, mounts) = ("image=sanddune-test:latest".to_string(), mounts(&repo));
+                let out = sanddune_as(&user, &repo, &run_args("podman", &image, &branch, &mounts));
+                let log = git(&repo, &["log", "-1", "--format=%s", &branch]);
+                (out, log)
+            })
+        })
+        .collect();
+    for run in runs {
+        let (out, log) = run.join().unwrap();
+        assert!(out.status.success(), "{}", stderr(&out));
+        assert_eq!(log, "Fix typo in README");
+    }
+    let socket = format!("{}/podman/podman.sock", user.runtime_dir);
+    let ping = Command::new("runuser")
+        .args([
+            "-u",
+            &user.name,
+            "--",
+            "curl",
+            "-sf",
+            "--unix-socket",
+            &socket,
+        ])
+        .arg("http://d/_ping")
+        .output()
+        .unwrap();
+    assert!(ping.status.success(), "the podman service died");
 }
 
 fn docker_as_a_non_root_user_commits_with_an_image_of_their_uid() {
@@ -495,6 +537,7 @@ fn main() -> std::process::ExitCode {
         trial!(rootless_podman_branch_a_planted_hook_never_runs_as_the_user),
         trial!(docker_as_a_non_root_user_a_planted_hook_never_runs_as_them),
         trial!(rootless_podman_commits_as_the_user_and_everything_written_is_theirs),
+        trial!(rootless_podman_takes_runs_started_together),
         trial!(docker_as_a_non_root_user_commits_with_an_image_of_their_uid),
         trial!(docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix),
         trial!(docker_as_a_non_root_user_egress_none_works_and_deny_all_is_refused_up_front),

@@ -17,6 +17,7 @@ use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
 use super::exec::{exec, exec_interactive};
+use super::keep_id::{self, KeepIdLock};
 use super::limits::LimitHit;
 use super::policy::{
     ContainerGrant, PLUGIN_LABEL, RUN_LABEL, check_spec, container_labels, labelled_mine,
@@ -190,6 +191,7 @@ const REMOVAL_WAIT: Duration = Duration::from_secs(30);
 /// (`PluginState` is not `Sync`, so it cannot be borrowed across one).
 pub(super) struct Ctx {
     pub(super) docker: Docker,
+    engine: Option<Engine>,
     grant: ContainerGrant,
     plugin: Arc<str>,
     /// What this instance created: known to carry its labels.
@@ -215,6 +217,7 @@ impl PluginState {
             .ok_or_else(|| "no engine: call containers.connect first".to_string())?;
         Ok(Ctx {
             docker,
+            engine: self.containers.engine,
             grant,
             plugin: self.plugin.clone(),
             created: self.containers.created.clone(),
@@ -340,10 +343,24 @@ impl Ctx {
             host_config: Some(host_config),
             ..Default::default()
         };
-        let id = self
+        let serial = match self.engine {
+            Some(engine @ Engine::Podman)
+                if keep_id::needs_lock(
+                    body.host_config
+                        .as_ref()
+                        .and_then(|h| h.userns_mode.as_deref()),
+                ) =>
+            {
+                KeepIdLock::acquire(&engine_socket(engine)).await
+            }
+            _ => None,
+        };
+        let created = self
             .docker
             .create_container(None::<CreateContainerOptions>, body)
-            .await
+            .await;
+        drop(serial);
+        let id = created
             .map_err(|e| {
                 let e = format!("cannot create a container from `{}`: {e}", spec.image);
                 let e = match containment.limits.disk {

@@ -13,10 +13,12 @@
 //! the calls it allowed; `exec` runs and kills execs inside a container.
 //! `containment` is the user's policy on top: `limits` and the egress
 //! policy (`capability::egress`), which the host applies to every container.
+//! `keep_id` serializes the creates a rootless Podman cannot take at once.
 
 mod containment;
 mod engine;
 mod exec;
+mod keep_id;
 mod limits;
 mod policy;
 
