@@ -41,7 +41,11 @@ const TEST_ONLY: &[(&str, &str)] = &[
         "sanddune-test-plugin-undeclared-import",
     ),
     ("liar", "sanddune-test-plugin-liar"),
-    // Built against the frozen wit/v0.1 to v0.4: older components keep
+    (
+        "third-party-preflight",
+        "sanddune-test-plugin-third-party-preflight",
+    ),
+    // Built against the frozen wit/v0.1 to v0.5: older components keep
     // loading.
     ("v0-1-sandbox", "sanddune-test-plugin-v0-1-sandbox"),
     ("v0-1-agent", "sanddune-test-plugin-v0-1-agent"),
@@ -51,6 +55,8 @@ const TEST_ONLY: &[(&str, &str)] = &[
     ("v0-3-agent", "sanddune-test-plugin-v0-3-agent"),
     ("v0-4-sandbox", "sanddune-test-plugin-v0-4-sandbox"),
     ("v0-4-agent", "sanddune-test-plugin-v0-4-agent"),
+    ("v0-5-sandbox", "sanddune-test-plugin-v0-5-sandbox"),
+    ("v0-5-agent", "sanddune-test-plugin-v0-5-agent"),
 ];
 
 fn main() {

@@ -1,6 +1,6 @@
 //! Components built against an older release of the WIT package keep
 //! loading and running: the test guests are built from the frozen
-//! `wit/v0.1/` to `wit/v0.4/` snapshots, the built-ins from the current
+//! `wit/v0.1/` to `wit/v0.5/` snapshots, the built-ins from the current
 //! `wit/`.
 
 mod common;
@@ -8,10 +8,12 @@ mod common;
 use common::{TestRepo, plugin_file, stderr, stdout};
 
 /// The frozen releases, each with a sandbox and an agent test guest.
-const FROZEN: [&str; 4] = ["0.1", "0.2", "0.3", "0.4"];
+const FROZEN: [&str; 5] = ["0.1", "0.2", "0.3", "0.4", "0.5"];
 /// The current release, which the built-ins speak.
-const CURRENT: &str = "0.5";
-const ALL: [&str; 5] = [FROZEN[0], FROZEN[1], FROZEN[2], FROZEN[3], CURRENT];
+const CURRENT: &str = "0.6";
+const ALL: [&str; 6] = [
+    FROZEN[0], FROZEN[1], FROZEN[2], FROZEN[3], FROZEN[4], CURRENT,
+];
 
 /// The `kind` ("sandbox" or "agent") provider of contract `version`: a test
 /// guest of a frozen release, a built-in of the current one.
@@ -95,7 +97,7 @@ fn plugin_inspect_names_the_contract_version_of_each_component() {
             for expected in [
                 format!("sanddune:plugin@{version}.0"),
                 format!("contract {version}"),
-                "speaks 0.1, 0.2, 0.3, 0.4, 0.5".into(),
+                "speaks 0.1, 0.2, 0.3, 0.4, 0.5, 0.6".into(),
             ] {
                 assert!(text.contains(&expected), "{plugin}: {text}");
             }

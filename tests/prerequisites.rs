@@ -147,6 +147,48 @@ fn a_cloud_sandbox_provider_without_credentials_is_refused_naming_them() {
     );
 }
 
+/// A third party's component (contract 0.6) gets the same up-front check
+/// as a built-in: its own `preflight` refuses a missing or unusable
+/// credential and a bad option with exit 2 in its own words, before
+/// anything exists; with both right the run commits.
+#[test]
+fn a_third_party_sandbox_provider_is_checked_up_front_by_its_preflight() {
+    let repo = TestRepo::new();
+    let file = common::plugin_file("sanddune-test-plugin-third-party-preflight");
+    let file = file.to_str().unwrap();
+    let mut args = run_args(file, "demo");
+    for item in ["program=sh", "worktree=read-write", "env=THIRD_PARTY_TOKEN"] {
+        args.extend(["--grant", item]);
+    }
+    refused(
+        &repo,
+        &args,
+        &[],
+        &[
+            "sandbox provider `third-party-preflight`: THIRD_PARTY_TOKEN is not set",
+            "--sandbox-env",
+            "nothing was created",
+        ],
+    );
+    refused(
+        &repo,
+        &args,
+        &[("THIRD_PARTY_TOKEN", "abc")],
+        &["THIRD_PARTY_TOKEN is not a third-party token"],
+    );
+    let mars = [&args[..], &["--sandbox-opt", "region=mars"]].concat();
+    let out = sanddune(&repo, &mars, &[("THIRD_PARTY_TOKEN", "tp_1")]);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("region must be eu or us, not `mars`"), "{err}");
+    assert!(!err.contains("--sandbox-env"), "not a credential: {err}");
+    // A key from `--sandbox-env` counts, as for a built-in.
+    let keyed = [&args[..], &["--sandbox-env", "THIRD_PARTY_TOKEN=tp_1"]].concat();
+    let out = sanddune(&repo, &[&keyed[..], &["--branch", "checked"]].concat(), &[]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(repo.git(&["rev-list", "--count", "main..checked"]), "1");
+}
+
 #[test]
 fn a_container_sandbox_provider_without_an_engine_is_refused_naming_its_socket() {
     let repo = TestRepo::new();

@@ -16,6 +16,8 @@ from componentize_py_types import Err
 from wit_world import exports
 from wit_world.exports.sandbox_provider import (
     CreateOptions,
+    PreflightError_Options,
+    PreflightOptions,
     ProviderInfo,
     SandboxKind,
 )
@@ -38,7 +40,13 @@ class SandboxProvider(exports.SandboxProvider):
                 CapabilityRequest(kind="program", value="sh"),
                 CapabilityRequest(kind="scratch-dir", value=""),
             ],
+            container_engine=None,
         )
+
+    def preflight(self, options: PreflightOptions) -> None:
+        # Checked before the host creates anything: this provider takes no options.
+        if options.config:
+            raise Err(PreflightError_Options(f"python-sandbox has no option {options.config[0][0]!r}"))
 
     def create(self, options: CreateOptions) -> Sandbox:
         scratch = scratch_dir(options)

@@ -25,7 +25,6 @@ use serde::Serialize;
 
 use crate::capability::containers::{self, Engine};
 use crate::error::{Error, Result};
-use crate::plugin::approval::Approval;
 use crate::plugin::sandbox::SandboxProvider;
 use crate::run::hooks::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
 use merge::Merged;
@@ -83,16 +82,13 @@ pub fn host_effects(root: &Path, path: &Path) -> Result<Vec<String>> {
     Ok(effects)
 }
 
-/// The engine of a built-in docker or podman provider.
+/// The engine a provider's sandboxes are containers of, as it declares
+/// (since 0.6), when it may use the containers capability.
 fn engine_of(provider: &SandboxProvider) -> Option<Engine> {
-    if provider.plugin().approval != Approval::BuiltIn {
-        return None;
-    }
-    match provider.name() {
-        "docker" => Some(Engine::Docker),
-        "podman" => Some(Engine::Podman),
-        _ => None,
-    }
+    provider
+        .info()
+        .container_engine
+        .filter(|_| provider.capabilities().containers)
 }
 
 /// Which file a run uses, with the `devcontainer` option taken out of

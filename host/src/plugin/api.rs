@@ -3,6 +3,7 @@
 //! conformance kit never see generated bindings, and a new WIT version
 //! changes one binding module, not the callers.
 
+pub use crate::capability::containers::Engine;
 pub use crate::capability::output::{OutputLine, OutputStream};
 pub use crate::capability::request::{Capabilities, DirectoryAccess};
 
@@ -39,6 +40,27 @@ pub struct ProviderInfo {
     pub config: Vec<ConfigOption>,
     /// What it asks for, parsed from its capability requests.
     pub capabilities: Capabilities,
+    /// The engine its sandboxes are containers of (declared since 0.6):
+    /// where a dev container's image is built.
+    pub container_engine: Option<Engine>,
+}
+
+/// What `preflight` is told (since 0.6).
+#[derive(Clone, Debug)]
+pub struct PreflightOptions {
+    pub host_git_dir: String,
+    pub config: Vec<(String, String)>,
+}
+
+/// Why a run cannot create a sandbox with a provider here (since 0.6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PreflightError {
+    /// Credentials from its env keys are missing or unusable.
+    Credentials(String),
+    /// An option is unknown or has an unusable value.
+    Options(String),
+    /// Something the machine must have is missing or does not answer.
+    Host(String),
 }
 
 #[derive(Clone, Debug)]

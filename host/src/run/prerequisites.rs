@@ -1,18 +1,16 @@
 //! What a run needs from the host beyond its options, checked before
-//! anything is created: the agent provider's env requirements, and what a
-//! built-in sandbox provider needs here (a cloud provider's credentials
-//! and options, a container engine that answers and its image, the
-//! programs it runs). Each check reads the env the run resolved (every
+//! anything is created: the agent provider's env requirements, and what
+//! the sandbox provider needs here (its credentials and options, a
+//! container engine that answers and its image, the programs it runs). Each check reads the env the run resolved (every
 //! layer, so a key in `.sanddune/.env` or `--sandbox-env` counts), after
 //! the plugins are loaded and before the run log, the worktree or the
 //! sandbox exist. A missing one is an input error (exit 2) naming what is
 //! missing and how to set it.
 //!
-//! The cloud providers' checks are their own code (`config::credentials`
-//! and `config::options` of the vercel and daytona crates), run natively
-//! on what the component would see, so the rules and the messages stay in
-//! one place. A third-party sandbox provider is checked by its own
-//! `create`, as before: its describe cannot say what it needs.
+//! A sandbox provider's own checks are its `preflight` (contract 0.6), run
+//! in the component with the capabilities `create` gets: the host names no
+//! provider, and a third-party provider's checks run exactly as a
+//! built-in's.
 
 use std::path::Path;
 
@@ -20,11 +18,10 @@ use super::AgentOptions;
 use super::agent_files;
 use super::env::EnvMap;
 use super::setup::{self, PreparedAgent};
-use crate::capability::containers::{self, Engine};
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentProvider, CommandRequest};
-use crate::plugin::approval::Approval;
-use crate::plugin::sandbox::{SandboxKind, SandboxProvider};
+use crate::plugin::api::PreflightError;
+use crate::plugin::sandbox::{SandboxKind, SandboxProvider, SandboxSpec};
 
 /// Where a key the user must set can come from.
 const WHERE_ENV: &str = "in your environment (export KEY=VALUE), in .sanddune/.env";
@@ -101,16 +98,13 @@ pub(super) async fn check_agent_command(
     prepared.agent.build_print_command(&request).await.map(drop)
 }
 
-/// Which built-in a sandbox provider is: its name when it is a built-in or
-/// a file byte-identical to one (approved as the built-in), else None.
-fn builtin_name(provider: &SandboxProvider) -> Option<&str> {
-    (provider.plugin().approval == Approval::BuiltIn).then(|| provider.name())
-}
-
-/// What a built-in sandbox provider needs on this host, with `env` the
-/// env the run resolved and `config` its options; `git_dir` is the
-/// repository's common git dir (the container providers' default image is
-/// named after the repository).
+/// What the sandbox provider needs on this host, with `env` the env the
+/// run resolved and `config` its options; `git_dir` is the repository's
+/// common git dir. The host's own checks (containment, the programs the
+/// provider runs) apply to every provider; the provider's `preflight`
+/// (since 0.6) checks its credentials, options and what the machine must
+/// have, through the same capabilities `create` gets. An older provider is
+/// checked by its own `create`.
 pub(super) async fn check_sandbox_provider(
     provider: &SandboxProvider,
     config: &[(String, String)],
@@ -118,90 +112,41 @@ pub(super) async fn check_sandbox_provider(
     git_dir: &Path,
 ) -> Result<()> {
     provider.check_containment(config)?;
-    let Some(name) = builtin_name(provider) else {
-        return Ok(());
-    };
+    let name = provider.name();
     // The provider's own options: the host's `history` is not one of them.
     let isolated = provider.info().kind == SandboxKind::Isolated;
     let (_, config) = super::sync::take_history(name, isolated, config)?;
-    let config = config.as_slice();
-    // The provider sees only its granted keys, from the resolved env.
-    let keys = provider.capabilities().env_keys;
-    let lookup = |key: &str| {
-        keys.iter()
-            .any(|k| k == key)
-            .then(|| env.get(key).cloned())
-            .flatten()
+    // No worktree exists yet: the provider is granted an empty one, and
+    // labels nothing (it creates nothing).
+    let empty = tempfile::tempdir()
+        .map_err(|e| Error::Other(anyhow::anyhow!("cannot create a temporary directory: {e}")))?;
+    let spec = SandboxSpec {
+        run_id: "preflight".into(),
+        name: name.to_string(),
+        worktree: empty.path().to_path_buf(),
+        git_dir: git_dir.to_path_buf(),
+        branch: String::new(),
+        env: env.clone().into_iter().collect(),
+        config,
+        side_by_side: 1,
+        git_shield: None,
     };
     let refuse = |why: String, hint: &str| {
         Error::input(format!(
             "sandbox provider `{name}`: {why}{hint}; nothing was created"
         ))
     };
-    let set_keys = format!(". Set them {WHERE_ENV}, or with --sandbox-env KEY=VALUE");
-    match name {
-        "vercel" => {
-            use sanddune_plugin_vercel::config;
-            config::credentials(&lookup).map_err(|e| refuse(e, &set_keys))?;
-            config::options(config).map_err(|e| refuse(e, ""))?;
+    match provider.preflight(&spec).await? {
+        Some(Err(PreflightError::Credentials(why))) => {
+            let hint = format!(". Set them {WHERE_ENV}, or with --sandbox-env KEY=VALUE");
+            return Err(refuse(why, &hint));
         }
-        "daytona" => {
-            use sanddune_plugin_daytona::config;
-            config::credentials(&lookup).map_err(|e| refuse(e, &set_keys))?;
-            config::options(config, &lookup).map_err(|e| refuse(e, ""))?;
+        Some(Err(PreflightError::Options(why) | PreflightError::Host(why))) => {
+            return Err(refuse(why, ""));
         }
-        "kubernetes" => {
-            sanddune_plugin_kubernetes::config::Options::parse(config)
-                .map_err(|e| refuse(e, ""))?;
-        }
-        "docker" => check_engine(name, Engine::Docker, config, git_dir).await?,
-        "podman" => check_engine(name, Engine::Podman, config, git_dir).await?,
-        _ => {}
+        Some(Ok(())) | None => {}
     }
     check_programs(name, &provider.capabilities().programs)
-}
-
-/// The engine answers on its socket, and the image the run would use is
-/// in it (a run never pulls one).
-async fn check_engine(
-    name: &str,
-    engine: Engine,
-    config: &[(String, String)],
-    git_dir: &Path,
-) -> Result<()> {
-    let docker = containers::connect_negotiated(engine).await.map_err(|e| {
-        let hint = match engine {
-            Engine::Docker => {
-                "start Docker, or set DOCKER_HOST to the socket it listens on (unix:///path/to/docker.sock)"
-            }
-            Engine::Podman => {
-                "start it (`systemctl --user start podman.socket`, or `podman system service`), or set CONTAINER_HOST to the socket it listens on (unix:///path/to/podman.sock)"
-            }
-        };
-        Error::input(format!(
-            "sandbox provider `{name}` needs a running {} engine ({e}): {hint}; nothing was created",
-            match engine {
-                Engine::Docker => "Docker",
-                Engine::Podman => "Podman",
-            }
-        ))
-    })?;
-    let image = config
-        .iter()
-        .rev()
-        .find(|(k, _)| k == "image")
-        .map(|(_, v)| v.clone())
-        .unwrap_or_else(|| containers::default_image(git_dir));
-    match docker.inspect_image(&image).await {
-        Ok(_) => Ok(()),
-        Err(bollard::errors::Error::DockerResponseServerError {
-            status_code: 404, ..
-        }) => Err(Error::input(format!(
-            "sandbox provider `{name}`: image `{image}` is not in {name}: build it with `sanddune {name} build-image` (a run never pulls one), or name another with --sandbox-opt image=NAME; nothing was created"
-        ))),
-        // Not knowing is not a refusal: the provider's create says more.
-        Err(_) => Ok(()),
-    }
 }
 
 /// Each program the provider runs is there: an absolute path that exists,

@@ -30,7 +30,7 @@ mod component {
 
     use exports::sanddune::plugin::sandbox_provider::{
         Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest,
-        GuestSandbox, ProviderInfo, Sandbox, SandboxKind,
+        GuestSandbox, PreflightError, PreflightOptions, ProviderInfo, Sandbox, SandboxKind,
     };
     use sanddune::plugin::output::OutputSink;
     use sanddune::plugin::types::{CapabilityRequest, OutputLine, OutputStream};
@@ -96,7 +96,16 @@ mod component {
                     })
                     .collect(),
                 capabilities,
+                container_engine: None,
             }
+        }
+
+        /// The credentials and the options, before anything is created.
+        fn preflight(options: PreflightOptions) -> Result<(), PreflightError> {
+            crate::config::credentials(&env_lookup).map_err(PreflightError::Credentials)?;
+            crate::config::options(&options.config, &env_lookup)
+                .map_err(PreflightError::Options)?;
+            Ok(())
         }
 
         fn create(options: CreateOptions) -> Result<Sandbox, String> {

@@ -21,8 +21,8 @@ wit_bindgen::generate!({
 });
 
 use exports::sanddune::plugin::sandbox_provider::{
-    Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
-    ProviderInfo, Sandbox, SandboxKind,
+    Command, ConfigOption, ContainerEngine, CreateOptions, ExecRequest, ExecResult, FileStat,
+    Guest, GuestSandbox, PreflightError, PreflightOptions, ProviderInfo, Sandbox, SandboxKind,
 };
 use sanddune::plugin::containers::{
     self, ContainerSpec, Engine, ExecOptions, ExecStatus, InteractiveExecOptions, Mount,
@@ -32,18 +32,24 @@ use sanddune::plugin::types::{CapabilityRequest, EnvVar};
 
 #[cfg(not(feature = "podman"))]
 mod flavour {
-    use super::Engine;
+    use super::{ContainerEngine, Engine};
     pub const NAME: &str = "docker";
+    pub const TITLE: &str = "Docker";
     pub const ENGINE: Engine = Engine::Docker;
+    pub const DECLARED: ContainerEngine = ContainerEngine::Docker;
     pub const BUILD_HINT: &str = "sanddune docker build-image";
+    pub const START_HINT: &str = "start Docker, or set DOCKER_HOST to the socket it listens on (unix:///path/to/docker.sock)";
 }
 
 #[cfg(feature = "podman")]
 mod flavour {
-    use super::Engine;
+    use super::{ContainerEngine, Engine};
     pub const NAME: &str = "podman";
+    pub const TITLE: &str = "Podman";
     pub const ENGINE: Engine = Engine::Podman;
+    pub const DECLARED: ContainerEngine = ContainerEngine::Podman;
     pub const BUILD_HINT: &str = "sanddune podman build-image";
+    pub const START_HINT: &str = "start it (`systemctl --user start podman.socket`, or `podman system service`), or set CONTAINER_HOST to the socket it listens on (unix:///path/to/podman.sock)";
 }
 
 /// The sandbox user's home; the default image creates it.
@@ -117,11 +123,36 @@ impl Guest for Provider {
                     value: value.into(),
                 })
                 .collect(),
+            container_engine: Some(flavour::DECLARED),
+        }
+    }
+
+    /// The options parse, the engine answers, and the image is in it (a
+    /// run never pulls one).
+    fn preflight(options: PreflightOptions) -> Result<(), PreflightError> {
+        let config = Config::parse(&options.host_git_dir, &options.config)
+            .map_err(PreflightError::Options)?;
+        containers::connect(flavour::ENGINE).map_err(|e| {
+            PreflightError::Host(format!(
+                "no {} engine answers ({e}): {}",
+                flavour::TITLE,
+                flavour::START_HINT
+            ))
+        })?;
+        match containers::image_exists(&config.image) {
+            Ok(false) => Err(PreflightError::Host(format!(
+                "image `{}` is not in {}: build it with `{}` (a run never pulls one), or name another with --sandbox-opt image=NAME",
+                config.image,
+                flavour::NAME,
+                flavour::BUILD_HINT
+            ))),
+            // Not knowing is not a refusal: `create` says more.
+            Ok(true) | Err(_) => Ok(()),
         }
     }
 
     fn create(options: CreateOptions) -> Result<Sandbox, String> {
-        let config = Config::parse(&options)?;
+        let config = Config::parse(&options.host_git_dir, &options.config)?;
         let engine = containers::connect(flavour::ENGINE)?;
         if !containers::image_exists(&config.image)? {
             return Err(format!(
@@ -221,9 +252,9 @@ struct Config {
 }
 
 impl Config {
-    fn parse(options: &CreateOptions) -> Result<Self, String> {
+    fn parse(host_git_dir: &str, options: &[(String, String)]) -> Result<Self, String> {
         let mut config = Config {
-            image: default_image(&options.host_git_dir),
+            image: default_image(host_git_dir),
             user: None,
             home: DEFAULT_HOME.into(),
             mounts: vec![],
@@ -231,7 +262,7 @@ impl Config {
             relabel: true,
         };
         let mut mount_specs = Vec::new();
-        for (key, value) in &options.config {
+        for (key, value) in options {
             match key.as_str() {
                 "image" => config.image = value.clone(),
                 "user" => config.user = Some(value.clone()),
@@ -626,20 +657,13 @@ export!(Provider);
 mod tests {
     use super::*;
 
-    fn options(config: &[(&str, &str)]) -> CreateOptions {
-        CreateOptions {
-            run_id: "r".into(),
-            name: "n".into(),
-            host_worktree_path: "/src/My Repo/.sanddune/worktrees/run-1".into(),
-            host_git_dir: "/src/My Repo/.git".into(),
-            branch: "b".into(),
-            env: vec![],
-            config: config
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect(),
-            scratch_dir: None,
-        }
+    const GIT_DIR: &str = "/src/My Repo/.git";
+
+    fn options(config: &[(&str, &str)]) -> Vec<(String, String)> {
+        config
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
@@ -651,13 +675,16 @@ mod tests {
 
     #[test]
     fn options_parse_mounts_networks_and_the_selinux_label() {
-        let config = Config::parse(&options(&[
-            ("mount", "/home/u/.npm:/home/agent/.npm:ro"),
-            ("mount", "/data:/data"),
-            ("network", "a, b"),
-            ("network", "c"),
-            ("selinux-label", "none"),
-        ]))
+        let config = Config::parse(
+            GIT_DIR,
+            &options(&[
+                ("mount", "/home/u/.npm:/home/agent/.npm:ro"),
+                ("mount", "/data:/data"),
+                ("network", "a, b"),
+                ("network", "c"),
+                ("selinux-label", "none"),
+            ]),
+        )
         .unwrap();
         assert_eq!(config.image, "sanddune:my-repo");
         assert_eq!(config.networks, ["a", "b", "c"]);
@@ -668,7 +695,7 @@ mod tests {
 
     #[test]
     fn bad_options_are_refused_by_name() {
-        let err = |config: &[(&str, &str)]| Config::parse(&options(config)).err().unwrap();
+        let err = |config: &[(&str, &str)]| Config::parse(GIT_DIR, &options(config)).err().unwrap();
         assert!(err(&[("imag", "x")]).contains("no option `imag`"));
         assert!(err(&[("mount", "/a")]).contains("SOURCE:TARGET"));
         assert!(err(&[("mount", "/a:rel")]).contains("absolute"));

@@ -23,7 +23,7 @@ mod component {
 
     use exports::sanddune::plugin::sandbox_provider::{
         Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest,
-        GuestSandbox, ProviderInfo, Sandbox, SandboxKind,
+        GuestSandbox, PreflightError, PreflightOptions, ProviderInfo, Sandbox, SandboxKind,
     };
     use sanddune::plugin::output::OutputSink;
     use sanddune::plugin::pods::{self, ExecOptions, PodSpec};
@@ -60,7 +60,16 @@ mod component {
                         value: value.into(),
                     })
                     .collect(),
+                container_engine: None,
             }
+        }
+
+        /// The options, before anything is created. The cluster is not
+        /// asked: a context that does not answer is named by `create`.
+        fn preflight(options: PreflightOptions) -> Result<(), PreflightError> {
+            Options::parse(&options.config)
+                .map(drop)
+                .map_err(PreflightError::Options)
         }
 
         fn create(options: CreateOptions) -> Result<Sandbox, String> {

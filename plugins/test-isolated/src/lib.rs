@@ -24,7 +24,7 @@ wit_bindgen::generate!({
 
 use exports::sanddune::plugin::sandbox_provider::{
     Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
-    ProviderInfo, Sandbox, SandboxKind,
+    PreflightError, PreflightOptions, ProviderInfo, Sandbox, SandboxKind,
 };
 use sanddune::plugin::output::OutputSink;
 use sanddune::plugin::process::{self, Child, SpawnOptions};
@@ -51,7 +51,13 @@ impl Guest for Provider {
                     value: value.into(),
                 })
                 .collect(),
+            container_engine: None,
         }
+    }
+
+    /// Nothing to check beyond the `sh` the host finds on PATH.
+    fn preflight(_options: PreflightOptions) -> Result<(), PreflightError> {
+        Ok(())
     }
 
     fn create(options: CreateOptions) -> Result<Sandbox, String> {

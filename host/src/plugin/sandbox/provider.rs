@@ -9,7 +9,7 @@ use super::spec::SandboxSpec;
 use super::{flatten, instantiate, scratch_prefix, with_refusals};
 use crate::capability::{Capabilities, Grants, HttpGrant};
 use crate::error::{Error, Result};
-use crate::plugin::api::ProviderInfo;
+use crate::plugin::api::{PreflightError, PreflightOptions, ProviderInfo};
 use crate::plugin::approval::{self, Approval};
 use crate::plugin::{
     Plugin, PluginKind, PluginRef, PluginRuntime, begin_call, described, one_line,
@@ -260,6 +260,30 @@ impl SandboxProvider {
             options,
         };
         Sandbox::owned(store, bindings, handle, name, scratch, origin).await
+    }
+
+    /// The provider's up-front check for a run of `spec` (`preflight`,
+    /// since 0.6), with the grants `create` would get (no scratch dir: it
+    /// creates nothing). None when its contract has no `preflight`; a
+    /// provider's failure to check (a trap) is an error.
+    pub async fn preflight(
+        &self,
+        spec: &SandboxSpec,
+    ) -> Result<Option<std::result::Result<(), PreflightError>>> {
+        let resolved = self.resolve(spec)?;
+        let grants = self.grants(spec, None, &resolved)?;
+        let (mut store, bindings) = instantiate(&self.plugin, &self.info.name, grants).await?;
+        let options = PreflightOptions {
+            host_git_dir: spec.git_dir.display().to_string(),
+            config: resolved.config,
+        };
+        begin_call(&mut store);
+        let checked = bindings.preflight(&mut store, &options).await;
+        // A check creates nothing: whatever a provider made anyway goes.
+        store.data_mut().containers.remove_all().await;
+        store.data_mut().pods.remove_all().await;
+        flatten(&self.info.name, "preflight", checked.map(Ok))
+            .map_err(|e| with_refusals(e, store.data().http.take_refusals()))
     }
 
     /// The states of the sandboxes the provider holds for `spec.run_id`

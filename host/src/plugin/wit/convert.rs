@@ -172,25 +172,6 @@ macro_rules! since_0_2 {
             AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(agent, get)
         }
 
-        impl sandbox::ProviderInfo {
-            /// The host's view; a capability request it cannot read is an error.
-            pub fn into_api(self) -> Result<api::ProviderInfo, String> {
-                let capabilities = api::Capabilities::from_requests(
-                    self.capabilities
-                        .iter()
-                        .map(|r| (r.kind.as_str(), r.value.as_str())),
-                )?;
-                Ok(api::ProviderInfo {
-                    name: self.name,
-                    version: self.version,
-                    description: self.description,
-                    kind: self.kind.into(),
-                    config: self.config.into_iter().map(Into::into).collect(),
-                    capabilities,
-                })
-            }
-        }
-
         /// What every version since 0.2 says of an agent; no egress hosts.
         fn agent_info(i: agent::AgentInfo) -> api::AgentInfo {
             api::AgentInfo {
@@ -204,6 +185,46 @@ macro_rules! since_0_2 {
                 optional_env: i.optional_env,
                 session_files: i.session_files,
                 egress_hosts: Vec::new(),
+            }
+        }
+    };
+}
+
+/// The provider's info since 0.2: `capabilities` is a list of requests.
+/// Before 0.6 it declares no container engine; `since_0_6` reads the one
+/// it declares.
+macro_rules! provider_info {
+    () => {
+        provider_info!(@with |_: &sandbox::ProviderInfo| None);
+    };
+    (since_0_6) => {
+        provider_info!(@with |i: &sandbox::ProviderInfo| {
+            i.container_engine.map(|e| match e {
+                sandbox::ContainerEngine::Docker => api::Engine::Docker,
+                sandbox::ContainerEngine::Podman => api::Engine::Podman,
+            })
+        });
+    };
+    (@with $engine:expr) => {
+        impl sandbox::ProviderInfo {
+            /// The host's view; a capability request it cannot read is an error.
+            pub fn into_api(self) -> Result<api::ProviderInfo, String> {
+                let capabilities = api::Capabilities::from_requests(
+                    self.capabilities
+                        .iter()
+                        .map(|r| (r.kind.as_str(), r.value.as_str())),
+                )?;
+                let engine: fn(&sandbox::ProviderInfo) -> Option<api::Engine> = $engine;
+                let container_engine = engine(&self);
+                Ok(api::ProviderInfo {
+                    name: self.name,
+                    version: self.version,
+                    description: self.description,
+                    kind: self.kind.into(),
+                    config: self.config.into_iter().map(Into::into).collect(),
+                    capabilities,
+                    container_engine,
+                })
             }
         }
     };

@@ -6,7 +6,7 @@
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, ResourceAny};
 
-use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4, v0_5};
+use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6};
 use crate::capability::PluginState;
 use crate::plugin::api;
 
@@ -22,6 +22,7 @@ macro_rules! each {
             $enum::V0_3($b) => $body,
             $enum::V0_4($b) => $body,
             $enum::V0_5($b) => $body,
+            $enum::V0_6($b) => $body,
         }
     };
 }
@@ -57,6 +58,11 @@ macro_rules! instantiate {
                     .instantiate_async($store)
                     .await?,
             ),
+            ApiVersion::V0_6 => Self::V0_6(
+                v0_6::$pre_type::new($pre.clone())?
+                    .instantiate_async($store)
+                    .await?,
+            ),
         })
     };
 }
@@ -67,6 +73,7 @@ pub enum SandboxBindings {
     V0_3(v0_3::SandboxPlugin),
     V0_4(v0_4::SandboxPlugin),
     V0_5(v0_5::SandboxPlugin),
+    V0_6(v0_6::SandboxPlugin),
 }
 
 impl SandboxBindings {
@@ -123,6 +130,28 @@ impl SandboxBindings {
                 .call_find(s, &o.clone().into())
                 .await
                 .map(Some),
+            Self::V0_6(b) => b
+                .sanddune_plugin_sandbox_provider()
+                .call_find(s, &o.clone().into())
+                .await
+                .map(Some),
+        }
+    }
+
+    /// The provider's up-front check; None before 0.6, which has no
+    /// `preflight`.
+    pub async fn preflight(
+        &self,
+        s: &mut Store<PluginState>,
+        o: &api::PreflightOptions,
+    ) -> wasmtime::Result<Option<Result<(), api::PreflightError>>> {
+        match self {
+            Self::V0_6(b) => b
+                .sanddune_plugin_sandbox_provider()
+                .call_preflight(s, &o.clone().into())
+                .await
+                .map(|r| Some(r.map_err(Into::into))),
+            _ => Ok(None),
         }
     }
 }
@@ -133,6 +162,7 @@ pub enum AgentBindings {
     V0_3(v0_3::AgentPlugin),
     V0_4(v0_4::AgentPlugin),
     V0_5(v0_5::AgentPlugin),
+    V0_6(v0_6::AgentPlugin),
 }
 
 impl AgentBindings {
@@ -217,6 +247,12 @@ impl AgentBindings {
                     .await
             }
             Self::V0_5(b) => {
+                b.sanddune_plugin_agent_provider()
+                    .stream_parser()
+                    .call_constructor(s, &r.clone().into())
+                    .await
+            }
+            Self::V0_6(b) => {
                 b.sanddune_plugin_agent_provider()
                     .stream_parser()
                     .call_constructor(s, &r.clone().into())

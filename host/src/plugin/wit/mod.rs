@@ -16,6 +16,7 @@ pub mod v0_2;
 pub mod v0_3;
 pub mod v0_4;
 pub mod v0_5;
+pub mod v0_6;
 
 use wasmtime::component::Linker;
 
@@ -35,18 +36,20 @@ pub enum ApiVersion {
     V0_3,
     V0_4,
     V0_5,
+    V0_6,
 }
 
 impl ApiVersion {
-    pub const ALL: [ApiVersion; 5] = [
+    pub const ALL: [ApiVersion; 6] = [
         ApiVersion::V0_1,
         ApiVersion::V0_2,
         ApiVersion::V0_3,
         ApiVersion::V0_4,
         ApiVersion::V0_5,
+        ApiVersion::V0_6,
     ];
     /// What `sanddune plugin new` scaffolds and the built-ins use.
-    pub const CURRENT: ApiVersion = ApiVersion::V0_5;
+    pub const CURRENT: ApiVersion = ApiVersion::V0_6;
 
     /// (major, minor); any patch of it loads.
     pub fn number(self) -> (u64, u64) {
@@ -56,6 +59,7 @@ impl ApiVersion {
             ApiVersion::V0_3 => (0, 3),
             ApiVersion::V0_4 => (0, 4),
             ApiVersion::V0_5 => (0, 5),
+            ApiVersion::V0_6 => (0, 6),
         }
     }
 
@@ -66,7 +70,7 @@ impl ApiVersion {
         Self::ALL.into_iter().find(|v| v.number() == (major, minor))
     }
 
-    /// `0.1, 0.2, 0.3, 0.4, 0.5` for messages.
+    /// `0.1, 0.2, 0.3, 0.4, 0.5, 0.6` for messages.
     pub fn supported() -> String {
         Self::ALL
             .iter()
@@ -101,6 +105,7 @@ impl Linkers {
             ApiVersion::V0_3 => v0_3::add_to_linkers(&mut sandbox, &mut agent)?,
             ApiVersion::V0_4 => v0_4::add_to_linkers(&mut sandbox, &mut agent)?,
             ApiVersion::V0_5 => v0_5::add_to_linkers(&mut sandbox, &mut agent)?,
+            ApiVersion::V0_6 => v0_6::add_to_linkers(&mut sandbox, &mut agent)?,
         }
         Ok(Self { sandbox, agent })
     }

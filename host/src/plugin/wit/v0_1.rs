@@ -79,6 +79,7 @@ impl sandbox::ProviderInfo {
             kind: self.kind.into(),
             config: self.config.into_iter().map(Into::into).collect(),
             capabilities,
+            container_engine: None,
         })
     }
 }

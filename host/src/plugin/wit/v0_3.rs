@@ -54,5 +54,6 @@ host_imports!({
 });
 shared_conversions!();
 since_0_2!();
+provider_info!();
 before_0_5!();
 before_0_4!();

@@ -54,6 +54,7 @@ host_imports!({
 });
 shared_conversions!();
 since_0_2!();
+provider_info!();
 before_0_5!();
 
 impl From<api::CommandRequest> for agent::CommandRequest {

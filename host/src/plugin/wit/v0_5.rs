@@ -1,11 +1,12 @@
-//! `sanddune:plugin@0.5.x` (`wit/`): the current version. What it adds to
-//! 0.4: the `pods` capability (a confined Kubernetes namespace) and the
-//! agent's `egress-hosts` (ADR 0024).
+//! `sanddune:plugin@0.5.x` (`wit/v0.5/`, frozen). What it added to 0.4: the
+//! `pods` capability (a confined Kubernetes namespace) and the agent's
+//! `egress-hosts` (ADR 0024). It differs from 0.6 in the sandbox provider:
+//! no `preflight`, and no `container-engine` in its info.
 
 mod generated {
     wasmtime::component::bindgen!({
         world: "sandbox-plugin",
-        path: "../wit",
+        path: "../wit/v0.5",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
@@ -21,7 +22,7 @@ mod generated {
 mod agent_generated {
     wasmtime::component::bindgen!({
         world: "agent-plugin",
-        path: "../wit",
+        path: "../wit/v0.5",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
@@ -55,6 +56,7 @@ host_imports!({
 });
 shared_conversions!();
 since_0_2!(pods);
+provider_info!();
 pods_imports!();
 
 impl From<agent::AgentInfo> for api::AgentInfo {

@@ -12,7 +12,7 @@ wit_bindgen::generate!({
 
 use exports::sanddune::plugin::sandbox_provider::{
     ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
-    ProviderInfo, Sandbox, SandboxKind,
+    PreflightError, PreflightOptions, ProviderInfo, Sandbox, SandboxKind,
 };
 use sanddune::plugin::containers::{self, ContainerSpec, Engine, ExecOptions, Mount};
 use sanddune::plugin::output::OutputSink;
@@ -127,7 +127,12 @@ impl Guest for Hostile {
                     value: value.into(),
                 })
                 .collect(),
+            container_engine: None,
         }
+    }
+
+    fn preflight(_options: PreflightOptions) -> Result<(), PreflightError> {
+        Ok(())
     }
 
     fn create(options: CreateOptions) -> Result<Sandbox, String> {

@@ -22,8 +22,8 @@ use crate::wasi::http::outgoing_handler;
 use crate::wasi::http::types::{Fields, IncomingResponse, OutgoingRequest, Scheme};
 use crate::wasi::io::streams::StreamError;
 use exports::sanddune::plugin::sandbox_provider::{
-    Command, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox, ProviderInfo,
-    Sandbox, SandboxKind,
+    Command, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox, PreflightError,
+    PreflightOptions, ProviderInfo, Sandbox, SandboxKind,
 };
 use sanddune::plugin::output::OutputSink;
 use sanddune::plugin::types::{CapabilityRequest, OutputLine, OutputStream};
@@ -59,7 +59,12 @@ impl Guest for HostileHttp {
                     value: o.to_string(),
                 })
                 .collect(),
+            container_engine: None,
         }
+    }
+
+    fn preflight(_options: PreflightOptions) -> Result<(), PreflightError> {
+        Ok(())
     }
 
     fn create(options: CreateOptions) -> Result<Sandbox, String> {

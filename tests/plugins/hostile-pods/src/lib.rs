@@ -12,7 +12,7 @@ wit_bindgen::generate!({
 
 use exports::sanddune::plugin::sandbox_provider::{
     ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
-    ProviderInfo, Sandbox, SandboxKind,
+    PreflightError, PreflightOptions, ProviderInfo, Sandbox, SandboxKind,
 };
 use sanddune::plugin::output::OutputSink;
 use sanddune::plugin::pods::{self, ExecOptions, PodSpec};
@@ -110,7 +110,12 @@ impl Guest for Hostile {
                 kind: "pods".into(),
                 value: String::new(),
             }],
+            container_engine: None,
         }
+    }
+
+    fn preflight(_options: PreflightOptions) -> Result<(), PreflightError> {
+        Ok(())
     }
 
     fn create(options: CreateOptions) -> Result<Sandbox, String> {

@@ -13,7 +13,7 @@ wit_bindgen::generate!({
 
 use exports::sanddune::plugin::sandbox_provider::{
     Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
-    ProviderInfo, Sandbox, SandboxKind,
+    PreflightError, PreflightOptions, ProviderInfo, Sandbox, SandboxKind,
 };
 use sanddune::plugin::logging::{self, Level};
 use sanddune::plugin::output::OutputSink;
@@ -46,7 +46,12 @@ impl Guest for Hostile {
                     value: value.into(),
                 })
                 .collect(),
+            container_engine: None,
         }
+    }
+
+    fn preflight(_options: PreflightOptions) -> Result<(), PreflightError> {
+        Ok(())
     }
 
     fn create(options: CreateOptions) -> Result<Sandbox, String> {
