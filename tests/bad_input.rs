@@ -141,7 +141,7 @@ fn a_component_importing_an_undeclared_interface() {
         &repo,
         &a,
         &[
-            "does not fit the sanddune agent provider world of sanddune:plugin@0.5",
+            "does not fit the sanddune agent provider world of sanddune:plugin@0.6",
             "test:undeclared/backdoor",
         ],
     );

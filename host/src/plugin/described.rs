@@ -115,6 +115,7 @@ mod tests {
                 default_value: Some("debian:13".into()),
             }],
             capabilities: Default::default(),
+            container_engine: None,
         }
     }
 
