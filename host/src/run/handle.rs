@@ -736,9 +736,9 @@ impl Drop for WorktreeHandle {
 }
 
 /// What a new sandbox needs, checked before a worktree is made for it: the
-/// commit identity, and what a built-in sandbox provider needs on this host
-/// (see `prerequisites`). A component file is checked by its own `create`,
-/// and approved (perhaps asked about) only where it is used.
+/// commit identity, and what the sandbox provider needs on this host (see
+/// `prerequisites`). A component file is approved (perhaps asked about)
+/// only where it is used, so its `preflight` runs there.
 pub(crate) async fn check_sandbox(options: &SandboxOptions, runtime: &PluginRuntime) -> Result<()> {
     let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
     check_trust(

@@ -21,7 +21,8 @@ use super::setup::{self, PreparedAgent};
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::api::PreflightError;
-use crate::plugin::sandbox::{SandboxKind, SandboxProvider, SandboxSpec};
+use crate::plugin::approval::Approval;
+use crate::plugin::sandbox::{SandboxProvider, SandboxSpec};
 
 /// Where a key the user must set can come from.
 const WHERE_ENV: &str = "in your environment (export KEY=VALUE), in .sanddune/.env";
@@ -113,13 +114,17 @@ pub(super) async fn check_sandbox_provider(
 ) -> Result<()> {
     provider.check_containment(config)?;
     let name = provider.name();
-    // The provider's own options: the host's `history` is not one of them.
-    let isolated = provider.info().kind == SandboxKind::Isolated;
-    let (_, config) = super::sync::take_history(name, isolated, config)?;
+    if provider.plugin().approval == Approval::Unapproved {
+        // A component file not approved yet (a workflow's check before its
+        // items): it is granted nothing until it is, so it is checked where
+        // it is used.
+        return Ok(());
+    }
     // No worktree exists yet: the provider is granted an empty one, and
     // labels nothing (it creates nothing).
     let empty = tempfile::tempdir()
         .map_err(|e| Error::Other(anyhow::anyhow!("cannot create a temporary directory: {e}")))?;
+    let (_, config) = setup::provider_config(provider, config, empty.path())?;
     let spec = SandboxSpec {
         run_id: "preflight".into(),
         name: name.to_string(),

@@ -459,6 +459,22 @@ fn hidden_under_head(place: &Place) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The sandbox options as the provider is told them, with the host's part
+/// taken out: the sync's `history` (isolated providers), and the dev
+/// container's workspace as a mount of `worktree`.
+pub(super) fn provider_config(
+    provider: &SandboxProvider,
+    config: &[(String, String)],
+    worktree: &Path,
+) -> Result<(crate::worktree::History, Vec<(String, String)>)> {
+    let isolated = provider.info().kind == SandboxKind::Isolated;
+    let (history, config) = sync::take_history(provider.name(), isolated, config)?;
+    Ok((
+        history,
+        crate::devcontainer::mount_workspace(config, worktree),
+    ))
+}
+
 /// Create the sandbox on `place`, sync the repository in (isolated),
 /// install the commit trailer's hook (see `identity`), then run the
 /// onSandboxReady hooks. A failure closes the sandbox.
@@ -471,8 +487,7 @@ pub(super) async fn start_sandbox(
     log: &RunLog,
 ) -> Result<Started> {
     let isolated = provider.info().kind == SandboxKind::Isolated;
-    let (history, config) = sync::take_history(provider.name(), isolated, &o.sandbox_config)?;
-    let config = crate::devcontainer::mount_workspace(config, place.path());
+    let (history, config) = provider_config(provider, &o.sandbox_config, place.path())?;
     let (agent_git, git_shield) = agent_git_dir(provider, place)?;
     let spec = SandboxSpec {
         run_id: place.run_id.clone(),

@@ -14,9 +14,8 @@ wit_bindgen::generate!({
 use std::fs;
 
 use exports::sanddune::plugin::sandbox_provider::{
-    ConfigOption, PreflightError, PreflightOptions,
-    Command, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox, ProviderInfo,
-    Sandbox, SandboxKind,
+    Command, ConfigOption, CreateOptions, ExecRequest, ExecResult, FileStat, Guest, GuestSandbox,
+    PreflightError, PreflightOptions, ProviderInfo, Sandbox, SandboxKind,
 };
 use sanddune::plugin::output::OutputSink;
 use sanddune::plugin::process::{self, SpawnOptions};
@@ -46,12 +45,12 @@ impl Guest for Provider {
                 ("worktree", "read-write"),
                 ("env", TOKEN),
             ]
-                .into_iter()
-                .map(|(kind, value)| CapabilityRequest {
-                    kind: kind.into(),
-                    value: value.into(),
-                })
-                .collect(),
+            .into_iter()
+            .map(|(kind, value)| CapabilityRequest {
+                kind: kind.into(),
+                value: value.into(),
+            })
+            .collect(),
             container_engine: None,
         }
     }
