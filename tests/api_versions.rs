@@ -176,7 +176,7 @@ fn gc_clears_the_record_of_a_0_2_provider_that_has_no_find() {
 }
 
 /// The WASI packages (`wasi:*@0.2.12`) every frozen release from 0.2 on
-/// imports, as released: what `cd wit/v0.4/deps && sha256sum *.wit` printed.
+/// imports, as released: what `cd wit/v0.5/deps && sha256sum *.wit` printed.
 const WASI_0_2_12: &str = "\
 fb6ac5d23fcaf3d231142a3c2f9bb1e9bc1fe5af6f1f329f6b1a5555ce0d3873  cli.wit
 6ed8aa65bb8cbe224a0b2cbac9fc1b3bd25bdb17eda5ae0d23c983ed31c447cc  clocks.wit
