@@ -1,7 +1,8 @@
 //! Components built against an older release of the WIT package keep
 //! loading and running: the test guests are built from the frozen
 //! `wit/v0.1/` to `wit/v0.5/` snapshots, the built-ins from the current
-//! `wit/`.
+//! `wit/`. The WASI packages the frozen releases import stay the ones
+//! they were released with.
 
 mod common;
 
@@ -172,4 +173,60 @@ fn gc_clears_the_record_of_a_0_2_provider_that_has_no_find() {
         stdout(&out)
     );
     assert!(!file.exists() && !scratch.exists(), "{}", stdout(&out));
+}
+
+/// The WASI packages (`wasi:*@0.2.12`) every frozen release from 0.2 on
+/// imports, as released: what `cd wit/v0.5/deps && sha256sum *.wit` printed.
+const WASI_0_2_12: &str = "\
+fb6ac5d23fcaf3d231142a3c2f9bb1e9bc1fe5af6f1f329f6b1a5555ce0d3873  cli.wit
+6ed8aa65bb8cbe224a0b2cbac9fc1b3bd25bdb17eda5ae0d23c983ed31c447cc  clocks.wit
+e675f261017bf9b4fa7df5b9701023fe0249ede71021ac1bf978748e62edcda8  filesystem.wit
+4bbd58f509700a6637385611f183c5bd5984d81feef85e29dfdc05ebd283045a  http.wit
+96e206d00076fa0480df32c5bcf255a3fa4862805ac2f6b8537a781cce54f433  io.wit
+48578c40213d5cab6650980905fa146a0be8c39c4433ee5e7e00637b87dbe08f  random.wit
+ad38dbf3b0bbdf34c0f2b608edcbfee04d71b443a63faff1f5e0053c3f84b377  sockets.wit
+";
+
+/// A frozen release reads its WASI packages through `wit/vX.Y/deps`, a link
+/// to the one shared copy (ADR 0028). That copy must not change under it.
+#[test]
+fn each_frozen_release_links_to_the_wasi_packages_it_was_released_with() {
+    use sha2::{Digest, Sha256};
+    let wit = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    let released: Vec<(&str, &str)> = WASI_0_2_12
+        .lines()
+        .map(|line| line.split_once("  ").unwrap())
+        .collect();
+    for version in FROZEN {
+        let deps = wit.join(format!("v{version}/deps"));
+        if version == "0.1" {
+            assert!(!deps.exists(), "0.1 imports no WASI package");
+            continue;
+        }
+        assert!(
+            deps.symlink_metadata().is_ok_and(|m| m.is_symlink()),
+            "{}: a frozen release links its deps (`ln -s ../deps`), it does not copy them",
+            deps.display()
+        );
+        let mut files: Vec<String> = std::fs::read_dir(&deps)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        files.sort();
+        let expected: Vec<&str> = released.iter().map(|(_, file)| *file).collect();
+        assert_eq!(files, expected, "{version}: the files in deps/");
+        for (sha256, file) in &released {
+            let bytes = std::fs::read(deps.join(file)).unwrap();
+            let got: String = Sha256::digest(&bytes)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(
+                got, *sha256,
+                "{version}: deps/{file} is not the one {version} was released with. \
+                 A change to the WASI packages is a new contract version, and the \
+                 frozen releases keep theirs (docs/plugins/contract-versions.md)"
+            );
+        }
+    }
 }

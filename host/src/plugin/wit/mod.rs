@@ -3,8 +3,9 @@
 //! capability imports are implemented once, by `host_imports!`, for every
 //! version whose import interfaces share their shape.
 //!
-//! Adding a version: freeze the released `wit/` as `wit/vX.Y/`, add a
-//! module here for it, and list it in `ApiVersion`. See ADR 0009.
+//! Adding a version: freeze the released `wit/` as `wit/vX.Y/` (its `deps`
+//! a link, `ln -s ../deps`, not a copy: ADR 0028), add a module here for
+//! it, and list it in `ApiVersion`. See ADR 0009.
 
 #[macro_use]
 mod imports;
