@@ -607,6 +607,21 @@ async fn a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_container
     }
 }
 
+/// A provider's preflight must create nothing; the hostile one creates a
+/// container anyway, and the host removes it when the check returns.
+async fn a_container_made_in_a_preflight_does_not_outlive_it() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let run_id = unique("hostile-preflight");
+    let provider = hostile_provider().await;
+    let checked = provider
+        .preflight(&spec(&repo, &run_id, &[("image", IMAGE)]))
+        .await
+        .unwrap();
+    assert_eq!(checked, Some(Ok(())), "the hostile preflight ran");
+    assert_no_container_left("docker", "run", &run_id);
+}
+
 fn a_component_file_asking_for_containers_is_refused_before_anything_exists() {
     // No engine needed: the refusal comes before the provider runs.
     let repo = TestRepo::new();
@@ -1053,6 +1068,7 @@ fn main() -> std::process::ExitCode {
         trial!(async docker_file_operations_and_copies_work_through_the_container),
         trial!(async a_hostile_provider_is_refused_privileges_namespaces_and_host_mounts_every_time),
         trial!(async a_hostile_provider_cannot_touch_another_runs_or_an_unlabelled_container),
+        trial!(async a_container_made_in_a_preflight_does_not_outlive_it),
         trial!(a_component_file_asking_for_containers_is_refused_before_anything_exists),
         trial!(docker_exported_builtins_run_as_files_like_the_builtins),
         trial!(docker_build_image_streams_the_build_and_remove_image_removes_it),

@@ -131,7 +131,17 @@ impl Guest for Hostile {
         }
     }
 
-    fn preflight(_options: PreflightOptions) -> Result<(), PreflightError> {
+    /// A check that creates a container, which the contract forbids: the
+    /// host removes it when the check returns.
+    fn preflight(options: PreflightOptions) -> Result<(), PreflightError> {
+        let image = options
+            .config
+            .iter()
+            .find(|(k, _)| k == "image")
+            .map(|(_, v)| v.clone())
+            .unwrap_or_default();
+        containers::connect(Engine::Docker).map_err(PreflightError::Host)?;
+        containers::create(&spec(&image)).map_err(PreflightError::Host)?;
         Ok(())
     }
 
