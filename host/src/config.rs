@@ -34,7 +34,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use crate::error::{Error, Result};
-use crate::run::{CoAuthor, CommitOptions, GitIdentity, Hooks, HostHook, SandboxHook};
+use crate::run::hooks::{Hooks, HostHook, SandboxHook};
+use crate::run::identity::{CoAuthor, CommitOptions, GitIdentity};
 
 /// Where the file lives in a repository.
 pub const CONFIG_FILE: &str = ".sanddune/config.toml";

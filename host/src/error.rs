@@ -25,7 +25,7 @@ pub enum Error {
     /// approved it (workspace trust): what changed since the approved
     /// version. Nothing was created.
     #[error("{0}")]
-    Untrusted(Box<crate::trust::Untrusted>),
+    Untrusted(Box<crate::trust::untrusted::Untrusted>),
     /// The run was cancelled; the reason is the caller's, verbatim.
     #[error("{0}")]
     Aborted(String),

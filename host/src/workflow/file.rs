@@ -46,7 +46,7 @@ use super::WORKFLOWS_DIR;
 use super::refs::{self, RESERVED};
 use super::{AgentRun, AgentStep, Defaults, RunPrompt, Step, StepKind, StepStrategy, Workflow};
 use crate::error::{Error, Result};
-use crate::run::StructuredOutput;
+use crate::run::structured::StructuredOutput;
 
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]

@@ -29,7 +29,7 @@ pub use engine::{
 pub use fan_out::{default_parallel, fan_out};
 pub use merge_queue::{Landing, QueuedBranch};
 
-use crate::run::StructuredOutput;
+use crate::run::structured::StructuredOutput;
 
 /// Where a repository keeps its workflow files.
 pub const WORKFLOWS_DIR: &str = ".sanddune/workflows";

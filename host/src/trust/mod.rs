@@ -13,7 +13,7 @@
 //! `--trust` / `sanddune trust`, and records the approval ([`approve`]).
 
 use std::collections::BTreeSet;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -21,6 +21,12 @@ use crate::config::{CONFIG_FILE, ProjectConfig};
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
 use crate::workflow::Workflow;
+
+pub(crate) mod paths;
+pub(crate) mod untrusted;
+
+pub(crate) use paths::inside;
+pub use untrusted::Untrusted;
 
 /// Overrides where sanddune keeps its per-user state (the approvals).
 pub const STATE_DIR_VAR: &str = "SANDDUNE_STATE_DIR";
@@ -73,37 +79,6 @@ pub enum Scope<'a> {
     /// Everything the repository holds (`sanddune trust`): every workflow
     /// and every dev container file named anywhere.
     Repository,
-}
-
-/// Host-effective config that is not approved: what it is, against the
-/// version last approved.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Untrusted {
-    pub repo: PathBuf,
-    /// Items not in the approval record (the reason for the refusal).
-    pub added: Vec<String>,
-    /// Approved items that are gone (shown for context).
-    pub removed: Vec<String>,
-}
-
-impl Untrusted {
-    /// The diff against the approved version, one `+`/`-` line an item.
-    pub fn diff(&self) -> String {
-        let added = self.added.iter().map(|i| format!("+ {i}"));
-        let removed = self.removed.iter().map(|i| format!("- {i}"));
-        added.chain(removed).collect::<Vec<_>>().join("\n")
-    }
-}
-
-impl std::fmt::Display for Untrusted {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the config in {} makes the host act, and this is not what you approved (an agent can edit these files):\n{}\nnothing was started: approve it with `sanddune trust` (`sanddune trust --show` prints it), or pass --trust",
-            self.repo.display(),
-            self.diff()
-        )
-    }
 }
 
 /// What the repository at `root` makes the host do, in `scope`; sorted,
@@ -313,39 +288,6 @@ fn relative(root: &Path, path: &Path) -> String {
         .unwrap_or(path)
         .display()
         .to_string()
-}
-
-/// Whether `path` is inside the repository at `root` once `..` and
-/// symlinks are resolved: a symlink the agent committed that points out of
-/// the repository is outside. A path that does not exist is judged by its
-/// longest existing ancestor.
-pub(crate) fn inside(root: &Path, path: &Path) -> bool {
-    let root = std::fs::canonicalize(root).unwrap_or_else(|_| root.to_path_buf());
-    let mut normal = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                normal.pop();
-            }
-            Component::CurDir => {}
-            other => normal.push(other),
-        }
-    }
-    let mut rest = Vec::new();
-    let mut existing = normal.as_path();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(existing) {
-            let full = rest.iter().rev().fold(real, |p: PathBuf, c| p.join(c));
-            return full.starts_with(&root);
-        }
-        match (existing.file_name(), existing.parent()) {
-            (Some(name), Some(parent)) => {
-                rest.push(name.to_owned());
-                existing = parent;
-            }
-            _ => return false,
-        }
-    }
 }
 
 /// The approval record of one repository.
