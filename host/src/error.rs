@@ -1,5 +1,7 @@
 //! The errors a caller can tell apart, and the CLI's exit code for each.
 
+use std::path::PathBuf;
+
 /// Why sanddune stopped.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -20,12 +22,12 @@ pub enum Error {
     /// The agent's structured output was missing or did not match the
     /// schema; carries its raw text and the run's commits.
     #[error("{0}")]
-    Output(Box<crate::run::outcome::OutputError>),
+    Output(Box<crate::outcome::OutputError>),
     /// The repository's config makes the host act and the user has not
     /// approved it (workspace trust): what changed since the approved
     /// version. Nothing was created.
     #[error("{0}")]
-    Untrusted(Box<crate::trust::untrusted::Untrusted>),
+    Untrusted(Box<Untrusted>),
     /// The run was cancelled; the reason is the caller's, verbatim.
     #[error("{0}")]
     Aborted(String),
@@ -49,3 +51,34 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Host-effective config that is not approved: what it is, against the
+/// version last approved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Untrusted {
+    pub repo: PathBuf,
+    /// Items not in the approval record (the reason for the refusal).
+    pub added: Vec<String>,
+    /// Approved items that are gone (shown for context).
+    pub removed: Vec<String>,
+}
+
+impl Untrusted {
+    /// The diff against the approved version, one `+`/`-` line an item.
+    pub fn diff(&self) -> String {
+        let added = self.added.iter().map(|i| format!("+ {i}"));
+        let removed = self.removed.iter().map(|i| format!("- {i}"));
+        added.chain(removed).collect::<Vec<_>>().join("\n")
+    }
+}
+
+impl std::fmt::Display for Untrusted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the config in {} makes the host act, and this is not what you approved (an agent can edit these files):\n{}\nnothing was started: approve it with `sanddune trust` (`sanddune trust --show` prints it), or pass --trust",
+            self.repo.display(),
+            self.diff()
+        )
+    }
+}

@@ -98,7 +98,7 @@ pub fn read(
     let mut read = Vec::new();
     for key in keys {
         let folder = dir.join(key);
-        if !crate::trust::paths::inside(root, &folder) {
+        if !crate::repo_path::inside(root, &folder) {
             return Err(refuse(
                 key,
                 format!(

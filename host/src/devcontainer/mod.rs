@@ -72,7 +72,7 @@ pub fn host_effects(root: &Path, path: &Path) -> Result<Vec<String>> {
     }
     if dc.dockerfile().is_some() {
         let context = path.parent().unwrap_or(root).join(dc.context());
-        if !crate::trust::paths::inside(root, &context) {
+        if !crate::repo_path::inside(root, &context) {
             effects.push(format!(
                 "build.context outside the repository: {}",
                 dc.context()

@@ -27,7 +27,6 @@ pub mod invoker;
 pub mod iteration;
 mod lanes;
 pub mod log;
-pub mod outcome;
 mod prerequisites;
 mod privileges;
 pub mod reclaim;
@@ -46,6 +45,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use crate::outcome::{self, Commit};
 pub use abort::AbortHandle;
 pub use attach::attach;
 pub(crate) use handle::check_sandbox;
@@ -57,7 +57,6 @@ pub use iteration::{
     AgentInvoker, IterationResult, IterationUsage, StreamEvent, StreamEventCallback,
 };
 pub use log::LogMode;
-pub use outcome::Commit;
 pub use registry::WorkflowItem;
 pub use setup::NO_SANDBOX;
 pub use strategy::{BranchStrategy, WorktreeStrategy};

@@ -15,7 +15,7 @@ pub struct StructuredOutput {
     pub schema: Value,
 }
 
-pub use super::outcome::OutputError;
+pub use crate::outcome::OutputError;
 
 impl StructuredOutput {
     /// Refuse a bad tag or schema before anything starts.

@@ -22,11 +22,8 @@ use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
 use crate::workflow::Workflow;
 
-pub(crate) mod paths;
-pub(crate) mod untrusted;
-
-pub(crate) use paths::inside;
-pub use untrusted::Untrusted;
+pub use crate::error::Untrusted;
+pub(crate) use crate::repo_path::inside;
 
 /// Overrides where sanddune keeps its per-user state (the approvals).
 pub const STATE_DIR_VAR: &str = "SANDDUNE_STATE_DIR";

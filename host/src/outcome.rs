@@ -1,5 +1,6 @@
-//! What a run produced that its errors carry too. A leaf module (it uses
-//! nothing else of the crate), so `error` can name it without a cycle.
+//! What a run produced that its errors carry too: the commits, and why a
+//! structured output was refused. A leaf module at the bottom of the crate
+//! (it uses nothing else of it), so `error` can name it.
 
 use serde::Serialize;
 

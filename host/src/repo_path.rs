@@ -1,6 +1,6 @@
-//! Whether a path a repository's file names stays inside the repository.
-//! A leaf module, so the readers of those files (dev containers) can ask
-//! without depending on the rest of trust.
+//! Whether a path a repository's file names stays inside the repository,
+//! for workspace trust and the dev container's readers alike. A leaf
+//! module at the bottom of the crate.
 
 use std::path::{Component, Path, PathBuf};
 
