@@ -1,11 +1,12 @@
 //! What a run needs from the host beyond its options, checked before
 //! anything is created: the agent provider's env requirements, and what
 //! the sandbox provider needs here (its credentials and options, a
-//! container engine that answers and its image, the programs it runs). Each check reads the env the run resolved (every
-//! layer, so a key in `.sanddune/.env` or `--sandbox-env` counts), after
-//! the plugins are loaded and before the run log, the worktree or the
-//! sandbox exist. A missing one is an input error (exit 2) naming what is
-//! missing and how to set it.
+//! container engine that answers and its image, the programs it runs).
+//! Each check reads the env the run resolved (every layer, so a key in
+//! `.sanddune/.env` or `--sandbox-env` counts), after the plugins are
+//! loaded and before the run log, the worktree or the sandbox exist. A
+//! missing one is an input error (exit 2) naming what is missing and how
+//! to set it.
 //!
 //! A sandbox provider's own checks are its `preflight` (contract 0.6), run
 //! in the component with the capabilities `create` gets: the host names no

@@ -11,6 +11,7 @@ use crate::capability::{Capabilities, Grants, HttpGrant};
 use crate::error::{Error, Result};
 use crate::plugin::api::{PreflightError, PreflightOptions, ProviderInfo};
 use crate::plugin::approval::{self, Approval};
+use crate::plugin::wit::ApiVersion;
 use crate::plugin::{
     Plugin, PluginKind, PluginRef, PluginRuntime, begin_call, described, one_line,
 };
@@ -270,6 +271,10 @@ impl SandboxProvider {
         &self,
         spec: &SandboxSpec,
     ) -> Result<Option<std::result::Result<(), PreflightError>>> {
+        // An older provider has nothing to ask: no instance for it.
+        if self.plugin.api < ApiVersion::V0_6 {
+            return Ok(None);
+        }
         let resolved = self.resolve(spec)?;
         let grants = self.grants(spec, None, &resolved)?;
         let (mut store, bindings) = instantiate(&self.plugin, &self.info.name, grants).await?;
