@@ -33,9 +33,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+use crate::attribution::{CoAuthor, CommitOptions, GitIdentity};
 use crate::error::{Error, Result};
-use crate::run::hooks::{Hooks, HostHook, SandboxHook};
-use crate::run::identity::{CoAuthor, CommitOptions, GitIdentity};
+use crate::hooks::{Hooks, HostHook, SandboxHook};
 
 /// Where the file lives in a repository.
 pub const CONFIG_FILE: &str = ".sanddune/config.toml";
@@ -108,7 +108,7 @@ impl ProjectConfig {
         let mut config = Self::read(repo_root)?;
         // Secrets by reference (`file:`, `env:`, `cmd:`) resolve here, once.
         for (key, value) in config.env.iter_mut() {
-            *value = crate::run::secrets::resolve(key, value, repo_root, CONFIG_FILE)?;
+            *value = crate::secrets::resolve(key, value, repo_root, CONFIG_FILE)?;
         }
         Ok(config)
     }

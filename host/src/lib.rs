@@ -5,12 +5,15 @@
 //! granted to them ([`capability`]). [`run::run`] drives one run session:
 //! worktree, sandbox, iterations, commits back by the branch strategy.
 
+pub mod attribution;
 pub mod capability;
 pub mod cli;
 pub mod config;
 pub mod conformance;
 pub mod devcontainer;
+pub mod dotenv;
 pub mod error;
+pub mod hooks;
 pub mod image_build;
 pub mod init;
 pub mod outcome;
@@ -19,6 +22,7 @@ pub mod plugin;
 pub mod prompt;
 pub mod repo_path;
 pub mod run;
+pub mod secrets;
 pub mod terminal_text;
 pub mod trust;
 pub mod workflow;

@@ -40,9 +40,9 @@ pub async fn demo(args: DemoArgs) -> Result<()> {
         PluginRef::Builtin("demo".into()),
         Prompt::Inline("Say hello in DEMO.md".into()),
     );
-    options.cwd = repo.to_path_buf();
-    options.max_iterations = 3;
-    options.log = LogMode::Terminal;
+    options.sandbox.cwd = repo.to_path_buf();
+    options.sandbox.log = LogMode::Terminal;
+    options.agent.max_iterations = 3;
     let result = crate::run::run(options).await?;
     println!();
     super::run::print_summary(&result, repo);

@@ -264,50 +264,53 @@ pub async fn run(args: RunArgs) -> Result<()> {
         PluginRef::parse(&args.agent),
         prompt,
     );
-    options.runtime = Some(args.approval.runtime()?);
-    options.trust = trust;
     options.strategy = strategy(&args)?;
-    options.output = output(&args)?;
-    options.model = args.model;
-    options.max_iterations = args.max_iterations;
-    options.idle_timeout = Duration::from_secs(args.idle_timeout);
-    options.prompt_args = args.prompt_args;
-    if !args.completion_signals.is_empty() {
-        options.completion_signals = args.completion_signals;
-    }
-    options.name = args.name;
-    options.hooks = hooks(
+    options.agent.output = output(&args)?;
+    options.resume_session = args.resume;
+    let so = &mut options.sandbox;
+    so.runtime = Some(args.approval.runtime()?);
+    so.trust = trust;
+    so.name = args.name;
+    so.hooks = hooks(
         &config,
         &args.hook_worktree_ready,
         &args.hook_host_sandbox_ready,
         &args.hook_sandbox_ready,
     );
-    options.commit = config.commit_options(Path::new(CONFIG_FILE))?;
-    options.copy_to_worktree = config
+    so.commit = config.commit_options(Path::new(CONFIG_FILE))?;
+    so.copy_to_worktree = config
         .copy_to_worktree
         .iter()
         .cloned()
         .chain(args.copies)
         .collect();
     if let Some(ms) = config.timeouts.copy_to_worktree_ms {
-        options.timeouts.copy_to_worktree = Duration::from_millis(ms);
+        so.timeouts.copy_to_worktree = Duration::from_millis(ms);
     }
     if let Some(secs) = args.copy_timeout {
-        options.timeouts.copy_to_worktree = Duration::from_secs(secs);
+        so.timeouts.copy_to_worktree = Duration::from_secs(secs);
     }
-    options.log = match args.log {
+    so.log = match args.log {
         LogArg::File => LogMode::File,
         LogArg::Terminal => LogMode::Terminal,
     };
-    options.resume_session = args.resume;
-    options.capture_sessions = !args.no_capture_sessions;
-    options.cwd = args.cwd.clone();
-    options.sandbox_config = config.sandbox_options(args.sandbox_opts);
-    options.agent_options = args.agent_opts;
-    options.env = call_site_env(&config, args.env);
-    options.agent_env = args.agent_env;
-    options.sandbox_env = args.sandbox_env;
-    super::abort_on_ctrl_c(&options.abort);
+    so.cwd = args.cwd.clone();
+    so.sandbox_config = config.sandbox_options(args.sandbox_opts);
+    so.env = call_site_env(&config, args.env);
+    so.sandbox_env = args.sandbox_env;
+    let agent = &mut options.agent;
+    agent.model = args.model;
+    agent.max_iterations = args.max_iterations;
+    agent.idle_timeout = Duration::from_secs(args.idle_timeout);
+    agent.prompt_args = args.prompt_args;
+    if !args.completion_signals.is_empty() {
+        agent.completion_signals = args.completion_signals;
+    }
+    agent.capture_sessions = !args.no_capture_sessions;
+    agent.agent_options = args.agent_opts;
+    agent.agent_env = args.agent_env;
+    // One handle for both parts (`RunOptions::new`).
+    super::abort_on_ctrl_c(&options.agent.abort);
     let result = match crate::run::run(options).await {
         Ok(result) => result,
         Err(Error::Output(e)) if args.json => {

@@ -29,7 +29,13 @@ pub struct TrustArgs {
 pub fn trust(args: TrustArgs) -> Result<()> {
     let repo = Repo::discover(&args.cwd)?;
     let root = repo.root();
-    let items = trust::host_effects(root, &Scope::Repository)?;
+    let workflows = crate::workflow::every_host_effect(root)?;
+    let items = trust::host_effects(
+        root,
+        &Scope::Repository {
+            workflows: &workflows,
+        },
+    )?;
     if items.is_empty() {
         println!(
             "{}: the config makes the host do nothing; there is nothing to approve",
@@ -109,7 +115,7 @@ pub(super) enum GateScope {
         sandbox_config: Vec<(String, String)>,
     },
     Workflow {
-        workflow: Box<crate::workflow::Workflow>,
+        workflow: trust::WorkflowEffects,
         sandbox_config: Vec<(String, String)>,
     },
 }

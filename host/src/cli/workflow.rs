@@ -103,7 +103,7 @@ async fn run(args: RunArgs) -> Result<()> {
         &args.cwd,
         |root| {
             Ok(super::trust::GateScope::Workflow {
-                workflow: Box::new(workflow.clone()),
+                workflow: workflow.host_effects(root),
                 sandbox_config: crate::config::ProjectConfig::read(root)?
                     .sandbox_options(args.sandbox_opts.clone()),
             })

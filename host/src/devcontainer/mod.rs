@@ -25,8 +25,8 @@ use serde::Serialize;
 
 use crate::capability::containers::{self, Engine};
 use crate::error::{Error, Result};
+use crate::hooks::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
 use crate::plugin::sandbox::SandboxProvider;
-use crate::run::hooks::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
 use merge::Merged;
 pub use spec::DevContainer;
 use spec::{HostVars, Lifecycle, Local, Vars};

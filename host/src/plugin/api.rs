@@ -142,7 +142,7 @@ pub struct AgentInfo {
     pub egress_hosts: Vec<String>,
 }
 
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct CommandRequest {
     pub prompt: String,
     pub model: Option<String>,

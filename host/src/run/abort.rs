@@ -4,14 +4,16 @@
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
 
 /// Cancels a run. Cloning shares the handle.
 #[derive(Clone, Default)]
 pub struct AbortHandle {
     token: CancellationToken,
     reason: Arc<Mutex<Option<String>>>,
-    /// The reason of the handle this one is a [`child`](Self::child) of.
-    parent_reason: Option<Arc<Mutex<Option<String>>>>,
+    /// The handles this one is aborted with (see [`child`](Self::child)
+    /// and [`either`]); the reason of the first that was aborted is its.
+    parents: Vec<AbortHandle>,
 }
 
 impl AbortHandle {
@@ -34,7 +36,7 @@ impl AbortHandle {
         Self {
             token: self.token.child_token(),
             reason: Arc::new(Mutex::new(None)),
-            parent_reason: Some(self.reason.clone()),
+            parents: vec![self.clone()],
         }
     }
 
@@ -44,13 +46,35 @@ impl AbortHandle {
 
     pub fn reason(&self) -> String {
         let own = self.reason.lock().unwrap().clone();
-        own.or_else(|| self.parent_reason.as_ref()?.lock().unwrap().clone())
-            .unwrap_or_else(|| "aborted".into())
+        own.or_else(|| {
+            let parent = self.parents.iter().find(|p| p.is_aborted())?;
+            Some(parent.reason())
+        })
+        .unwrap_or_else(|| "aborted".into())
     }
 
     pub async fn aborted(&self) {
         self.token.cancelled().await
     }
+}
+
+/// A handle aborted alone, or with `a` or `b`: a run whose sandbox part and
+/// agent part came with different handles. Watching `b` takes a task,
+/// which ends with the returned guard (none when `a` and `b` are one).
+pub fn either(a: &AbortHandle, b: &AbortHandle) -> (AbortHandle, Option<AbortOnDropHandle<()>>) {
+    let mut child = a.child();
+    if Arc::ptr_eq(&a.reason, &b.reason) {
+        return (child, None);
+    }
+    child.parents.push(b.clone());
+    let (token, b) = (child.token.clone(), b.clone());
+    let watch = tokio::spawn(async move {
+        tokio::select! {
+            () = b.aborted() => token.cancel(),
+            () = token.cancelled() => {}
+        }
+    });
+    (child, Some(AbortOnDropHandle::new(watch)))
 }
 
 #[cfg(test)]
@@ -68,5 +92,24 @@ mod tests {
         assert!(two.is_aborted());
         assert_eq!(two.reason(), "interrupted (Ctrl-C)");
         assert_eq!(one.reason(), "stopped");
+    }
+
+    #[tokio::test]
+    async fn either_aborts_with_each_of_two_handles() {
+        let (a, b) = (AbortHandle::new(), AbortHandle::new());
+        let (run, guard) = either(&a, &b);
+        assert!(guard.is_some(), "two handles are watched");
+        b.abort("stopped by the agent's handle");
+        tokio::time::timeout(std::time::Duration::from_secs(5), run.aborted())
+            .await
+            .expect("b aborts the run");
+        assert_eq!(run.reason(), "stopped by the agent's handle");
+        assert!(!a.is_aborted());
+
+        let (run, guard) = either(&a, &a.clone());
+        assert!(guard.is_none(), "one handle needs no watch");
+        a.abort("interrupted (Ctrl-C)");
+        assert!(run.is_aborted());
+        assert_eq!(run.reason(), "interrupted (Ctrl-C)");
     }
 }

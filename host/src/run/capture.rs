@@ -121,7 +121,7 @@ pub async fn capture(
     let content = std::fs::read_to_string(staged.path())
         .map_err(|e| Error::Other(anyhow::anyhow!("read the session {inside}: {e}")))?;
     let content = agent
-        .rewrite_session_cwd(&super::secrets::mask(&content), &sandbox_cwd, root)
+        .rewrite_session_cwd(&crate::secrets::mask(&content), &sandbox_cwd, root)
         .await?;
     // Private, as the agent CLIs keep them: a session holds the whole
     // conversation, and a provider's copy-out may have made the file anew.

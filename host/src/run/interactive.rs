@@ -9,14 +9,16 @@ use std::process::Stdio;
 use serde::Serialize;
 
 use super::env::{self, EnvMap};
-use super::handle::WorktreeHandle;
-use super::hooks::Hooks;
-use super::identity::CommitOptions;
 use super::log::{LogMode, RunLog};
-use super::setup::{self, Place};
+use super::place::{self, Place};
+use super::plan::{self, AgentLayers, SandboxPlan};
+use super::setup;
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
-use super::{AbortHandle, Commit, Prompt, SandboxOptions, Timeouts, agent_files, sync};
+use super::worktree_handle::WorktreeHandle;
+use super::{AbortHandle, Commit, Prompt, SandboxOptions, agent_files, sync};
+use crate::attribution::CommitOptions;
 use crate::error::{Error, Result};
+use crate::hooks::Hooks;
 use crate::plugin::agent::{AgentProvider, CommandRequest};
 use crate::plugin::api::EnvVar;
 use crate::plugin::sandbox::{Command, ExecRequest, SandboxKind, env_vars};
@@ -82,29 +84,51 @@ impl InteractiveOptions {
     }
 
     fn sandbox_options(&self, runtime: &PluginRuntime) -> SandboxOptions {
-        SandboxOptions {
-            sandbox: match &self.sandbox {
-                InteractiveSandbox::Provider(p) => p.clone(),
-                InteractiveSandbox::NoSandbox => PluginRef::Builtin(setup::NO_SANDBOX.into()),
-            },
-            sandbox_config: self.sandbox_config.clone(),
-            sandbox_env: self.sandbox_env.clone(),
-            env: self.env.clone(),
-            hooks: self.hooks.clone(),
-            commit: self.commit.clone(),
-            copy_to_worktree: vec![],
-            timeouts: Timeouts::default(),
-            name: self.name.clone(),
-            cwd: self.cwd.clone(),
-            // The terminal belongs to the agent's UI: sanddune's own lines
-            // go to stderr before and after it.
-            log: LogMode::Terminal,
-            abort: self.abort.clone(),
-            runtime: Some(runtime.clone()),
-            side_by_side: 1,
-            workflow_item: None,
-            trust: self.trust,
-        }
+        let mut so = SandboxOptions::new(match &self.sandbox {
+            InteractiveSandbox::Provider(p) => p.clone(),
+            InteractiveSandbox::NoSandbox => PluginRef::Builtin(plan::NO_SANDBOX.into()),
+        });
+        so.sandbox_config = self.sandbox_config.clone();
+        so.sandbox_env = self.sandbox_env.clone();
+        so.env = self.env.clone();
+        so.hooks = self.hooks.clone();
+        so.commit = self.commit.clone();
+        so.name = self.name.clone();
+        so.cwd = self.cwd.clone();
+        // The terminal belongs to the agent's UI: sanddune's own lines go
+        // to stderr before and after it.
+        so.log = LogMode::Terminal;
+        so.abort = self.abort.clone();
+        so.runtime = Some(runtime.clone());
+        so.trust = self.trust;
+        so
+    }
+
+    /// The agent, loaded on `runtime`, and the session's sandbox planned
+    /// with it (none on the host): nothing is created when either is
+    /// refused.
+    async fn plan(
+        &self,
+        runtime: &PluginRuntime,
+        root: &std::path::Path,
+    ) -> Result<(AgentProvider, Option<SandboxPlan>)> {
+        let so = self.sandbox_options(runtime);
+        let agent = AgentProvider::load(runtime, &self.agent).await?;
+        let planned = match &self.sandbox {
+            InteractiveSandbox::NoSandbox => {
+                plan::check_trust(root, &so)?;
+                None
+            }
+            InteractiveSandbox::Provider(_) => {
+                let layers = AgentLayers {
+                    keys: plan::agent_keys(&agent),
+                    agent_env: self.agent_env.clone(),
+                    env: vec![],
+                };
+                Some(SandboxPlan::with_agent(so, Some(layers)).await?)
+            }
+        };
+        Ok((agent, planned))
     }
 }
 
@@ -125,43 +149,16 @@ pub struct InteractiveResult {
 /// An interactive session with the provider's default branch strategy
 /// (bind-mount and no-sandbox: head; isolated: merge-to-head). For another
 /// strategy use `create_worktree` and [`WorktreeHandle::interactive`].
-pub async fn interactive(mut options: InteractiveOptions) -> Result<InteractiveResult> {
-    let repo = Repo::discover(&setup::absolute(&options.cwd)?)?;
-    let sandbox = match &options.sandbox {
-        InteractiveSandbox::Provider(p) => p.clone(),
-        InteractiveSandbox::NoSandbox => PluginRef::Builtin(setup::NO_SANDBOX.into()),
+pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResult> {
+    let repo = Repo::discover(&plan::absolute(&options.cwd)?)?;
+    let runtime = match &options.runtime {
+        Some(rt) => rt.clone(),
+        None => PluginRuntime::new(Default::default())?,
     };
-    super::handle::check_trust(
-        repo.root(),
-        &sandbox,
-        &options.sandbox_config,
-        options.trust,
-    )?;
-    let runtime = setup::runtime(&options.runtime)?;
-    let provider = match &options.sandbox {
-        InteractiveSandbox::NoSandbox => None,
-        InteractiveSandbox::Provider(p) => Some(setup::load_sandbox_provider(&runtime, p).await?),
-    };
-    if let Some(provider) = &provider
-        && let Some(initialize) = crate::devcontainer::apply(
-            provider,
-            repo.root(),
-            &mut options.sandbox_config,
-            &mut options.env,
-            &mut options.hooks,
-        )
-        .await?
-    {
-        options.hooks.host_on_worktree_ready.insert(0, initialize);
-    }
-    let so = options.sandbox_options(&runtime);
-    let provider_type = match &provider {
-        None => ProviderType::NoSandbox,
-        Some(provider) => provider.info().kind.into(),
-    };
-    let name = match &options.sandbox {
-        InteractiveSandbox::NoSandbox => setup::NO_SANDBOX.to_string(),
-        InteractiveSandbox::Provider(p) => p.to_string(),
+    let (agent, planned) = options.plan(&runtime, repo.root()).await?;
+    let (provider_type, name) = match &planned {
+        None => (ProviderType::NoSandbox, plan::NO_SANDBOX.to_string()),
+        Some(p) => (p.provider.info().kind.into(), p.provider.name().to_string()),
     };
     let strategy = strategy::resolve(
         None,
@@ -172,29 +169,15 @@ pub async fn interactive(mut options: InteractiveOptions) -> Result<InteractiveR
             copies: false,
         },
     )?;
-    if let Some(provider) = &provider {
-        // No worktree for a session whose agent could not commit, or whose
-        // sandbox could not start.
-        let (_, env) = setup::resolve_identity_and_env(
-            repo.root(),
-            &options.commit,
-            setup::declared_sandbox_keys(provider),
-            &options.agent_env,
-            &options.sandbox_env,
-            &options.env,
-        )?;
-        super::prerequisites::check_sandbox_provider(
-            provider,
-            &options.sandbox_config,
-            &env,
-            &repo.git_dir(),
-        )
-        .await?;
-    }
-    let log = setup::open_log(&repo, &so.log, so.name.as_deref())?;
-    let id = setup::run_id();
-    let place = setup::prepare_place(&repo, strategy, &id, &so, true, &log).await?;
-    let session = session_on(&place, &options, &so, &runtime, &log).await;
+    let so = options.sandbox_options(&runtime);
+    let hooks = match &planned {
+        Some(p) => p.worktree_hooks(),
+        None => so.hooks.host_on_worktree_ready.clone(),
+    };
+    let log = place::open_log(&repo, &so.log, so.name.as_deref())?;
+    let id = plan::run_id();
+    let place = place::prepare_place(&repo, (strategy, &id), &so, &hooks, true, &log).await?;
+    let session = session_on(&place, &options, agent, planned, &log).await;
     // The ending of the provider's default strategy.
     let mut merged = false;
     let mut failure = session.as_ref().err().map(|e| e.to_string());
@@ -206,7 +189,7 @@ pub async fn interactive(mut options: InteractiveOptions) -> Result<InteractiveR
     }
     let mut preserved = None;
     if let Some(wt) = &place.worktree {
-        preserved = setup::release_worktree(&repo, wt, merged)?;
+        preserved = place::release_worktree(&repo, wt, merged)?;
     }
     log.finish();
     let (exit_code, commits) = session?;
@@ -228,16 +211,25 @@ pub async fn interactive(mut options: InteractiveOptions) -> Result<InteractiveR
 impl WorktreeHandle {
     /// An interactive session on this worktree (any sandbox provider, or
     /// no-sandbox). The worktree stays; `close` ends it.
-    pub async fn interactive(&self, mut options: InteractiveOptions) -> Result<InteractiveResult> {
-        if options.runtime.is_none() {
-            options.runtime = Some(self.runtime().clone());
-        }
-        let runtime = setup::runtime(&options.runtime)?;
-        let so = options.sandbox_options(&runtime);
+    pub async fn interactive(&self, options: InteractiveOptions) -> Result<InteractiveResult> {
+        let runtime = options
+            .runtime
+            .clone()
+            .unwrap_or_else(|| self.runtime().clone());
         let place = self.place_for_interactive();
-        super::handle::check_trust(&place.root, &so.sandbox, &so.sandbox_config, so.trust)?;
-        let log = setup::open_log(&place.repo()?, &so.log, so.name.as_deref())?;
-        let (exit_code, commits) = session_on(&place, &options, &so, &runtime, &log).await?;
+        let (agent, planned) = options.plan(&runtime, &place.root).await?;
+        let log = place::open_log(&place.repo()?, &LogMode::Terminal, options.name.as_deref())?;
+        // The worktree exists already: initializeCommand runs now.
+        if let Some(initialize) = planned.as_ref().and_then(|p| p.initialize.as_ref()) {
+            super::hook_runner::run_on_worktree_ready(
+                std::slice::from_ref(initialize),
+                place.path(),
+                &options.abort,
+                &place::hook_log(&log),
+            )
+            .await?;
+        }
+        let (exit_code, commits) = session_on(&place, &options, agent, planned, &log).await?;
         log.finish();
         Ok(InteractiveResult {
             exit_code,
@@ -253,17 +245,16 @@ impl WorktreeHandle {
 async fn session_on(
     place: &Place,
     o: &InteractiveOptions,
-    so: &SandboxOptions,
-    runtime: &PluginRuntime,
+    mut agent: AgentProvider,
+    planned: Option<SandboxPlan>,
     log: &RunLog,
 ) -> Result<(i32, Vec<Commit>)> {
     let repo = place.repo()?;
     let base = repo.branch_head(&place.branch)?;
-    let mut agent = AgentProvider::load(runtime, &o.agent).await?;
     let template = match &o.prompt {
         None => None,
         Some(p) => {
-            let (text, is_template) = setup::resolve_prompt(p)?;
+            let (text, is_template) = plan::resolve_prompt(p)?;
             if !is_template {
                 if !o.prompt_args.is_empty() {
                     return Err(Error::input(
@@ -283,15 +274,14 @@ async fn session_on(
             }
         }
     };
-    let agent_keys = setup::agent_keys(&agent);
-    let mut declared = agent_keys.clone();
-    let exit_code = match &o.sandbox {
-        InteractiveSandbox::NoSandbox => {
+    let agent_keys = plan::agent_keys(&agent);
+    let exit_code = match planned {
+        None => {
             // The agent works as the user, whose own git config applies.
-            let env = setup::resolve_env(
+            let env = plan::resolve_env(
                 &place.root,
                 EnvMap::new(),
-                declared,
+                agent_keys.clone(),
                 &o.agent_env,
                 &o.sandbox_env,
                 &o.env,
@@ -330,21 +320,13 @@ async fn session_on(
             )
             .await?
         }
-        InteractiveSandbox::Provider(p) => {
-            let provider = setup::load_sandbox_provider(runtime, p).await?;
-            declared.extend(setup::declared_sandbox_keys(&provider));
-            let (identity, mut env) = setup::resolve_identity_and_env(
-                &place.root,
-                &o.commit,
-                declared,
-                &o.agent_env,
-                &o.sandbox_env,
-                &o.env,
-            )?;
-            let started =
-                setup::start_sandbox(&provider, place, env.clone(), so, &identity, log).await?;
-            super::privileges::after_setup(provider.info().kind, &so.hooks, place.path(), log);
-            env::replace_identity(&mut env, &identity.env(None), &started.commit_env);
+        Some(plan) => {
+            let provider = &plan.provider;
+            let started = setup::start_sandbox(&plan, place, log).await?;
+            let kind = provider.info().kind;
+            super::privileges::after_setup(kind, &plan.options.hooks, place.path(), log);
+            let mut env = plan.env.clone();
+            env::replace_identity(&mut env, &plan.identity.env(None), &started.commit_env);
             let mut sandbox = started.sandbox;
             let agent_git = started.agent_git;
             let session = async {

@@ -15,13 +15,15 @@ use super::iteration::{AgentInvoker, Invocation, StreamEvent, StreamEventCallbac
 use super::lanes::{self, Outcome};
 use super::log::RunLog;
 use super::registry::{Live, State};
-use super::{secrets, setup, sync};
+use super::{plan, sync};
 use crate::capability::output::OutputStream;
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentEvent, AgentProvider, CommandRequest};
+use crate::plugin::api::AgentCommand;
 use crate::plugin::api::AgentFile;
 use crate::plugin::sandbox::{Command, ExecRequest, Sandbox, env_vars};
 use crate::prompt::{self, Segment, Template};
+use crate::secrets;
 use crate::worktree::{AgentGitDir, Worktree};
 
 /// Most stdout lines handed to the agent's parser in one call.
@@ -45,6 +47,9 @@ pub struct SandboxInvoker<'a> {
     /// A prompt template with shell expressions, expanded in the sandbox
     /// before every iteration (they may see the previous iteration's work).
     pub template: Option<Template>,
+    /// The command the up-front check built, and for what request: the
+    /// first iteration that asks for the same uses it.
+    pub first_command: Option<(CommandRequest, AgentCommand)>,
     /// Resume this agent session in iteration 1 (already transferred in).
     pub resume_session: Option<String>,
     /// Capture each iteration's session file to the host, when set.
@@ -256,13 +261,16 @@ impl AgentInvoker for SandboxInvoker<'_> {
                 None
             },
             skip_permissions: true,
-            env: agent_files::declared_values(&setup::agent_keys(self.agent), &self.env),
+            env: agent_files::declared_values(&plan::agent_keys(self.agent), &self.env),
         };
         self.log.headline(&format!("iteration {iteration}"));
         if let Some(live) = &self.live {
             live.set_iteration(iteration);
         }
-        let command = self.agent.build_print_command(&request).await?;
+        let command = match self.first_command.take() {
+            Some((built_for, command)) if built_for == request => command,
+            _ => self.agent.build_print_command(&request).await?,
+        };
         if command.files != self.written_files {
             let name = self.agent.name().to_string();
             agent_files::write(self.sandbox, &name, &command.files, &self.env, &self.abort).await?;

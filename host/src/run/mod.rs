@@ -8,10 +8,12 @@
 //!   ([`WorktreeHandle`]): run, sandboxes and interactive sessions on it.
 //! - [`interactive`]: the agent's terminal UI in a sandbox or on the host.
 //!
-//! Setup is layered: worktree (copyToWorktree, host.onWorktreeReady), then
-//! sandbox (sync in, host.onSandboxReady ∥ sandbox.onSandboxReady), then
-//! agent runs. Everything that can be refused is checked before the first
-//! side effect.
+//! Each entry point first makes a plan (`plan`): every check, with the
+//! providers loaded once and nothing created. Then the setup is layered:
+//! the place (`place`: worktree, copyToWorktree, host.onWorktreeReady),
+//! the sandbox on it (`setup`: sync in, host.onSandboxReady ∥
+//! sandbox.onSandboxReady), then agent runs (`handle`, `invoker`,
+//! `iteration`).
 
 pub mod abort;
 mod agent_files;
@@ -20,47 +22,51 @@ pub mod capture;
 mod containment;
 pub mod env;
 mod handle;
-pub mod hooks;
+pub mod hook_runner;
 pub mod identity;
 mod interactive;
 pub mod invoker;
 pub mod iteration;
 mod lanes;
 pub mod log;
+mod place;
+mod plan;
 mod prerequisites;
 mod privileges;
 pub mod reclaim;
 pub mod registry;
 mod sandbox_record;
-pub mod secrets;
 mod setup;
 pub mod strategy;
 pub mod structured;
 pub mod sync;
 pub mod timings;
 mod uncommitted;
+mod worktree_handle;
 
 use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
+pub use crate::attribution::{CoAuthor, CommitOptions, GitIdentity};
+pub use crate::hooks::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
 pub use crate::outcome::{self, Commit};
 pub use abort::AbortHandle;
 pub use attach::attach;
-pub(crate) use handle::check_sandbox;
-pub use handle::{CloseResult, SandboxHandle, WorktreeHandle};
-pub use hooks::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
-pub use identity::{CoAuthor, CommitOptions, GitIdentity};
+pub use handle::{CloseResult, SandboxHandle};
 pub use interactive::{InteractiveOptions, InteractiveResult, InteractiveSandbox, interactive};
 pub use iteration::{
     AgentInvoker, IterationResult, IterationUsage, StreamEvent, StreamEventCallback,
 };
 pub use log::LogMode;
+pub use plan::NO_SANDBOX;
+use plan::RunPlan;
+pub(crate) use plan::SandboxPlan;
 pub use registry::WorkflowItem;
-pub use setup::NO_SANDBOX;
 pub use strategy::{BranchStrategy, WorktreeStrategy};
 pub use structured::{OutputError, StructuredOutput};
+pub use worktree_handle::WorktreeHandle;
 
 use crate::capability::containers::ResourceLimits;
 use crate::capability::egress::Denial;
@@ -97,164 +103,64 @@ impl Default for Timeouts {
     }
 }
 
-/// Everything a one-shot run needs.
+/// Everything a one-shot run needs: the sandbox part and the agent part,
+/// each as [`create_sandbox`] and [`SandboxHandle::run`] take it, and what
+/// only a one-shot run has. The run stops when either part's
+/// [`AbortHandle`] is aborted; [`RunOptions::new`] gives both one handle.
 #[derive(Clone)]
 pub struct RunOptions {
-    pub sandbox: PluginRef,
-    /// Sandbox provider options (`create-options.config`).
-    pub sandbox_config: Vec<(String, String)>,
-    pub agent: PluginRef,
-    /// Agent provider options, e.g. ("effort", "high").
-    pub agent_options: Vec<(String, String)>,
-    pub model: Option<String>,
-    pub prompt: Prompt,
-    /// Prompt arguments for a prompt template's `{{KEY}}` placeholders.
-    pub prompt_args: Vec<(String, String)>,
-    pub max_iterations: u32,
-    pub completion_signals: Vec<String>,
-    /// Stop an iteration whose agent makes no progress this long (default
-    /// 600 s): a parsed event that is not an error resets it. An agent that
-    /// keeps reporting errors with no progress is stopped after 30 s.
-    pub idle_timeout: Duration,
-    /// Env for the agent provider and the sandbox provider (their keys
-    /// must not overlap), and the call site's env, which wins over all.
-    pub agent_env: Vec<(String, String)>,
-    pub sandbox_env: Vec<(String, String)>,
-    pub env: Vec<(String, String)>,
+    pub sandbox: SandboxOptions,
+    pub agent: AgentOptions,
     /// The branch strategy; the sandbox provider's default when None.
     pub strategy: Option<BranchStrategy>,
-    /// The repository to work on; relative to the process's cwd.
-    pub cwd: PathBuf,
-    /// Prefixes every log line and names the log file.
-    pub name: Option<String>,
-    pub hooks: Hooks,
-    /// How the agent's commits are attributed beyond your git identity.
-    pub commit: CommitOptions,
-    /// Files and directories copied from the repository into the new
-    /// worktree before the hooks run; relative to the repository (`cwd`).
-    pub copy_to_worktree: Vec<PathBuf>,
-    pub timeouts: Timeouts,
-    pub log: LogMode,
-    pub on_event: Option<StreamEventCallback>,
-    /// Copy each iteration's agent session to the host (default true).
-    pub capture_sessions: bool,
     /// Resume this agent session in iteration 1 (needs max_iterations 1).
     pub resume_session: Option<String>,
-    /// Ask for a structured result (a tagged JSON block and its schema).
-    pub output: Option<StructuredOutput>,
-    pub abort: AbortHandle,
-    /// A shared runtime (and its compiled-component cache); a default one
-    /// when None.
-    pub runtime: Option<PluginRuntime>,
-    /// The workflow item this run is, for the live-runs registry.
-    pub workflow_item: Option<WorkflowItem>,
-    /// How many sandboxes run side by side with this one (a workflow's
-    /// fan-out): see `SandboxSpec::side_by_side`.
-    pub side_by_side: u32,
-    /// Whether the repository's host-effective config (host hooks, secret
-    /// references, mounts, a dev container's initializeCommand, ...) must
-    /// be approved in the user's record first (the default) or is vouched
-    /// for by the caller: see [`crate::trust`].
-    pub trust: TrustPolicy,
 }
 
 impl RunOptions {
     pub fn new(sandbox: PluginRef, agent: PluginRef, prompt: Prompt) -> Self {
+        let sandbox = SandboxOptions::new(sandbox);
+        let mut agent = AgentOptions::new(agent, prompt);
+        agent.abort = sandbox.abort.clone();
         Self {
             sandbox,
-            sandbox_config: vec![],
             agent,
-            agent_options: vec![],
-            model: None,
-            prompt,
-            prompt_args: vec![],
-            max_iterations: 1,
-            completion_signals: vec![DEFAULT_COMPLETION_SIGNAL.to_string()],
-            idle_timeout: DEFAULT_IDLE_TIMEOUT,
-            agent_env: vec![],
-            sandbox_env: vec![],
-            env: vec![],
             strategy: None,
-            cwd: PathBuf::from("."),
-            name: None,
-            hooks: Hooks::default(),
-            commit: CommitOptions::default(),
-            copy_to_worktree: vec![],
-            timeouts: Timeouts::default(),
-            log: LogMode::default(),
-            on_event: None,
-            capture_sessions: true,
             resume_session: None,
-            output: None,
-            abort: AbortHandle::new(),
-            runtime: None,
-            workflow_item: None,
-            side_by_side: 1,
-            trust: TrustPolicy::default(),
         }
-    }
-
-    /// The sandbox half and the agent half.
-    fn split(self) -> (SandboxOptions, AgentOptions) {
-        let sandbox = SandboxOptions {
-            sandbox: self.sandbox,
-            sandbox_config: self.sandbox_config,
-            sandbox_env: self.sandbox_env,
-            env: self.env.clone(),
-            hooks: self.hooks,
-            commit: self.commit,
-            copy_to_worktree: self.copy_to_worktree,
-            timeouts: self.timeouts,
-            name: self.name,
-            cwd: self.cwd,
-            log: self.log,
-            abort: self.abort.clone(),
-            runtime: self.runtime,
-            workflow_item: self.workflow_item,
-            side_by_side: self.side_by_side,
-            trust: self.trust,
-        };
-        let agent = AgentOptions {
-            agent: self.agent,
-            agent_options: self.agent_options,
-            model: self.model,
-            prompt: self.prompt,
-            prompt_args: self.prompt_args,
-            max_iterations: self.max_iterations,
-            completion_signals: self.completion_signals,
-            idle_timeout: self.idle_timeout,
-            agent_env: self.agent_env,
-            env: self.env,
-            on_event: self.on_event,
-            capture_sessions: self.capture_sessions,
-            output: self.output,
-            abort: self.abort,
-        };
-        (sandbox, agent)
     }
 }
 
-/// What sets a sandbox up: [`create_sandbox`], [`WorktreeHandle::create_sandbox`].
+/// What sets a sandbox up: [`create_sandbox`], [`WorktreeHandle::create_sandbox`],
+/// the sandbox part of [`RunOptions`].
 #[derive(Clone)]
 pub struct SandboxOptions {
     pub sandbox: PluginRef,
+    /// Sandbox provider options (`create-options.config`).
     pub sandbox_config: Vec<(String, String)>,
     /// The sandbox provider's env (must not share a key with an agent's).
     pub sandbox_env: Vec<(String, String)>,
-    /// Call-site env for every command in the sandbox; wins over all.
+    /// Call-site env for every command in the sandbox (hooks and agents);
+    /// wins over all.
     pub env: Vec<(String, String)>,
     pub hooks: Hooks,
-    /// How the agent's commits in this sandbox are attributed.
+    /// How the agent's commits in this sandbox are attributed beyond your
+    /// git identity.
     pub commit: CommitOptions,
+    /// Files and directories copied from the repository into the new
+    /// worktree before the hooks run; relative to the repository (`cwd`).
     /// Used only when the call creates the worktree.
     pub copy_to_worktree: Vec<PathBuf>,
     pub timeouts: Timeouts,
+    /// Prefixes every log line and names the log file.
     pub name: Option<String>,
-    /// The repository; relative to the process's cwd.
+    /// The repository to work on; relative to the process's cwd.
     pub cwd: PathBuf,
     pub log: LogMode,
     /// Cancels the setup (hooks in flight are killed).
     pub abort: AbortHandle,
+    /// A shared runtime (and its compiled-component cache); a default one
+    /// when None.
     pub runtime: Option<PluginRuntime>,
     /// The workflow item whose runs use this sandbox, for the live-runs
     /// registry.
@@ -271,42 +177,77 @@ pub struct SandboxOptions {
 
 impl SandboxOptions {
     pub fn new(sandbox: PluginRef) -> Self {
-        let (options, _) = RunOptions::new(
+        Self {
             sandbox,
-            PluginRef::Builtin(String::new()),
-            Prompt::Inline(String::new()),
-        )
-        .split();
-        options
+            sandbox_config: vec![],
+            sandbox_env: vec![],
+            env: vec![],
+            hooks: Hooks::default(),
+            commit: CommitOptions::default(),
+            copy_to_worktree: vec![],
+            timeouts: Timeouts::default(),
+            name: None,
+            cwd: PathBuf::from("."),
+            log: LogMode::default(),
+            abort: AbortHandle::new(),
+            runtime: None,
+            workflow_item: None,
+            side_by_side: 1,
+            trust: TrustPolicy::default(),
+        }
     }
 }
 
-/// What one agent run on an existing sandbox needs: [`SandboxHandle::run`].
-/// No resume here: a long-lived sandbox does not chain agent sessions.
+/// What one agent run needs: [`SandboxHandle::run`], the agent part of
+/// [`RunOptions`]. No resume here: a long-lived sandbox does not chain
+/// agent sessions.
 #[derive(Clone)]
 pub struct AgentOptions {
     pub agent: PluginRef,
+    /// Agent provider options, e.g. ("effort", "high").
     pub agent_options: Vec<(String, String)>,
     pub model: Option<String>,
     pub prompt: Prompt,
+    /// Prompt arguments for a prompt template's `{{KEY}}` placeholders.
     pub prompt_args: Vec<(String, String)>,
     pub max_iterations: u32,
     pub completion_signals: Vec<String>,
+    /// Stop an iteration whose agent makes no progress this long (default
+    /// 600 s): a parsed event that is not an error resets it. An agent that
+    /// keeps reporting errors with no progress is stopped after 30 s.
     pub idle_timeout: Duration,
+    /// The agent provider's env (must not share a key with the sandbox
+    /// provider's).
     pub agent_env: Vec<(String, String)>,
-    /// Call-site env for the agent's commands; wins over all.
+    /// Call-site env for the agent's commands, over the sandbox's; wins
+    /// over all.
     pub env: Vec<(String, String)>,
     pub on_event: Option<StreamEventCallback>,
+    /// Copy each iteration's agent session to the host (default true).
     pub capture_sessions: bool,
+    /// Ask for a structured result (a tagged JSON block and its schema).
     pub output: Option<StructuredOutput>,
     pub abort: AbortHandle,
 }
 
 impl AgentOptions {
     pub fn new(agent: PluginRef, prompt: Prompt) -> Self {
-        let (_, options) =
-            RunOptions::new(PluginRef::Builtin(String::new()), agent, prompt).split();
-        options
+        Self {
+            agent,
+            agent_options: vec![],
+            model: None,
+            prompt,
+            prompt_args: vec![],
+            max_iterations: 1,
+            completion_signals: vec![DEFAULT_COMPLETION_SIGNAL.to_string()],
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            agent_env: vec![],
+            env: vec![],
+            on_event: None,
+            capture_sessions: true,
+            output: None,
+            abort: AbortHandle::new(),
+        }
     }
 }
 
@@ -352,29 +293,67 @@ pub struct RunResult {
 }
 
 /// Run an agent in a sandbox until a completion signal or `max_iterations`,
-/// and bring its commits back by the branch strategy.
+/// and bring its commits back by the branch strategy. The data path reads
+/// top to bottom: the plan (every check, nothing created), the run log and
+/// the live-runs record, the place (worktree), the sandbox on it, the
+/// agent's iterations, then the strategy's ending.
 pub async fn run(options: RunOptions) -> Result<RunResult> {
-    let strategy = options.strategy.clone();
-    let resume = options.resume_session.clone();
-    let (sandbox, agent) = options.split();
-    handle::one_shot(sandbox, agent, strategy, resume).await
+    let process = timings::since_process_start();
+    let loading = std::time::Instant::now();
+    let (sandbox_abort, agent_abort) = (options.sandbox.abort.clone(), options.agent.abort.clone());
+    let mut plan = RunPlan::new(options).await?;
+    let loaded = loading.elapsed();
+    // Side effects from here on. `sanddune stop` stops this run only, not
+    // the others sharing the caller's handle (a workflow's items).
+    let (abort, _either) = abort::either(&sandbox_abort, &agent_abort);
+    plan.sandbox.options.abort = abort.clone();
+    plan.agent.options.abort = abort;
+    let so = &plan.sandbox.options;
+    let log = place::open_log(&plan.sandbox.repo, &so.log, so.name.as_deref())?;
+    let live = registry::Live::start(
+        &plan.sandbox.repo.git_dir(),
+        handle::registry_record(
+            plan.run_id.clone(),
+            so,
+            (&plan.source, plan.sandbox.repo.root()),
+            (plan.sandbox.provider.name(), plan.agent.agent.name()),
+            plan.agent.options.max_iterations,
+            &log,
+        ),
+        so.abort.clone(),
+    );
+    let timings = log.timings().clone();
+    if let Some(process) = process {
+        timings.record("process start", process);
+    }
+    timings.record("plugin load", loaded);
+    let place = timings
+        .time(
+            "worktree",
+            place::prepare_place(
+                &plan.sandbox.repo,
+                (plan.strategy.clone(), &plan.run_id),
+                so,
+                &plan.sandbox.worktree_hooks(),
+                plan.sandbox.host_needs_files(),
+                &log,
+            ),
+        )
+        .await?;
+    let mut handle = SandboxHandle::start(plan.sandbox, place, true, log).await?;
+    handle.live = Some(live);
+    let result = handle.run_planned(plan.agent, plan.resume).await;
+    handle.teardown(result).await
 }
 
 /// A reusable sandbox on `branch` (the branch strategy, by construction):
 /// hooks run once, and each [`SandboxHandle::run`] reuses the sandbox.
 /// `close` tears down the sandbox and the worktree (kept when dirty).
-pub async fn create_sandbox(branch: &str, mut options: SandboxOptions) -> Result<SandboxHandle> {
-    // What the sandbox needs is checked before its worktree is made, on
-    // the runtime the sandbox then uses.
-    let runtime = setup::runtime(&options.runtime)?;
-    check_sandbox(&options, &runtime).await?;
-    options.runtime = Some(runtime);
-    let wt = create_worktree(
-        WorktreeStrategy::Branch(branch.to_string()),
-        options.clone(),
-    )
-    .await?;
-    wt.into_sandbox(options).await
+pub async fn create_sandbox(branch: &str, options: SandboxOptions) -> Result<SandboxHandle> {
+    // What the sandbox needs is checked before its worktree is made.
+    let plan = SandboxPlan::new(options).await?;
+    let wt = WorktreeHandle::for_plan(WorktreeStrategy::Branch(branch.to_string()), &plan).await?;
+    wt.into_sandbox(plan).await
 }
 
 /// A worktree as a lifecycle of its own. Only `branch` and `merge-to-head`
@@ -385,5 +364,5 @@ pub async fn create_worktree(
     strategy: WorktreeStrategy,
     options: SandboxOptions,
 ) -> Result<WorktreeHandle> {
-    handle::WorktreeHandle::create(strategy, options).await
+    WorktreeHandle::create(strategy, options).await
 }

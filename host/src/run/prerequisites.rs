@@ -15,12 +15,9 @@
 
 use std::path::Path;
 
-use super::AgentOptions;
-use super::agent_files;
 use super::env::EnvMap;
-use super::setup::{self, PreparedAgent};
 use crate::error::{Error, Result};
-use crate::plugin::agent::{AgentProvider, CommandRequest};
+use crate::plugin::agent::AgentProvider;
 use crate::plugin::api::PreflightError;
 use crate::plugin::approval::Approval;
 use crate::plugin::sandbox::{SandboxProvider, SandboxSpec};
@@ -79,53 +76,32 @@ pub(super) fn check_agent_env(agent: &AgentProvider, env: &EnvMap) -> Result<()>
     )))
 }
 
-/// The agent's print command built with the run's values of its declared
-/// keys, as the first iteration will build it: a provider that refuses a
-/// value (copilot's own endpoint without a model) refuses before anything
-/// is created. The prompt and options were checked without env already.
-pub(super) async fn check_agent_command(
-    prepared: &mut PreparedAgent,
-    o: &AgentOptions,
-    env: &EnvMap,
-) -> Result<()> {
-    let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
-    let request = CommandRequest {
-        prompt: prepared.prompt.clone(),
-        model: o.model.clone(),
-        options: o.agent_options.clone(),
-        resume_session: None,
-        skip_permissions: true,
-        env: agent_files::declared_values(&setup::agent_keys(&prepared.agent), &pairs),
-    };
-    prepared.agent.build_print_command(&request).await.map(drop)
-}
-
-/// What the sandbox provider needs on this host, with `env` the env the
-/// run resolved and `config` its options; `git_dir` is the repository's
-/// common git dir. The host's own checks (containment, the programs the
+/// What the sandbox provider needs on this host: `options` as the user
+/// gave them (with the dev container's), `config` as the provider is told
+/// them, `env` the env the run resolved, `git_dir` the repository's common
+/// git dir. The host's own checks (containment, the programs the
 /// provider runs) apply to every provider; the provider's `preflight`
 /// (since 0.6) checks its credentials, options and what the machine must
 /// have, through the same capabilities `create` gets. An older provider is
 /// checked by its own `create`.
 pub(super) async fn check_sandbox_provider(
     provider: &SandboxProvider,
+    options: &[(String, String)],
     config: &[(String, String)],
     env: &EnvMap,
     git_dir: &Path,
 ) -> Result<()> {
-    provider.check_containment(config)?;
+    provider.check_containment(options)?;
     let name = provider.name();
     if provider.plugin().approval == Approval::Unapproved {
-        // A component file not approved yet (a workflow's check before its
-        // items): it is granted nothing until it is, so it is checked where
-        // it is used.
+        // A component file not approved yet: it is granted nothing until
+        // it is, so it is checked where it is used.
         return Ok(());
     }
     // No worktree exists yet: the provider is granted an empty one, and
     // labels nothing (it creates nothing).
     let empty = tempfile::tempdir()
         .map_err(|e| Error::Other(anyhow::anyhow!("cannot create a temporary directory: {e}")))?;
-    let (_, config) = setup::provider_config(provider, config, empty.path())?;
     let spec = SandboxSpec {
         run_id: "preflight".into(),
         name: name.to_string(),
@@ -133,7 +109,7 @@ pub(super) async fn check_sandbox_provider(
         git_dir: git_dir.to_path_buf(),
         branch: String::new(),
         env: env.clone().into_iter().collect(),
-        config,
+        config: crate::devcontainer::mount_workspace(config.to_vec(), empty.path()),
         side_by_side: 1,
         git_shield: None,
     };

@@ -8,8 +8,8 @@
 use std::os::unix::fs::{FileTypeExt, PermissionsExt};
 use std::path::Path;
 
-use super::hooks::Hooks;
 use super::log::RunLog;
+use crate::hooks::Hooks;
 use crate::plugin::sandbox::SandboxKind;
 
 /// setuid and setgid.

@@ -8,8 +8,8 @@
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 
+use super::plan;
 use super::sandbox_record::{DIR, Record};
-use super::setup;
 use super::sync::sandbox_sh;
 use crate::capability::containers::owner_alive;
 use crate::error::{Error, Result};
@@ -242,10 +242,10 @@ pub(super) async fn load_for(
     record: &Record,
 ) -> Result<(SandboxProvider, SandboxSpec)> {
     let loaded = SandboxProvider::load(runtime, &PluginRef::parse(&record.provider)).await?;
-    let env = setup::resolve_env(
+    let env = plan::resolve_env(
         repo.root(),
         Default::default(),
-        setup::declared_sandbox_keys(&loaded),
+        loaded.capabilities().env_keys,
         &[],
         &[],
         &[],

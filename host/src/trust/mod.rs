@@ -18,18 +18,15 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::config::{CONFIG_FILE, ProjectConfig};
+use crate::dotenv::FILE as DOTENV_FILE;
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
-use crate::workflow::Workflow;
 
 pub use crate::error::Untrusted;
 pub(crate) use crate::repo_path::inside;
 
 /// Overrides where sanddune keeps its per-user state (the approvals).
 pub const STATE_DIR_VAR: &str = "SANDDUNE_STATE_DIR";
-
-/// Where a repository's `.env` lives.
-const DOTENV_FILE: &str = ".sanddune/.env";
 
 /// Whether the repository's host-effective config must be approved.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -67,15 +64,24 @@ pub enum Scope<'a> {
         sandbox: &'a PluginRef,
         sandbox_config: &'a [(String, String)],
     },
-    /// A workflow: as a run, plus the workflow's own sandbox options, with
-    /// every dev container any of its steps may choose.
+    /// A workflow: as a run, plus what the workflow's file makes the host
+    /// do, with every dev container any of its steps may choose.
     Workflow {
-        workflow: &'a Workflow,
+        workflow: &'a WorkflowEffects,
         sandbox_config: &'a [(String, String)],
     },
     /// Everything the repository holds (`sanddune trust`): every workflow
-    /// and every dev container file named anywhere.
-    Repository,
+    /// (`workflow::every_host_effect`) and every dev container file named
+    /// anywhere.
+    Repository { workflows: &'a [WorkflowEffects] },
+}
+
+/// What a workflow file makes the host do (`Workflow::host_effects`): its
+/// own items (its mounts), and the dev container files its options name.
+#[derive(Clone, Debug, Default)]
+pub struct WorkflowEffects {
+    pub items: Vec<Item>,
+    pub devcontainers: Vec<PathBuf>,
 }
 
 /// What the repository at `root` makes the host do, in `scope`; sorted,
@@ -99,14 +105,15 @@ pub fn host_effects(root: &Path, scope: &Scope) -> Result<Vec<Item>> {
             workflow,
             sandbox_config,
         } => {
-            workflow_items(root, workflow, &mut items, &mut devcontainers);
+            items.extend(workflow.items.iter().cloned());
+            devcontainers.extend(workflow.devcontainers.iter().cloned());
             named_devcontainers(root, sandbox_config, &mut devcontainers);
             devcontainers.extend(crate::devcontainer::find(root));
         }
-        Scope::Repository => {
-            for (name, _) in crate::workflow::file::list(root)? {
-                let workflow = crate::workflow::file::load(root, Some(&name))?;
-                workflow_items(root, &workflow, &mut items, &mut devcontainers);
+        Scope::Repository { workflows } => {
+            for workflow in *workflows {
+                items.extend(workflow.items.iter().cloned());
+                devcontainers.extend(workflow.devcontainers.iter().cloned());
             }
             let config_options: Vec<_> = config.sandbox_options(vec![]);
             named_devcontainers(root, &config_options, &mut devcontainers);
@@ -189,7 +196,7 @@ fn dotenv_items(root: &Path, items: &mut BTreeSet<Item>) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(Error::input(format!("cannot read {}: {e}", path.display()))),
     };
-    for (key, value) in crate::run::env::parse_dotenv(&text, &path.display().to_string())? {
+    for (key, value) in crate::dotenv::parse(&text, &path.display().to_string())? {
         if let Some(what) = reference_item(root, &key, &value) {
             items.insert(Item {
                 source: DOTENV_FILE.into(),
@@ -215,35 +222,8 @@ fn reference_item(root: &Path, key: &str, value: &str) -> Option<String> {
     outside.then(|| format!("{key} = {value} (reads a file outside the repository)"))
 }
 
-/// A workflow's mounts, and the dev containers its options name.
-fn workflow_items(
-    root: &Path,
-    workflow: &Workflow,
-    items: &mut BTreeSet<Item>,
-    devcontainers: &mut BTreeSet<PathBuf>,
-) {
-    let source = format!("{}/{}.toml", crate::workflow::WORKFLOWS_DIR, workflow.name);
-    let steps = workflow.steps.iter().filter_map(|s| match &s.kind {
-        crate::workflow::StepKind::Agent(a) => Some((format!("step `{}`", s.name), a)),
-        crate::workflow::StepKind::Merge { .. } => None,
-    });
-    let options = std::iter::once(("defaults".to_string(), &workflow.defaults.sandbox_options))
-        .chain(steps.map(|(name, a)| (name, &a.sandbox_options)));
-    for (whose, options) in options {
-        for (key, value) in options {
-            if key == "mount" {
-                items.insert(Item {
-                    source: source.clone(),
-                    what: format!("{whose} sandboxOptions mount = {value}"),
-                });
-            }
-        }
-        named_devcontainers(root, options, devcontainers);
-    }
-}
-
 /// The dev container files `devcontainer=PATH` options name.
-fn named_devcontainers(
+pub fn named_devcontainers(
     root: &Path,
     options: &[(String, String)],
     devcontainers: &mut BTreeSet<PathBuf>,

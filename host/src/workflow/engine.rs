@@ -231,8 +231,9 @@ impl Workflow {
             .chain(&options.sandbox_options)
             .cloned()
             .collect();
+        let effects = self.host_effects(repo.root());
         let trusted = crate::trust::Scope::Workflow {
-            workflow: self,
+            workflow: &effects,
             sandbox_config: &sandbox_config,
         };
         crate::trust::require(repo.root(), &trusted, options.trust)?;
@@ -513,7 +514,13 @@ async fn run_runs(
     }
     if !multi {
         let agent = agents.pop().expect("a step has a run");
-        let run = crate::run::run(one_shot(so, agent, strategy)).await?;
+        let run = crate::run::run(RunOptions {
+            sandbox: so,
+            agent,
+            strategy,
+            resume_session: None,
+        })
+        .await?;
         record(result, run);
         return Ok(());
     }
@@ -522,9 +529,9 @@ async fn run_runs(
         _ => WorktreeStrategy::MergeToHead,
     };
     // What the sandbox needs, before the worktree is made for it.
-    crate::run::check_sandbox(&so, &ctx.runtime).await?;
-    let wt = crate::run::create_worktree(worktree_strategy, so.clone()).await?;
-    let mut sandbox = match wt.create_sandbox(so).await {
+    let plan = crate::run::SandboxPlan::new(so.clone()).await?;
+    let wt = crate::run::create_worktree(worktree_strategy, so).await?;
+    let mut sandbox = match wt.start_sandbox(plan).await {
         Ok(s) => s,
         Err(e) => {
             keep_or_close(ctx, wt, &e, result).await;
@@ -571,37 +578,6 @@ async fn keep_or_close(
     if let Ok(close) = wt.close().await {
         result.preserved_worktree_path = close.preserved_worktree_path;
     }
-}
-
-/// `run`'s options from the two halves a step builds.
-fn one_shot(so: SandboxOptions, ao: AgentOptions, strategy: Option<BranchStrategy>) -> RunOptions {
-    let mut o = RunOptions::new(so.sandbox, ao.agent, ao.prompt);
-    o.sandbox_config = so.sandbox_config;
-    o.sandbox_env = so.sandbox_env;
-    o.hooks = so.hooks;
-    o.copy_to_worktree = so.copy_to_worktree;
-    o.timeouts = so.timeouts;
-    o.name = so.name;
-    o.cwd = so.cwd;
-    o.log = so.log;
-    o.runtime = so.runtime;
-    o.agent_options = ao.agent_options;
-    o.model = ao.model;
-    o.prompt_args = ao.prompt_args;
-    o.max_iterations = ao.max_iterations;
-    o.completion_signals = ao.completion_signals;
-    o.idle_timeout = ao.idle_timeout;
-    o.agent_env = ao.agent_env;
-    o.env = ao.env;
-    o.on_event = ao.on_event;
-    o.output = ao.output;
-    o.abort = ao.abort;
-    o.strategy = strategy;
-    o.workflow_item = so.workflow_item;
-    o.side_by_side = so.side_by_side;
-    o.trust = so.trust;
-    o.commit = so.commit;
-    o
 }
 
 fn record(result: &mut ItemResult, run: RunResult) {

@@ -520,6 +520,8 @@ fn sanitize(path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::init::tests::choices;
+    use crate::init::{BACKLOG_MANAGERS, Choices, TEMPLATES};
 
     fn parse_in(dir: &Path, text: &str) -> Result<Workflow> {
         std::fs::write(dir.join("p.md"), "do it").unwrap();
@@ -611,5 +613,86 @@ merge = "work"
             let e = parse_in(dir.path(), text).unwrap_err().to_string();
             assert!(e.contains(want) && e.contains("w.toml"), "{text}\n=> {e}");
         }
+    }
+
+    // What `sanddune init` writes is a workflow this module loads.
+    #[test]
+    fn every_init_template_renders_a_workflow_that_loads() {
+        for (template, _) in TEMPLATES {
+            for backlog in BACKLOG_MANAGERS.iter().map(|b| b.name) {
+                let files = crate::init::render(&choices(template, backlog)).unwrap();
+                let dir = tempfile::tempdir().unwrap();
+                for (path, text) in &files {
+                    let path = dir.path().join(path);
+                    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                    std::fs::write(&path, text).unwrap();
+                }
+                let (path, text) = files
+                    .iter()
+                    .find(|(p, _)| p.starts_with("workflows/"))
+                    .unwrap();
+                let w = parse(text, template, std::path::Path::new(path), dir.path())
+                    .unwrap_or_else(|e| panic!("{template}: {e}"));
+                assert_eq!(w.defaults.sandbox.as_deref(), Some("podman"));
+                assert_eq!(w.defaults.model.as_deref(), Some("claude-sonnet-4-5"));
+                assert_eq!(
+                    w.defaults.sandbox_options,
+                    vec![("image".into(), "me/img:1".into())]
+                );
+                // Only prompt arguments and built-ins are left for later.
+                for (path, text) in &files {
+                    for key in [
+                        "BACKLOG_MANAGER_TOOLS",
+                        "AGENT_INSTALL",
+                        "LIST_TASKS_COMMAND",
+                        "DEFAULTS",
+                        "ENGINE",
+                    ] {
+                        assert!(
+                            !text.contains(&format!("{{{{{key}}}}}")),
+                            "{template} {path}: {key}"
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn an_init_devcontainer_is_the_sandbox_definition_and_no_build_file_is_written() {
+        let c = Choices {
+            sandbox: "docker".into(),
+            image_name: None,
+            devcontainer: Some(".devcontainer/devcontainer.json".into()),
+            ..choices("blank", "github-issues")
+        };
+        let files = crate::init::render(&c).unwrap();
+        assert!(files.iter().all(|(p, _)| p != "Dockerfile"), "{files:?}");
+        let (_, workflow) = files
+            .iter()
+            .find(|(p, _)| p == "workflows/blank.toml")
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("prompts")).unwrap();
+        std::fs::write(dir.path().join("prompts/prompt.md"), "p").unwrap();
+        let w = parse(
+            workflow,
+            "blank",
+            std::path::Path::new("w.toml"),
+            dir.path(),
+        )
+        .unwrap();
+        assert_eq!(
+            w.defaults.sandbox_options,
+            vec![(
+                "devcontainer".into(),
+                ".devcontainer/devcontainer.json".into()
+            )]
+        );
+        let both = Choices {
+            image_name: Some("i".into()),
+            ..c
+        };
+        assert!(crate::init::render(&both).unwrap_err().contains("give one"));
     }
 }

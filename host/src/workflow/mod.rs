@@ -20,6 +20,7 @@ pub mod file;
 pub mod merge_queue;
 pub mod refs;
 
+use std::collections::BTreeSet;
 use std::path::PathBuf;
 
 pub use engine::{
@@ -30,6 +31,7 @@ pub use fan_out::{default_parallel, fan_out};
 pub use merge_queue::{Landing, QueuedBranch};
 
 use crate::run::structured::StructuredOutput;
+use crate::trust::{Item, WorkflowEffects};
 
 /// Where a repository keeps its workflow files.
 pub const WORKFLOWS_DIR: &str = ".sanddune/workflows";
@@ -118,4 +120,42 @@ pub enum RunPrompt {
     Inline(String),
     /// A prompt template, relative to [`Workflow::dir`].
     File(PathBuf),
+}
+
+impl Workflow {
+    /// What this workflow's file makes the host do, for workspace trust:
+    /// its mounts, and the dev containers its options name.
+    pub fn host_effects(&self, root: &std::path::Path) -> WorkflowEffects {
+        let source = format!("{WORKFLOWS_DIR}/{}.toml", self.name);
+        let steps = self.steps.iter().filter_map(|s| match &s.kind {
+            StepKind::Agent(a) => Some((format!("step `{}`", s.name), a)),
+            StepKind::Merge { .. } => None,
+        });
+        let options = std::iter::once(("defaults".to_string(), &self.defaults.sandbox_options))
+            .chain(steps.map(|(name, a)| (name, &a.sandbox_options)));
+        let mut devcontainers = BTreeSet::new();
+        let mut effects = WorkflowEffects::default();
+        for (whose, options) in options {
+            for (key, value) in options {
+                if key == "mount" {
+                    effects.items.push(Item {
+                        source: source.clone(),
+                        what: format!("{whose} sandboxOptions mount = {value}"),
+                    });
+                }
+            }
+            crate::trust::named_devcontainers(root, options, &mut devcontainers);
+        }
+        effects.devcontainers = devcontainers.into_iter().collect();
+        effects
+    }
+}
+
+/// What every workflow file of the repository makes the host do (`sanddune
+/// trust`).
+pub fn every_host_effect(root: &std::path::Path) -> crate::error::Result<Vec<WorkflowEffects>> {
+    file::list(root)?
+        .into_iter()
+        .map(|(name, _)| Ok(file::load(root, Some(&name))?.host_effects(root)))
+        .collect()
 }

@@ -1,5 +1,5 @@
-//! Lifecycle hooks: host hooks run on the host in the worktree, sandbox hooks
-//! inside the sandbox. `host.onWorktreeReady` runs one by one before the
+//! The hook runner: host hooks run on the host in the worktree, sandbox
+//! hooks inside the sandbox (their declarations are in `crate::hooks`). `host.onWorktreeReady` runs one by one before the
 //! sandbox exists; `host.onSandboxReady` and `sandbox.onSandboxReady` all run
 //! at once after it is up, after a dev container's lifecycle commands
 //! (`Hooks::devcontainer`), which run one by one first. The first hook to
@@ -10,83 +10,16 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde::Deserialize;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::task::JoinSet;
 
 use super::abort::AbortHandle;
 use super::lanes::{self, Outcome};
 use crate::error::{Error, Result};
+use crate::hooks::{Hooks, HostHook, SandboxHook};
 use crate::plugin::sandbox::{Command, ExecRequest, Sandbox};
 
 pub const DEFAULT_HOOK_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// A hook run on the host: a `sh -c` command line in the worktree (the
-/// repository root under head). No sudo, no cwd: use `cd` or inline env.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct HostHook {
-    pub command: String,
-    /// Default 60 s.
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-}
-
-/// A hook run inside the sandbox, in its worktree path.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct SandboxHook {
-    pub command: String,
-    /// Run as root inside the sandbox (e.g. `apt-get install`).
-    #[serde(default)]
-    pub sudo: bool,
-    /// Default 60 s.
-    #[serde(default)]
-    pub timeout_ms: Option<u64>,
-}
-
-/// A sandbox hook with the name its failure is reported under (a dev
-/// container's `postCreateCommand`, ...).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NamedSandboxHook {
-    pub name: String,
-    pub hook: SandboxHook,
-}
-
-/// Every hook of a sandbox's setup.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Hooks {
-    /// host.onWorktreeReady: after copyToWorktree, before the sandbox, in order.
-    pub host_on_worktree_ready: Vec<HostHook>,
-    /// host.onSandboxReady: after the sandbox is up, all at once.
-    pub host_on_sandbox_ready: Vec<HostHook>,
-    /// sandbox.onSandboxReady: after the sandbox is up, all at once (and at
-    /// once with the host ones).
-    pub sandbox_on_sandbox_ready: Vec<SandboxHook>,
-    /// A dev container's workspace link and lifecycle commands: after the
-    /// sandbox is up, one by one in order, before the onSandboxReady ones
-    /// (which may rely on what they installed).
-    pub devcontainer: Vec<NamedSandboxHook>,
-}
-
-impl Hooks {
-    pub fn is_empty(&self) -> bool {
-        self.host_on_worktree_ready.is_empty()
-            && self.host_on_sandbox_ready.is_empty()
-            && self.sandbox_on_sandbox_ready.is_empty()
-            && self.devcontainer.is_empty()
-    }
-
-    /// Every hook's command, host hooks first.
-    pub fn commands(&self) -> impl Iterator<Item = &String> {
-        self.host_on_worktree_ready
-            .iter()
-            .chain(&self.host_on_sandbox_ready)
-            .map(|h| &h.command)
-            .chain(self.sandbox_on_sandbox_ready.iter().map(|h| &h.command))
-            .chain(self.devcontainer.iter().map(|h| &h.hook.command))
-    }
-}
 
 /// Where hook output lines go: (hook label, line).
 pub type HookLog = Arc<dyn Fn(&str, &str) + Send + Sync>;
