@@ -16,6 +16,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("codex", "sanddune-plugin-codex"),
     ("cursor", "sanddune-plugin-cursor"),
     ("copilot", "sanddune-plugin-copilot"),
+    ("gemini", "sanddune-plugin-gemini"),
     ("opencode", "sanddune-plugin-opencode"),
     ("pi", "sanddune-plugin-pi"),
     ("docker", "sanddune-plugin-docker"),

@@ -15,6 +15,7 @@ const AGENTS: &[(&str, &str)] = &[
     ("pi", "pi"),
     ("cursor", "agent"),
     ("copilot", "copilot"),
+    ("gemini", "gemini"),
 ];
 
 fn run(repo: &TestRepo, agent: &str, prompt: &str, extra: &[&str]) -> std::process::Output {
@@ -125,7 +126,7 @@ fn codex_usage_is_fresh_input_and_cache_reads_summed_over_turns() {
 
 #[test]
 fn argv_prompt_agents_refuse_a_prompt_too_large_for_argv() {
-    for agent in ["opencode", "cursor", "copilot"] {
+    for agent in ["opencode", "cursor", "copilot", "gemini"] {
         let repo = TestRepo::new();
         let file = repo.home.path().join("big-prompt.md");
         std::fs::write(&file, "x".repeat(200 * 1024)).unwrap();
@@ -146,6 +147,61 @@ fn argv_prompt_agents_refuse_a_prompt_too_large_for_argv() {
             "{agent}: refused before any worktree"
         );
     }
+}
+
+#[test]
+fn gemini_gets_api_key_auth_yolo_and_its_usage_with_cache_reads() {
+    let repo = TestRepo::new();
+    let out = run(
+        &repo,
+        "gemini",
+        "fix the typo",
+        &["--model", "gemini-2.5-pro", "--agent-opt", "max-attempts=2"],
+    );
+    let result = ok_json("gemini", &out);
+    let it = &result["iterations"][0];
+    assert!(
+        it["sessionId"].as_str().is_some_and(|s| !s.is_empty()),
+        "{result}"
+    );
+    let usage = &it["usage"];
+    assert_eq!(usage["inputTokens"], 8200 - 4096, "{usage}");
+    assert_eq!(usage["cacheReadInputTokens"], 4096, "{usage}");
+    assert_eq!(usage["outputTokens"], 310, "{usage}");
+    let call = &repo.calls("gemini")[0];
+    let argv: Vec<&str> = call["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    for flag in ["--skip-trust", "--yolo", "--prompt=fix the typo"] {
+        assert!(argv.contains(&flag), "{flag}: {argv:?}");
+    }
+    assert_eq!(
+        call["settings"]["security"]["auth"]["selectedType"],
+        "gemini-api-key"
+    );
+    assert_eq!(call["settings"]["general"]["maxAttempts"], 2);
+}
+
+#[test]
+fn gemini_refuses_a_resume_before_anything_is_created() {
+    let repo = TestRepo::new();
+    let out = run(
+        &repo,
+        "gemini",
+        "fix the typo",
+        &["--resume", "c5247799-3071-42b5-b01f-40e546a3efe4"],
+    );
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("agent provider `gemini` keeps no session files"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(repo.calls("gemini").is_empty(), "gemini never started");
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
 }
 
 #[test]

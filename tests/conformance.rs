@@ -164,6 +164,7 @@ fn transcript(repo: &TestRepo, agent: &str) -> Option<PathBuf> {
         }
         "codex" => "plugins/codex/testdata/fake-codex-sample.jsonl",
         "copilot" => "plugins/copilot/testdata/fake-copilot-run.jsonl",
+        "gemini" => "plugins/gemini/testdata/real-0.61.0-commit.jsonl",
         "cursor" => "plugins/cursor/testdata/fake-agent-run.jsonl",
         "opencode" => "plugins/opencode/src/testdata/fake-success.jsonl",
         "pi" => "plugins/pi/src/testdata/fake-success.jsonl",
@@ -181,6 +182,7 @@ fn every_built_in_agent_provider_passes() {
         "pi",
         "cursor",
         "copilot",
+        "gemini",
         "demo",
     ] {
         let transcript = transcript(&repo, agent);

@@ -27,6 +27,9 @@ mod codex;
 #[path = "real_agents/copilot.rs"]
 mod copilot;
 
+#[path = "real_agents/gemini.rs"]
+mod gemini;
+
 fn main() -> std::process::ExitCode {
     let agents = [
         claude_code::trials(),
@@ -34,6 +37,7 @@ fn main() -> std::process::ExitCode {
         pi::trials(),
         codex::trials(),
         copilot::trials(),
+        gemini::trials(),
     ];
     common::trials::run(agents.into_iter().flatten().collect())
 }

@@ -19,6 +19,7 @@ agents=(
     "opencode opencode opencode-ai"
     "pi pi @mariozechner/pi-coding-agent"
     "copilot copilot @github/copilot"
+    "gemini gemini @google/gemini-cli"
 )
 
 wanted=("$@")

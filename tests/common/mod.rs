@@ -56,6 +56,7 @@ pub const AGENT_KEYS: &[(&str, &str)] = &[
     ("OPENAI_API_KEY", "sk-sanddune-test"),
     ("CURSOR_API_KEY", "sanddune-test"),
     ("GH_TOKEN", "sanddune-test"),
+    ("GEMINI_API_KEY", "sanddune-test"),
 ];
 
 /// The git identity of every test repository's user.

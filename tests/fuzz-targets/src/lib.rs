@@ -165,6 +165,28 @@ pub const TARGETS: &[Target] = &[
         ],
     },
     Target {
+        name: "stream_gemini",
+        run: stream_gemini,
+        dictionary: &[
+            "\"init\"",
+            "\"message\"",
+            "\"tool_use\"",
+            "\"tool_result\"",
+            "\"result\"",
+            "\"session_id\"",
+            "\"role\"",
+            "\"assistant\"",
+            "\"delta\"",
+            "\"tool_name\"",
+            "\"parameters\"",
+            "\"status\"",
+            "\"error\"",
+            "\"stats\"",
+            "\"input_tokens\"",
+            "\"cached\"",
+        ],
+    },
+    Target {
         name: "stream_copilot",
         run: stream_copilot,
         dictionary: &[

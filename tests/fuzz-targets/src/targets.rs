@@ -265,6 +265,10 @@ pub fn stream_copilot(data: &[u8]) {
     stream::<sanddune_plugin_copilot::parser::Parser>("copilot", data);
 }
 
+pub fn stream_gemini(data: &[u8]) {
+    stream::<sanddune_plugin_gemini::parser::Parser>("gemini", data);
+}
+
 pub fn stream_cursor(data: &[u8]) {
     stream::<sanddune_plugin_cursor::parser::Parser>("cursor", data);
 }

@@ -45,6 +45,11 @@ fn stream_copilot() {
 }
 
 #[test]
+fn stream_gemini() {
+    fuzz("stream_gemini");
+}
+
+#[test]
 fn stream_cursor() {
     fuzz("stream_cursor");
 }

@@ -22,6 +22,7 @@ use hyper::{Request, Response};
 use serde_json::Value;
 
 pub mod anthropic;
+pub mod gemini;
 pub mod openai;
 
 /// What the scripted model asks the shell tool to run: a new line in
@@ -191,14 +192,31 @@ impl Reply {
 
 type Handler = fn(&Call) -> Reply;
 
-/// Method, path, handler: every API the mock speaks.
+/// Method, path, handler: every API the mock speaks. A `*` in a path
+/// stands for one path segment's part (the model in Gemini's paths).
 const ROUTES: &[(&str, &str, Handler)] = &[
     ("POST", "/v1/messages", anthropic::messages),
     ("POST", "/v1/messages/count_tokens", anthropic::count_tokens),
     ("GET", "/v1/responses", openai::responses_websocket),
     ("POST", "/v1/responses", openai::responses),
     ("POST", "/v1/chat/completions", openai::chat_completions),
+    (
+        "POST",
+        "/v1beta/models/*:streamGenerateContent",
+        gemini::stream_generate_content,
+    ),
 ];
+
+/// Whether `path` is `pattern`, whose `*` matches anything without a `/`.
+fn matches(pattern: &str, path: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == path,
+        Some((before, after)) => path
+            .strip_prefix(before)
+            .and_then(|rest| rest.strip_suffix(after))
+            .is_some_and(|middle| !middle.is_empty() && !middle.contains('/')),
+    }
+}
 
 pub struct ModelMock {
     url: String,
@@ -327,7 +345,7 @@ async fn handle(state: Shared, req: Request<Incoming>) -> Response<Body> {
     };
     let route = ROUTES
         .iter()
-        .find(|(m, p, _)| *m == call.method && *p == call.path);
+        .find(|(m, p, _)| *m == call.method && matches(p, &call.path));
     let reply = match route {
         Some((_, _, handler)) => handler(&call),
         None => Reply::plain(full(
