@@ -151,10 +151,7 @@ pub struct InteractiveResult {
 /// strategy use `create_worktree` and [`WorktreeHandle::interactive`].
 pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResult> {
     let repo = Repo::discover(&plan::absolute(&options.cwd)?)?;
-    let runtime = match &options.runtime {
-        Some(rt) => rt.clone(),
-        None => PluginRuntime::new(Default::default())?,
-    };
+    let runtime = plan::runtime(&options.runtime)?;
     let (agent, planned) = options.plan(&runtime, repo.root()).await?;
     let (provider_type, name) = match &planned {
         None => (ProviderType::NoSandbox, plan::NO_SANDBOX.to_string()),

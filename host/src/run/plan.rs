@@ -88,10 +88,7 @@ impl Loaded {
     async fn new(mut options: SandboxOptions) -> Result<Self> {
         let repo = Repo::discover(&absolute(&options.cwd)?)?;
         check_trust(repo.root(), &options)?;
-        let runtime = match &options.runtime {
-            Some(rt) => rt.clone(),
-            None => PluginRuntime::new(RuntimeConfig::default())?,
-        };
+        let runtime = runtime(&options.runtime)?;
         options.runtime = Some(runtime.clone());
         if matches!(&options.sandbox, PluginRef::Builtin(n) if n == NO_SANDBOX) {
             strategy::resolve(
@@ -441,6 +438,14 @@ pub(super) fn check_trust(root: &Path, options: &SandboxOptions) -> Result<()> {
         sandbox_config: &options.sandbox_config,
     };
     crate::trust::require(root, &scope, options.trust)
+}
+
+/// The caller's shared runtime, or a default one.
+pub(super) fn runtime(given: &Option<PluginRuntime>) -> Result<PluginRuntime> {
+    match given {
+        Some(rt) => Ok(rt.clone()),
+        None => PluginRuntime::new(RuntimeConfig::default()),
+    }
 }
 
 pub(super) fn absolute(path: &Path) -> Result<PathBuf> {

@@ -27,10 +27,7 @@ impl WorktreeHandle {
     ) -> Result<Self> {
         let repo = Repo::discover(&plan::absolute(&options.cwd)?)?;
         plan::check_trust(repo.root(), &options)?;
-        let runtime = match &options.runtime {
-            Some(rt) => rt.clone(),
-            None => PluginRuntime::new(Default::default())?,
-        };
+        let runtime = plan::runtime(&options.runtime)?;
         let hooks = options.hooks.host_on_worktree_ready.clone();
         Self::make(repo, runtime, strategy, &options, &hooks).await
     }

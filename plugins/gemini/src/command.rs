@@ -42,17 +42,17 @@ fn model_and_attempts(request: &Request) -> Result<(Option<&str>, Option<u32>), 
     ))
 }
 
-/// The prompt as one `--prompt=TEXT` argument: the `=` form keeps a prompt
+/// The prompt as one `FLAG=TEXT` argument: the `=` form keeps a prompt
 /// that begins with `-` from reading as a flag. Fails when argv cannot
 /// carry it.
-fn prompt_arg(prompt: &str) -> Result<String, String> {
+fn prompt_arg(flag: &str, prompt: &str) -> Result<String, String> {
     validate::argv_prompt(
         prompt,
         PROGRAM,
         MAX_PROMPT_BYTES,
         &format!(" bytes: {NAME} takes its prompt on argv"),
     )?;
-    Ok(format!("--prompt={prompt}"))
+    Ok(format!("{flag}={prompt}"))
 }
 
 /// One unattended iteration: `gemini --output-format stream-json
@@ -71,7 +71,7 @@ pub fn print_command(request: &Request) -> Result<Command, String> {
         argv.push("--yolo".into());
     }
     validate::push_flag(&mut argv, "-m", model);
-    argv.push(prompt_arg(&request.prompt)?);
+    argv.push(prompt_arg("--prompt", &request.prompt)?);
     Ok(Command { argv, stdin: None })
 }
 
@@ -82,13 +82,7 @@ pub fn interactive_command(request: &Request) -> Result<Command, String> {
     let mut argv = vec![PROGRAM.to_owned()];
     validate::push_flag(&mut argv, "-m", model);
     if !request.prompt.trim().is_empty() {
-        validate::argv_prompt(
-            &request.prompt,
-            PROGRAM,
-            MAX_PROMPT_BYTES,
-            &format!(" bytes: {NAME} takes its prompt on argv"),
-        )?;
-        argv.push(format!("--prompt-interactive={}", request.prompt));
+        argv.push(prompt_arg("--prompt-interactive", &request.prompt)?);
     }
     Ok(Command { argv, stdin: None })
 }
