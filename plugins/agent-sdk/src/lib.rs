@@ -7,6 +7,7 @@
 //! link of the test build). The WIT conversions live here, once.
 
 pub mod json;
+pub mod session;
 pub mod stream_json;
 pub mod testing;
 pub mod validate;

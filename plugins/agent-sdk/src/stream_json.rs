@@ -5,6 +5,39 @@ use serde_json::{Map, Value};
 
 use crate::Event;
 
+/// The text and tool-use blocks of an `assistant` line's `message.content`,
+/// in order. A tool's input is compact JSON text; a missing input is an
+/// empty object. `thinking` and unknown blocks are not reported.
+pub fn assistant_content(obj: &Map<String, Value>, events: &mut Vec<Event>) {
+    let Some(blocks) = obj
+        .get("message")
+        .and_then(|m| m.get("content"))
+        .and_then(Value::as_array)
+    else {
+        return;
+    };
+    for block in blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("text") => {
+                if let Some(text) = block.get("text").and_then(Value::as_str) {
+                    events.push(Event::Text(text.to_owned()));
+                }
+            }
+            Some("tool_use") => {
+                let name = block.get("name").and_then(Value::as_str).unwrap_or("");
+                let input = block
+                    .get("input")
+                    .map_or_else(|| "{}".to_owned(), Value::to_string);
+                events.push(Event::ToolCall {
+                    name: name.to_owned(),
+                    input,
+                });
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A `result` line: the result event, and when it failed an error message
 /// naming `agent` ("claude stopped with error_max_turns: ..."). The detail
 /// is the result's text, else what `detail` finds in the line.

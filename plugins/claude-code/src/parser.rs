@@ -242,34 +242,12 @@ impl AssistantLine<'_> {
 type Object = serde_json::Map<String, Value>;
 
 fn assistant(obj: &Object, events: &mut Vec<Event>) {
-    let Some(message) = obj.get("message") else {
-        return;
-    };
-    if let Some(blocks) = message.get("content").and_then(Value::as_array) {
-        for block in blocks {
-            match block.get("type").and_then(Value::as_str) {
-                Some("text") => {
-                    if let Some(text) = block.get("text").and_then(Value::as_str) {
-                        events.push(Event::Text(text.to_owned()));
-                    }
-                }
-                Some("tool_use") => {
-                    let name = block.get("name").and_then(Value::as_str).unwrap_or("");
-                    // Compact JSON text; a missing input is an empty object.
-                    let input = block
-                        .get("input")
-                        .map_or_else(|| "{}".to_owned(), Value::to_string);
-                    events.push(Event::ToolCall {
-                        name: name.to_owned(),
-                        input,
-                    });
-                }
-                // `thinking` and unknown blocks are not reported.
-                _ => {}
-            }
-        }
-    }
-    if let Some(usage) = message.get("usage").and_then(usage_from_json) {
+    stream_json::assistant_content(obj, events);
+    if let Some(usage) = obj
+        .get("message")
+        .and_then(|m| m.get("usage"))
+        .and_then(usage_from_json)
+    {
         events.push(Event::Usage(usage));
     }
 }

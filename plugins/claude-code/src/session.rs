@@ -2,33 +2,15 @@
 //! one JSON object per line.
 
 use sanddune_agent_sdk::json;
+use sanddune_agent_sdk::session::{self, encode_cwd};
 use serde_json::Value;
 
 use crate::parser::{Usage, usage_from_json};
 
-/// Claude's project directory name for a cwd: every character outside
-/// `[A-Za-z0-9]` becomes `-`. Claude does this with a JavaScript regex over
-/// UTF-16 code units, so a character outside the BMP becomes two dashes.
-pub fn encode_cwd(cwd: &str) -> String {
-    let mut out = String::with_capacity(cwd.len());
-    for c in cwd.chars() {
-        if c.is_ascii_alphanumeric() {
-            out.push(c);
-        } else {
-            out.extend(std::iter::repeat_n('-', c.len_utf16()));
-        }
-    }
-    out
-}
-
 /// `{home}/.claude/projects/{enc}/{id}.jsonl`. None for an id that could
 /// step outside the project directory (ids are UUIDs in practice).
 pub fn session_file_path(home: &str, cwd: &str, session_id: &str) -> Option<String> {
-    if session_id.is_empty()
-        || session_id == "."
-        || session_id == ".."
-        || session_id.contains(['/', '\\', '\0'])
-    {
+    if !session::is_file_name(session_id) {
         return None;
     }
     let home = home.trim_end_matches('/');
@@ -64,14 +46,6 @@ mod tests {
 
     #[test]
     fn path_encoding() {
-        assert_eq!(encode_cwd("/home/u/my_repo"), "-home-u-my-repo");
-        assert_eq!(
-            encode_cwd("/x/.sanddune/worktrees/a"),
-            "-x--sanddune-worktrees-a"
-        );
-        assert_eq!(encode_cwd("/w"), "-w");
-        assert_eq!(encode_cwd("/tmp/café 1"), "-tmp-caf--1");
-        assert_eq!(encode_cwd("/a😀b"), "-a--b");
         assert_eq!(
             session_file_path("/home/u", "/x/.sanddune/worktrees/a", "5805de68").as_deref(),
             Some("/home/u/.claude/projects/-x--sanddune-worktrees-a/5805de68.jsonl")
