@@ -17,6 +17,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("cursor", "sanddune-plugin-cursor"),
     ("copilot", "sanddune-plugin-copilot"),
     ("gemini", "sanddune-plugin-gemini"),
+    ("qwen-code", "sanddune-plugin-qwen-code"),
     ("opencode", "sanddune-plugin-opencode"),
     ("pi", "sanddune-plugin-pi"),
     ("docker", "sanddune-plugin-docker"),

@@ -16,6 +16,7 @@ const AGENTS: &[(&str, &str)] = &[
     ("cursor", "agent"),
     ("copilot", "copilot"),
     ("gemini", "gemini"),
+    ("qwen-code", "qwen"),
 ];
 
 fn run(repo: &TestRepo, agent: &str, prompt: &str, extra: &[&str]) -> std::process::Output {
@@ -126,7 +127,7 @@ fn codex_usage_is_fresh_input_and_cache_reads_summed_over_turns() {
 
 #[test]
 fn argv_prompt_agents_refuse_a_prompt_too_large_for_argv() {
-    for agent in ["opencode", "cursor", "copilot", "gemini"] {
+    for agent in ["opencode", "cursor", "copilot", "gemini", "qwen-code"] {
         let repo = TestRepo::new();
         let file = repo.home.path().join("big-prompt.md");
         std::fs::write(&file, "x".repeat(200 * 1024)).unwrap();
@@ -205,6 +206,53 @@ fn gemini_refuses_a_resume_before_anything_is_created() {
 }
 
 #[test]
+fn qwen_code_gets_openai_auth_yolo_memory_off_and_its_usage_summed_over_calls() {
+    let repo = TestRepo::new();
+    let out = run(
+        &repo,
+        "qwen-code",
+        "fix the typo",
+        &[
+            "--model",
+            "qwen3-coder-plus",
+            "--agent-opt",
+            "max-retries=0",
+        ],
+    );
+    let result = ok_json("qwen-code", &out);
+    let it = &result["iterations"][0];
+    // Two calls: fresh input is the prompt tokens less the cached ones.
+    let usage = &it["usage"];
+    assert_eq!(
+        usage["inputTokens"],
+        (8000 - 4000) + (8300 - 8000),
+        "{usage}"
+    );
+    assert_eq!(usage["cacheReadInputTokens"], 4000 + 8000, "{usage}");
+    assert_eq!(usage["outputTokens"], 200 + 110, "{usage}");
+    let call = &repo.calls("qwen")[0];
+    let argv: Vec<&str> = call["argv"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    for flag in [
+        "openai",
+        "--yolo",
+        "--prompt=fix the typo",
+        "qwen3-coder-plus",
+    ] {
+        assert!(argv.contains(&flag), "{flag}: {argv:?}");
+    }
+    assert_eq!(call["settings"]["memory"]["enableManagedAutoMemory"], false);
+    assert_eq!(
+        call["settings"]["model"]["generationConfig"]["maxRetries"],
+        0
+    );
+}
+
+#[test]
 fn codex_effort_is_validated_and_mapped() {
     let repo = TestRepo::new();
     let out = run(
@@ -238,6 +286,7 @@ const RESUMABLE: &[(&str, &str, &str)] = &[
     ("pi", "pi", "--session"),
     ("copilot", "copilot", "--resume"),
     ("opencode", "opencode", "--session"),
+    ("qwen-code", "qwen", "--resume"),
 ];
 
 #[test]

@@ -165,6 +165,7 @@ fn transcript(repo: &TestRepo, agent: &str) -> Option<PathBuf> {
         "codex" => "plugins/codex/testdata/fake-codex-sample.jsonl",
         "copilot" => "plugins/copilot/testdata/fake-copilot-run.jsonl",
         "gemini" => "plugins/gemini/testdata/real-0.61.0-commit.jsonl",
+        "qwen-code" => "plugins/qwen-code/testdata/real-0.24.4-commit.jsonl",
         "cursor" => "plugins/cursor/testdata/fake-agent-run.jsonl",
         "opencode" => "plugins/opencode/src/testdata/fake-success.jsonl",
         "pi" => "plugins/pi/src/testdata/fake-success.jsonl",
@@ -183,6 +184,7 @@ fn every_built_in_agent_provider_passes() {
         "cursor",
         "copilot",
         "gemini",
+        "qwen-code",
         "demo",
     ] {
         let transcript = transcript(&repo, agent);

@@ -242,6 +242,7 @@ fn an_agent_provider_without_its_env_requirement_is_refused_naming_it() {
             &["GH_TOKEN", "GITHUB_TOKEN", "COPILOT_GITHUB_TOKEN"],
         ),
         ("gemini", &["GEMINI_API_KEY"]),
+        ("qwen-code", &["OPENAI_API_KEY"]),
     ] {
         let needles: Vec<String> = [format!("agent provider `{agent}`"), "--agent-env".into()]
             .into_iter()

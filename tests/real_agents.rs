@@ -30,6 +30,9 @@ mod copilot;
 #[path = "real_agents/gemini.rs"]
 mod gemini;
 
+#[path = "real_agents/qwen_code.rs"]
+mod qwen_code;
+
 fn main() -> std::process::ExitCode {
     let agents = [
         claude_code::trials(),
@@ -38,6 +41,7 @@ fn main() -> std::process::ExitCode {
         codex::trials(),
         copilot::trials(),
         gemini::trials(),
+        qwen_code::trials(),
     ];
     common::trials::run(agents.into_iter().flatten().collect())
 }

@@ -24,7 +24,7 @@ pub const TEMPLATES: [(&str, &str); 5] = [
 ];
 
 /// Agents init can set up: (name, label, the image's install step).
-pub const AGENTS: [(&str, &str, &str); 4] = [
+pub const AGENTS: [(&str, &str, &str); 6] = [
     (
         "claude-code",
         "Claude Code",
@@ -44,6 +44,16 @@ pub const AGENTS: [(&str, &str, &str); 4] = [
         "pi",
         "pi",
         "RUN npm install -g @mariozechner/pi-coding-agent && npm cache clean --force",
+    ),
+    (
+        "gemini",
+        "Gemini CLI",
+        "RUN npm install -g @google/gemini-cli && npm cache clean --force",
+    ),
+    (
+        "qwen-code",
+        "Qwen Code",
+        "RUN npm install -g @qwen-code/qwen-code && npm cache clean --force",
     ),
 ];
 

@@ -20,6 +20,7 @@ agents=(
     "pi pi @mariozechner/pi-coding-agent"
     "copilot copilot @github/copilot"
     "gemini gemini @google/gemini-cli"
+    "qwen-code qwen_code @qwen-code/qwen-code"
 )
 
 wanted=("$@")

@@ -187,6 +187,28 @@ pub const TARGETS: &[Target] = &[
         ],
     },
     Target {
+        name: "stream_qwen_code",
+        run: stream_qwen_code,
+        dictionary: &[
+            "\"system\"",
+            "\"init\"",
+            "\"retry\"",
+            "\"assistant\"",
+            "\"user\"",
+            "\"result\"",
+            "\"session_id\"",
+            "\"message\"",
+            "\"content\"",
+            "\"tool_use\"",
+            "\"usage\"",
+            "\"input_tokens\"",
+            "\"cache_read_input_tokens\"",
+            "\"is_error\"",
+            "\"error\"",
+            "\"data\"",
+        ],
+    },
+    Target {
         name: "stream_copilot",
         run: stream_copilot,
         dictionary: &[

@@ -269,6 +269,10 @@ pub fn stream_gemini(data: &[u8]) {
     stream::<sanddune_plugin_gemini::parser::Parser>("gemini", data);
 }
 
+pub fn stream_qwen_code(data: &[u8]) {
+    stream::<sanddune_plugin_qwen_code::parser::Parser>("qwen-code", data);
+}
+
 pub fn stream_cursor(data: &[u8]) {
     stream::<sanddune_plugin_cursor::parser::Parser>("cursor", data);
 }

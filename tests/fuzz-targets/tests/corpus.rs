@@ -50,6 +50,11 @@ fn stream_gemini() {
 }
 
 #[test]
+fn stream_qwen_code() {
+    fuzz("stream_qwen_code");
+}
+
+#[test]
 fn stream_cursor() {
     fuzz("stream_cursor");
 }

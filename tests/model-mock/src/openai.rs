@@ -3,7 +3,8 @@
 //! response.output_item.added / done, the tool call's or text's deltas,
 //! response.completed with the usage), the WebSocket upgrade codex tries
 //! first on `GET /v1/responses`, and streamed chat completions
-//! (`POST /v1/chat/completions`, copilot's default wire API).
+//! (`POST /v1/chat/completions`, copilot's default wire API and Qwen
+//! Code's).
 //!
 //! OpenAI counts cached tokens inside the input tokens and reports no cache
 //! writes, so the usage the mock records has `cache_write` 0.
@@ -335,7 +336,7 @@ fn chat_shell_tool(body: &Value) -> Option<&Value> {
     body["tools"].as_array()?.iter().find(|t| {
         matches!(
             t["function"]["name"].as_str(),
-            Some("bash" | "shell" | "exec_command")
+            Some("bash" | "shell" | "exec_command" | "run_shell_command")
         )
     })
 }
