@@ -238,6 +238,35 @@ fn docker_a_failed_run_removes_its_container_and_keeps_the_commit() {
     assert_no_container_left("docker", "name", &branch);
 }
 
+/// Best-of-N on docker where every candidate fails its check: nothing
+/// lands, exit 1, and no candidate leaves a container or a worktree.
+fn docker_best_of_with_every_check_failing_lands_nothing_and_leaves_no_container() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let (branch, name) = (unique("best"), unique("best-of"));
+    let out = run_in(
+        "docker",
+        &repo,
+        &branch,
+        "add a note",
+        &["--best-of", "2", "--check", "false", "--name", &name],
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no candidate passed the check `false`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        repo.git(&["branch", "--list", &branch]).is_empty(),
+        "nothing landed"
+    );
+    for k in 1..=2 {
+        assert_no_container_left("docker", "name", &format!("{name}-{k}"));
+    }
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+}
+
 /// A user other than the image's labelled `agent` is checked against the
 /// image's own /etc/passwd: root is 0:0 there, so the run commits when the
 /// host user is root and is refused naming 0:0 otherwise.
@@ -1058,6 +1087,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_the_agents_commits_keep_their_identity_trailer_and_the_repositorys_hook),
         trial!(docker_an_empty_prompt_fails_before_any_container_exists),
         trial!(docker_a_failed_run_removes_its_container_and_keeps_the_commit),
+        trial!(docker_best_of_with_every_check_failing_lands_nothing_and_leaves_no_container),
         trial!(docker_a_named_user_is_checked_against_the_images_passwd),
         trial!(docker_a_uid_mismatch_is_an_actionable_error_and_leaves_nothing),
         trial!(docker_ctrl_c_mid_iteration_exits_130_and_leaves_no_container),

@@ -321,6 +321,70 @@ fn stopping_one_workflow_item_leaves_the_others_to_finish() {
     assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
 }
 
+/// Best-of-N's candidates are a workflow's items to `ps`, `logs` and
+/// `stop`: stopping the hanging one leaves the other to win.
+fn best_of_candidates_are_items_to_ps_logs_and_stop() {
+    let repo = TestRepo::new();
+    let best_of = repo
+        .command(&[
+            "run",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "add a note",
+            "--model",
+            "FAKE:hang,FAKE:slow",
+            "--name",
+            "fix",
+            "--json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let hanging = loop {
+        let runs = ps(&repo, &[]);
+        if let Some(r) = runs
+            .iter()
+            .find(|r| r["item"] == "fix-1" && r["state"] == "running")
+        {
+            break r.clone();
+        }
+        assert!(
+            Instant::now() < deadline,
+            "candidate fix-1 never ran: {runs:?}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(hanging["workflow"], "fix");
+    assert_eq!(hanging["name"], "fix-1");
+    let out = repo.sanddune(&["logs", "fix-1"]);
+    assert!(out.status.success(), "logs: {}", stderr(&out));
+    assert!(
+        stdout(&out).contains("agent `claude-code`"),
+        "{}",
+        stdout(&out)
+    );
+    let out = repo.sanddune(&["stop", "fix-1"]);
+    assert!(out.status.success(), "stop: {}", stderr(&out));
+
+    let out = wait_exit(best_of, Duration::from_secs(50));
+    let result: Value = serde_json::from_str(&stdout(&out))
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", stdout(&out), stderr(&out)));
+    let statuses: Vec<&str> = result["candidates"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["aborted", "passed"], "{result:#}");
+    assert_eq!(result["winner"]["index"], 2, "{result:#}");
+    assert_eq!(stdout(&repo.sanddune(&["ps"])), "no live runs\n");
+}
+
 fn ps_logs_and_stop_a_docker_run() {
     require_engine("docker");
     let repo = TestRepo::new();
@@ -593,6 +657,41 @@ fn the_live_view_shows_each_item_on_one_line_that_updates_in_place() {
     assert!(!screen.contains("logging to"), "{screen}");
 }
 
+fn the_live_view_shows_a_row_per_best_of_candidate() {
+    tmux::require();
+    let repo = TestRepo::new();
+    let line = repo.shell_line(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "add a note",
+        "--model",
+        "FAKE:slow,FAKE:slow",
+    ]);
+    let term = Tmux::start(&format!("TERM=xterm {line}"), repo.path(), 140, 40);
+    let running = term.wait_for("both candidates running", Duration::from_secs(60), |s| {
+        (1..=2).all(|i| {
+            rows_of(s, &format!("best-of-{i}")).iter().any(|r| {
+                r.contains(&format!("/{i}-claude-code-FAKE-slow")) && r.contains("running")
+            })
+        })
+    });
+    let (code, screen) = term.wait_exit(Duration::from_secs(120));
+    assert_eq!(code, 0, "{screen}\nwhile running:\n{running}");
+    for i in 1..=2 {
+        let rows = rows_of(&screen, &format!("best-of-{i}"));
+        assert!(rows[0].contains("succeeded"), "{screen}");
+    }
+    assert!(
+        screen.contains("winner: #1 (fewest changed lines"),
+        "{screen}"
+    );
+    assert!(screen.contains("landed on main"), "{screen}");
+}
+
 fn without_a_capable_terminal_the_workflow_prints_plain_lines() {
     tmux::require();
     let repo = TestRepo::new();
@@ -647,12 +746,14 @@ fn main() -> std::process::ExitCode {
         trial!(a_run_killed_with_sigkill_shows_as_dead_and_gc_clears_it),
         trial!(two_runs_with_one_name_are_told_apart_by_id),
         trial!(stopping_one_workflow_item_leaves_the_others_to_finish),
+        trial!(best_of_candidates_are_items_to_ps_logs_and_stop),
         trial!(ps_logs_and_stop_a_docker_run),
         trial!(attach_opens_a_shell_in_a_test_isolated_sandbox),
         trial!(attach_opens_a_shell_in_a_docker_sandbox),
         trial!(attach_opens_a_shell_in_a_podman_sandbox),
         trial!(attach_refuses_without_a_terminal_and_names_unknown_runs),
         trial!(the_live_view_shows_each_item_on_one_line_that_updates_in_place),
+        trial!(the_live_view_shows_a_row_per_best_of_candidate),
         trial!(without_a_capable_terminal_the_workflow_prints_plain_lines),
         trial!(the_json_result_gives_tokens_and_time_per_item),
     ])

@@ -1,6 +1,7 @@
 //! The `sanddune` command line.
 
 mod attach;
+mod best_of;
 mod completions;
 mod demo;
 mod devcontainer;

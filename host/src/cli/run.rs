@@ -9,7 +9,7 @@ use crate::config::{CONFIG_FILE, ProjectConfig};
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
 use crate::run::{
-    BranchStrategy, Hooks, HostHook, LogMode, Prompt, RunOptions, RunResult, SandboxHook,
+    BranchStrategy, Check, Hooks, HostHook, LogMode, Prompt, RunOptions, RunResult, SandboxHook,
     StructuredOutput,
 };
 use crate::terminal_text::{visible, visible_line};
@@ -20,12 +20,14 @@ pub struct RunArgs {
     /// Sandbox provider: a built-in name (test-isolated) or a component file (./x.wasm).
     #[arg(long, add = clap_complete::engine::ArgValueCompleter::new(super::completions::sandbox_provider))]
     sandbox: String,
-    /// Agent provider: a built-in name (claude-code, demo) or a component file.
-    #[arg(long, add = clap_complete::engine::ArgValueCompleter::new(super::completions::agent_provider))]
-    agent: String,
-    /// Model for the agent.
-    #[arg(long)]
-    model: Option<String>,
+    /// Agent provider: a built-in name (claude-code, demo) or a component
+    /// file. A comma list gives best-of-N candidates their agents.
+    #[arg(long, value_delimiter = ',', required = true, add = clap_complete::engine::ArgValueCompleter::new(super::completions::agent_provider))]
+    agent: Vec<String>,
+    /// Model for the agent. A comma list gives best-of-N candidates their
+    /// models.
+    #[arg(long, value_delimiter = ',')]
+    model: Vec<String>,
     /// The prompt, passed to the agent literally.
     #[arg(long)]
     prompt: Option<String>,
@@ -126,6 +128,16 @@ pub struct RunArgs {
     /// trust --show` prints it.
     #[arg(long)]
     trust: bool,
+    /// Run this command in the sandbox after the agent (`sh -c`, in the
+    /// worktree): unless it exits 0 the run fails and nothing merges; the
+    /// commits stay on the run's branch.
+    #[arg(long)]
+    check: Option<String>,
+    /// Give up the check after this many seconds (default 600).
+    #[arg(long, requires = "check")]
+    check_timeout: Option<u64>,
+    #[command(flatten)]
+    best_of: super::best_of::BestOfArgs,
     #[command(flatten)]
     approval: super::ApprovalArgs,
 }
@@ -259,9 +271,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
         args.trust,
     )?;
     let config = project_config(&args.cwd)?;
+    let candidates = super::best_of::candidates(&args.best_of, &args.agent, &args.model)?;
     let mut options = RunOptions::new(
         PluginRef::parse(&args.sandbox),
-        PluginRef::parse(&args.agent),
+        PluginRef::parse(&args.agent[0]),
         prompt,
     );
     options.strategy = strategy(&args)?;
@@ -298,8 +311,15 @@ pub async fn run(args: RunArgs) -> Result<()> {
     so.sandbox_config = config.sandbox_options(args.sandbox_opts);
     so.env = call_site_env(&config, args.env);
     so.sandbox_env = args.sandbox_env;
+    if let Some(command) = args.check {
+        let mut check = Check::new(command);
+        if let Some(secs) = args.check_timeout {
+            check.timeout = Duration::from_secs(secs);
+        }
+        options.check = Some(check);
+    }
     let agent = &mut options.agent;
-    agent.model = args.model;
+    agent.model = args.model.first().cloned();
     agent.max_iterations = args.max_iterations;
     agent.idle_timeout = Duration::from_secs(args.idle_timeout);
     agent.prompt_args = args.prompt_args;
@@ -311,6 +331,14 @@ pub async fn run(args: RunArgs) -> Result<()> {
     agent.agent_env = args.agent_env;
     // One handle for both parts (`RunOptions::new`).
     super::abort_on_ctrl_c(&options.agent.abort);
+    if let Some(candidates) = candidates {
+        let how = super::best_of::How {
+            json: args.json,
+            terminal_log: matches!(args.log, LogArg::Terminal),
+            cwd: &args.cwd,
+        };
+        return super::best_of::run(args.best_of, options, candidates, how).await;
+    }
     let result = match crate::run::run(options).await {
         Ok(result) => result,
         Err(Error::Output(e)) if args.json => {
@@ -334,7 +362,15 @@ pub async fn run(args: RunArgs) -> Result<()> {
     } else {
         print_summary(&result, &args.cwd);
     }
-    Ok(())
+    match &result.check {
+        Some(check) if !check.passed => Err(Error::Agent(format!(
+            "the check `{}` {}; the commits stay on {}",
+            check.command,
+            check.verdict(),
+            result.branch
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// What the agent wrote (commit subjects, file names, its output) is shown
@@ -372,6 +408,13 @@ pub(super) fn print_summary(result: &RunResult, cwd: &std::path::Path) {
     }
     if let Some(output) = &result.output {
         println!("output: {}", visible(&output.to_string()));
+    }
+    if let Some(check) = &result.check {
+        println!(
+            "check `{}`: {}",
+            visible_line(&check.command),
+            check.verdict()
+        );
     }
     if !result.uncommitted_changes.is_empty() {
         println!(

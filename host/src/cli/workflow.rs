@@ -200,7 +200,7 @@ async fn run(args: RunArgs) -> Result<()> {
 }
 
 /// An agent event as `--log terminal` prints it: `[label] ...` lines.
-fn event_lines(label: &str, event: &StreamEvent) -> Vec<String> {
+pub(super) fn event_lines(label: &str, event: &StreamEvent) -> Vec<String> {
     match event {
         StreamEvent::Text { text, .. } => text
             .lines()
@@ -219,7 +219,7 @@ fn event_lines(label: &str, event: &StreamEvent) -> Vec<String> {
 }
 
 /// One line per step, branch and landing, as they happen (no terminal).
-fn print_progress(event: &WorkflowEvent) {
+pub(super) fn print_progress(event: &WorkflowEvent) {
     // Labels come from the backlog, errors and landings quote the agent.
     eprintln!("{}", visible(&progress_line(event)));
 }
@@ -303,6 +303,28 @@ fn print_summary(result: &WorkflowResult) {
             }
             if let Some(path) = &item.preserved_worktree_path {
                 notes.push(format!("{label}: worktree kept: {path}"));
+            }
+        }
+        if let Some(best) = &step.best_of {
+            let winner = best.winner.as_ref().map(|w| w.index);
+            for c in &best.candidates {
+                let won = Some(c.index) == winner && best.ok;
+                rows.push(vec![
+                    c.label.clone(),
+                    super::best_of::status_word(c.status).into(),
+                    c.branch.clone(),
+                    c.commits.len().to_string(),
+                    if won { "landed" } else { "-" }.into(),
+                    super::table::tokens(c.tokens),
+                    super::table::elapsed(c.duration_ms / 1000),
+                ]);
+            }
+            match (&best.winner, &best.error) {
+                (Some(w), None) => {
+                    notes.push(format!("{}: winner #{}: {}", step.name, w.index, w.reason))
+                }
+                (_, Some(error)) => notes.push(format!("{}: {error}", step.name)),
+                (None, None) => {}
             }
         }
         if let Some(queue) = &step.merge {

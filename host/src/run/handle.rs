@@ -347,6 +347,7 @@ impl SandboxHandle {
             timings: log.timings().phases(),
             limits,
             denied_egress,
+            check: None,
         })
     }
 
@@ -399,6 +400,24 @@ impl SandboxHandle {
         left
     }
 
+    /// Run `check` in the sandbox, on the files as the agent left them.
+    pub(super) async fn check(&mut self, check: &super::Check) -> Result<super::CheckResult> {
+        if let Some(live) = &self.live {
+            live.set_state(registry::State::Checking);
+        }
+        let abort = self.plan.options.abort.clone();
+        let sandbox = self.sandbox.as_mut().ok_or_else(|| {
+            Error::Other(anyhow::anyhow!("the check needs a sandbox, and it is gone"))
+        })?;
+        let timings = self.log.timings().clone();
+        timings
+            .time(
+                "check",
+                super::check::run(sandbox, check, &abort, &self.log),
+            )
+            .await
+    }
+
     /// Tear down the sandbox, and the worktree when this handle owns it
     /// (kept when dirty; its branch is kept).
     pub async fn close(mut self) -> Result<CloseResult> {
@@ -408,7 +427,10 @@ impl SandboxHandle {
     /// `run`'s ending: close the sandbox, merge a merge-to-head branch
     /// when the run succeeded, and remove the worktree unless it is dirty.
     pub(super) async fn teardown(mut self, result: Result<RunResult>) -> Result<RunResult> {
-        let merge = result.is_ok() && self.place.strategy == BranchStrategy::MergeToHead;
+        // A failed check keeps the commits on the run's own branch.
+        let checked = |r: &RunResult| r.check.as_ref().is_none_or(|c| c.passed);
+        let merge = result.as_ref().is_ok_and(checked)
+            && self.place.strategy == BranchStrategy::MergeToHead;
         if merge && let Some(live) = &self.live {
             live.set_state(registry::State::Merging);
         }

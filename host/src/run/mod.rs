@@ -19,6 +19,7 @@ pub mod abort;
 mod agent_files;
 mod attach;
 pub mod capture;
+mod check;
 mod containment;
 pub mod env;
 mod handle;
@@ -54,6 +55,7 @@ pub use crate::hooks::{Hooks, HostHook, NamedSandboxHook, SandboxHook};
 pub use crate::outcome::{self, Commit};
 pub use abort::AbortHandle;
 pub use attach::attach;
+pub use check::{Check, CheckResult, DEFAULT_CHECK_TIMEOUT};
 pub use handle::{CloseResult, SandboxHandle};
 pub use interactive::{InteractiveOptions, InteractiveResult, InteractiveSandbox, interactive};
 pub use iteration::{
@@ -62,7 +64,7 @@ pub use iteration::{
 pub use log::LogMode;
 pub use plan::NO_SANDBOX;
 use plan::RunPlan;
-pub(crate) use plan::SandboxPlan;
+pub(crate) use plan::{SandboxPlan, run_id};
 pub use registry::WorkflowItem;
 pub use strategy::{BranchStrategy, WorktreeStrategy};
 pub use structured::{OutputError, StructuredOutput};
@@ -115,6 +117,9 @@ pub struct RunOptions {
     pub strategy: Option<BranchStrategy>,
     /// Resume this agent session in iteration 1 (needs max_iterations 1).
     pub resume_session: Option<String>,
+    /// Run in the sandbox after the agent; a run whose check fails does
+    /// not merge (merge-to-head) and fails.
+    pub check: Option<Check>,
 }
 
 impl RunOptions {
@@ -127,6 +132,7 @@ impl RunOptions {
             agent,
             strategy: None,
             resume_session: None,
+            check: None,
         }
     }
 }
@@ -290,60 +296,124 @@ pub struct RunResult {
     /// Connections the sandbox's egress proxy refused, oldest first.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub denied_egress: Vec<Denial>,
+    /// What the check said, when the run had one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub check: Option<CheckResult>,
+}
+
+impl RunResult {
+    /// Every token the agent reported over the iterations, cached ones
+    /// included.
+    pub fn tokens(&self) -> u64 {
+        self.iterations
+            .iter()
+            .filter_map(|i| i.usage.as_ref())
+            .map(|u| u.total())
+            .sum()
+    }
 }
 
 /// Run an agent in a sandbox until a completion signal or `max_iterations`,
-/// and bring its commits back by the branch strategy. The data path reads
-/// top to bottom: the plan (every check, nothing created), the run log and
-/// the live-runs record, the place (worktree), the sandbox on it, the
-/// agent's iterations, then the strategy's ending.
+/// and bring its commits back by the branch strategy: [`plan`], then
+/// [`PlannedRun::run`].
 pub async fn run(options: RunOptions) -> Result<RunResult> {
-    let process = timings::since_process_start();
+    plan(options).await?.run().await
+}
+
+/// Every check of a run, with nothing created: the providers loaded, the
+/// env resolved, the branches named. Runs that start together (best-of-N's
+/// candidates) are all planned before any starts, so bad input is refused
+/// with nothing made.
+pub async fn plan(options: RunOptions) -> Result<PlannedRun> {
     let loading = std::time::Instant::now();
-    let (sandbox_abort, agent_abort) = (options.sandbox.abort.clone(), options.agent.abort.clone());
-    let mut plan = RunPlan::new(options).await?;
-    let loaded = loading.elapsed();
-    // Side effects from here on. `sanddune stop` stops this run only, not
-    // the others sharing the caller's handle (a workflow's items).
-    let (abort, _either) = abort::either(&sandbox_abort, &agent_abort);
-    plan.sandbox.options.abort = abort.clone();
-    plan.agent.options.abort = abort;
-    let so = &plan.sandbox.options;
-    let log = place::open_log(&plan.sandbox.repo, &so.log, so.name.as_deref())?;
-    let live = registry::Live::start(
-        &plan.sandbox.repo.git_dir(),
-        handle::registry_record(
-            plan.run_id.clone(),
-            so,
-            (&plan.source, plan.sandbox.repo.root()),
-            (plan.sandbox.provider.name(), plan.agent.agent.name()),
-            plan.agent.options.max_iterations,
-            &log,
-        ),
-        so.abort.clone(),
-    );
-    let timings = log.timings().clone();
-    if let Some(process) = process {
-        timings.record("process start", process);
+    let aborts = (options.sandbox.abort.clone(), options.agent.abort.clone());
+    if let Some(check) = &options.check {
+        check.validate()?;
     }
-    timings.record("plugin load", loaded);
-    let place = timings
-        .time(
-            "worktree",
-            place::prepare_place(
-                &plan.sandbox.repo,
-                (plan.strategy.clone(), &plan.run_id),
+    let plan = RunPlan::new(options).await?;
+    Ok(PlannedRun {
+        plan,
+        aborts,
+        loaded: loading.elapsed(),
+    })
+}
+
+/// A run planned by [`plan`], not started.
+pub struct PlannedRun {
+    plan: RunPlan,
+    aborts: (AbortHandle, AbortHandle),
+    loaded: std::time::Duration,
+}
+
+impl PlannedRun {
+    /// The branch the agent's commits go on.
+    pub fn branch(&self) -> &str {
+        &self.plan.source
+    }
+
+    /// The agent provider's name.
+    pub fn agent_name(&self) -> &str {
+        self.plan.agent.agent.name()
+    }
+
+    /// Carry the plan out. The data path reads top to bottom: the run log
+    /// and the live-runs record, the place (worktree), the sandbox on it,
+    /// the agent's iterations, the check, then the strategy's ending.
+    pub async fn run(self) -> Result<RunResult> {
+        let process = timings::since_process_start();
+        let PlannedRun {
+            mut plan,
+            aborts: (sandbox_abort, agent_abort),
+            loaded,
+        } = self;
+        // Side effects from here on. `sanddune stop` stops this run only,
+        // not the others sharing the caller's handle (a workflow's items).
+        let (abort, _either) = abort::either(&sandbox_abort, &agent_abort);
+        plan.sandbox.options.abort = abort.clone();
+        plan.agent.options.abort = abort;
+        let so = &plan.sandbox.options;
+        let log = place::open_log(&plan.sandbox.repo, &so.log, so.name.as_deref())?;
+        let live = registry::Live::start(
+            &plan.sandbox.repo.git_dir(),
+            handle::registry_record(
+                plan.run_id.clone(),
                 so,
-                &plan.sandbox.worktree_hooks(),
-                plan.sandbox.host_needs_files(),
+                (&plan.source, plan.sandbox.repo.root()),
+                (plan.sandbox.provider.name(), plan.agent.agent.name()),
+                plan.agent.options.max_iterations,
                 &log,
             ),
-        )
-        .await?;
-    let mut handle = SandboxHandle::start(plan.sandbox, place, true, log).await?;
-    handle.live = Some(live);
-    let result = handle.run_planned(plan.agent, plan.resume).await;
-    handle.teardown(result).await
+            so.abort.clone(),
+        );
+        let timings = log.timings().clone();
+        if let Some(process) = process {
+            timings.record("process start", process);
+        }
+        timings.record("plugin load", loaded);
+        let place = timings
+            .time(
+                "worktree",
+                place::prepare_place(
+                    &plan.sandbox.repo,
+                    (plan.strategy.clone(), &plan.run_id),
+                    so,
+                    &plan.sandbox.worktree_hooks(),
+                    plan.sandbox.host_needs_files(),
+                    &log,
+                ),
+            )
+            .await?;
+        let mut handle = SandboxHandle::start(plan.sandbox, place, true, log).await?;
+        handle.live = Some(live);
+        let mut result = handle.run_planned(plan.agent, plan.resume).await;
+        if let (Ok(done), Some(check)) = (&mut result, &plan.check) {
+            match handle.check(check).await {
+                Ok(said) => done.check = Some(said),
+                Err(e) => result = Err(e),
+            }
+        }
+        handle.teardown(result).await
+    }
 }
 
 /// A reusable sandbox on `branch` (the branch strategy, by construction):

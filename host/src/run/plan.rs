@@ -305,6 +305,7 @@ pub(super) struct RunPlan {
     /// A session to resume in iteration 1, and where its file is on the
     /// host.
     pub resume: Option<(String, PathBuf)>,
+    pub check: Option<super::Check>,
 }
 
 impl RunPlan {
@@ -351,6 +352,7 @@ impl RunPlan {
             run_id,
             source,
             resume,
+            check: options.check,
         })
     }
 }
@@ -459,7 +461,7 @@ pub(super) fn absolute(path: &Path) -> Result<PathBuf> {
 /// reused while the process lives, nor within its second), the counter the
 /// runs of one process. (16 random bits used to collide: about once in 30
 /// batches of 64 runs started in one second.)
-pub(super) fn run_id() -> String {
+pub(crate) fn run_id() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let secs = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)

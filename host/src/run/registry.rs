@@ -32,6 +32,7 @@ pub enum State {
     SettingUp,
     Running,
     Syncing,
+    Checking,
     Merging,
 }
 
@@ -41,6 +42,7 @@ impl State {
             State::SettingUp => "setting up",
             State::Running => "running",
             State::Syncing => "syncing",
+            State::Checking => "checking",
             State::Merging => "merging",
         }
     }

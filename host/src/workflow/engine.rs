@@ -11,6 +11,10 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::best_of::{self, BestOfResult};
+use super::event::{
+    ItemResult, ItemStatus, LabelledEventCallback, WorkflowEvent, WorkflowEventCallback,
+};
 use super::fan_out::{default_parallel, fan_out};
 use super::merge_queue::{self, QueuedBranch};
 use super::refs::{self, Scope};
@@ -18,32 +22,10 @@ use super::{AgentRun, AgentStep, RunPrompt, StepKind, StepStrategy, Workflow};
 use crate::error::{Error, Result};
 use crate::plugin::{PluginRef, PluginRuntime, RuntimeConfig};
 use crate::run::{
-    AbortHandle, AgentOptions, BranchStrategy, Commit, CommitOptions, Hooks, LogMode, Prompt,
-    RunOptions, RunResult, SandboxOptions, StreamEvent, Timeouts, WorktreeStrategy,
+    AbortHandle, AgentOptions, BranchStrategy, CommitOptions, Hooks, LogMode, Prompt, RunOptions,
+    RunResult, SandboxOptions, StreamEvent, Timeouts, WorktreeStrategy,
 };
 use crate::worktree::Repo;
-
-/// A workflow event, for progress per branch.
-#[derive(Clone, Debug)]
-pub enum WorkflowEvent {
-    StepStarted {
-        step: String,
-        items: Option<usize>,
-    },
-    ItemStarted {
-        label: String,
-        branch: Option<String>,
-    },
-    ItemFinished {
-        label: String,
-        result: ItemResult,
-    },
-    Landing(QueuedBranch),
-}
-
-pub type WorkflowEventCallback = Arc<dyn Fn(&WorkflowEvent) + Send + Sync>;
-/// An agent stream event with the label of the run it came from.
-pub type LabelledEventCallback = Arc<dyn Fn(&str, &StreamEvent) + Send + Sync>;
 
 /// How to run a workflow. The overrides win over the file.
 #[derive(Clone)]
@@ -131,78 +113,12 @@ pub struct StepResult {
     /// A merge step's queue, in order.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub merge: Option<Vec<QueuedBranch>>,
+    /// A best-of step's candidates, winner and landing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub best_of: Option<BestOfResult>,
     /// Set when the step could not start (e.g. its list was not a list).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ItemStatus {
-    Succeeded,
-    Failed,
-    Aborted,
-    /// Abort came before it started.
-    NotStarted,
-}
-
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ItemResult {
-    /// The item's position from 1 (fan-out only).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub index: Option<usize>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub item: Option<Value>,
-    /// The source branch for a fan-out item; where the commits are otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub branch: Option<String>,
-    pub status: ItemStatus,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-    pub commits: Vec<Commit>,
-    /// The structured output of the last run that asked for one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub output: Option<Value>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub preserved_worktree_path: Option<String>,
-    /// The run results, one per agent run of the step.
-    pub runs: Vec<RunResult>,
-    /// Tokens the agent reported over the runs that ended (cached ones
-    /// included).
-    pub tokens: u64,
-    /// From the item's start to its end.
-    pub duration_ms: u64,
-}
-
-impl ItemResult {
-    fn new(index: Option<usize>, item: Option<Value>, branch: Option<String>) -> Self {
-        Self {
-            index,
-            item,
-            branch,
-            status: ItemStatus::Succeeded,
-            error: None,
-            commits: vec![],
-            output: None,
-            preserved_worktree_path: None,
-            runs: vec![],
-            tokens: 0,
-            duration_ms: 0,
-        }
-    }
-
-    fn fail(&mut self, e: &Error) {
-        self.status = if matches!(e, Error::Aborted(_)) {
-            ItemStatus::Aborted
-        } else {
-            ItemStatus::Failed
-        };
-        if let Error::Output(o) = e {
-            self.commits.extend(o.commits.iter().cloned());
-        }
-        self.error = Some(e.to_string());
-    }
 }
 
 /// Everything an item needs, shared by the tasks of a fan-out.
@@ -260,6 +176,7 @@ impl Workflow {
                 name: step.name.clone(),
                 items: vec![],
                 merge: None,
+                best_of: None,
                 error: None,
             };
             let mut stop = false;
@@ -268,6 +185,21 @@ impl Workflow {
                     Err(e) => {
                         step_result.error = Some(e);
                         stop = true;
+                    }
+                    Ok(None) if agent.best_of.is_some() => {
+                        match best_of_step(&ctx, &step.name, agent, &scope).await {
+                            Ok(best) => {
+                                stop = !best.ok;
+                                if let Some(output) = best.output() {
+                                    scope.outputs.insert(step.name.clone(), output.clone());
+                                }
+                                step_result.best_of = Some(best);
+                            }
+                            Err(e) => {
+                                step_result.error = Some(e.to_string());
+                                stop = true;
+                            }
+                        }
                     }
                     Ok(None) => {
                         emit(
@@ -393,6 +325,7 @@ fn emit(ctx: &Context, event: WorkflowEvent) {
 
 fn step_ok(step: &StepResult) -> bool {
     step.error.is_none()
+        && step.best_of.as_ref().is_none_or(|b| b.ok)
         && step.items.iter().all(|i| i.status == ItemStatus::Succeeded)
         && step.merge.iter().flatten().all(|q| {
             matches!(
@@ -476,13 +409,7 @@ async fn run_item(
         result.fail(&e);
     }
     result.duration_ms = started.elapsed().as_millis() as u64;
-    result.tokens = result
-        .runs
-        .iter()
-        .flat_map(|r| &r.iterations)
-        .filter_map(|i| i.usage.as_ref())
-        .map(|u| u.total())
-        .sum();
+    result.tokens = result.runs.iter().map(RunResult::tokens).sum();
     emit(
         &ctx,
         WorkflowEvent::ItemFinished {
@@ -519,6 +446,7 @@ async fn run_runs(
             agent,
             strategy,
             resume_session: None,
+            check: None,
         })
         .await?;
         record(result, run);
@@ -681,6 +609,57 @@ fn agent_options(ctx: &Context, run: &AgentRun, scope: &Scope, name: &str) -> Re
         ao.on_event = Some(Arc::new(move |event: &StreamEvent| cb(&label, event)));
     }
     Ok(ao)
+}
+
+/// A best-of step: its one run as the template of every candidate, each
+/// candidate an item of the workflow (`<step>-<k>`).
+async fn best_of_step(
+    ctx: &Context,
+    step: &str,
+    a: &AgentStep,
+    scope: &Scope,
+) -> Result<BestOfResult> {
+    let b = a.best_of.as_ref().expect("a best-of step");
+    let strategy = match &a.strategy {
+        StepStrategy::Default | StepStrategy::MergeToHead => None,
+        StepStrategy::Head => Some(BranchStrategy::Head),
+        StepStrategy::Branch(template) => Some(BranchStrategy::Branch(
+            refs::render(template, scope)
+                .map_err(|e| Error::input(format!("step `{step}`, branch: {e}")))?,
+        )),
+    };
+    let n = b.candidates.len();
+    let template = &a.runs[0];
+    let agent = agent_options(ctx, template, scope, step)?;
+    let step_agent = agent.agent.to_string();
+    let run = RunOptions {
+        sandbox: sandbox_options(ctx, a, step, ctx.options.parallel.min(n) as u32),
+        agent,
+        strategy,
+        resume_session: None,
+        check: b.check.clone(),
+    };
+    let candidates = b
+        .candidates
+        .iter()
+        .map(|(agent, model)| best_of::Candidate {
+            agent: PluginRef::parse(agent.as_deref().unwrap_or(&step_agent)),
+            model: model.clone().or_else(|| run.agent.model.clone()),
+        })
+        .collect();
+    best_of::run(best_of::BestOf {
+        run,
+        candidates,
+        tie_break: b.tie_break,
+        judge: b.judge.clone(),
+        discard_losers: b.discard_losers,
+        name: step.to_string(),
+        workflow: ctx.workflow.name.clone(),
+        parallel: ctx.options.parallel,
+        on_event: ctx.options.on_event.clone(),
+        on_stream_event: ctx.options.on_stream_event.clone(),
+    })
+    .await
 }
 
 /// The merge queue over an earlier fan-out step's branches, in item order.

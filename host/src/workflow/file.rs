@@ -44,7 +44,10 @@ use toml::Spanned;
 
 use super::WORKFLOWS_DIR;
 use super::refs::{self, RESERVED};
-use super::{AgentRun, AgentStep, Defaults, RunPrompt, Step, StepKind, StepStrategy, Workflow};
+use super::{
+    AgentRun, AgentStep, BestOfStep, Defaults, RunPrompt, Step, StepKind, StepStrategy, Workflow,
+    best_of,
+};
 use crate::error::{Error, Result};
 use crate::run::structured::StructuredOutput;
 
@@ -90,6 +93,31 @@ struct FileStep {
     run: FileRun,
     #[serde(default)]
     then: Vec<FileThen>,
+    best_of: Option<FileBestOf>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct FileBestOf {
+    candidates: Option<usize>,
+    #[serde(default)]
+    agents: Vec<String>,
+    #[serde(default)]
+    models: Vec<String>,
+    check: Option<String>,
+    check_timeout_seconds: Option<u64>,
+    tie_break: Option<String>,
+    judge: Option<FileJudge>,
+    #[serde(default)]
+    discard_losers: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileJudge {
+    agent: Option<String>,
+    model: Option<String>,
+    prompt: Option<String>,
 }
 
 /// The agent run of a step: flattened into it, so unknown keys are caught
@@ -241,6 +269,7 @@ pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow
                 && s.sandbox.is_none()
                 && s.sandbox_options.is_empty()
                 && s.then.is_empty()
+                && s.best_of.is_none()
                 && s.run.is_empty();
             if !is_merge_only {
                 return Err(bad(format!(
@@ -321,6 +350,17 @@ pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow
                 "{here}: `then` runs in one sandbox on a worktree, which head has none of: use merge-to-head or a branch"
             )));
         }
+        let best_of = match s.best_of {
+            Some(_) if fan_out || !s.then.is_empty() || strategy == StepStrategy::Head => {
+                return Err(bad(format!(
+                    "{here}: bestOf runs one task as several candidates: not with forEach, then or strategy = \"head\""
+                )));
+            }
+            Some(b) => Some(Box::new(
+                best_of(b).map_err(|e| bad(format!("{here}: bestOf: {e}")))?,
+            )),
+            None => None,
+        };
         let mut runs = vec![run(s.run, &name, &here, dir).map_err(bad)?];
         for then in s.then {
             let then_name = then.name.get_ref().clone();
@@ -337,6 +377,7 @@ pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow
             for_each: s.for_each.map(|f| f.into_inner()),
             strategy,
             runs,
+            best_of,
         };
         // References are checked against what exists by this step.
         let mut texts: Vec<&str> = step
@@ -397,6 +438,68 @@ pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow
     })
 }
 
+/// A step's `[steps.bestOf]`: N from `candidates` or the longer list; each
+/// list has one entry (every candidate's) or N.
+fn best_of(b: FileBestOf) -> Result<BestOfStep, String> {
+    let n = b.candidates.unwrap_or(b.agents.len().max(b.models.len()));
+    if n < 2 {
+        return Err(
+            "needs at least 2 candidates (`candidates = N`, or lists of agents or models)".into(),
+        );
+    }
+    let pick = |list: Vec<String>, what: &str| -> Result<Vec<Option<String>>, String> {
+        match list.len() {
+            0 => Ok(vec![None; n]),
+            1 => Ok(vec![Some(list[0].clone()); n]),
+            len if len == n => Ok(list.into_iter().map(Some).collect()),
+            len => Err(format!(
+                "{what} lists {len} for {n} candidates: give one, or one per candidate"
+            )),
+        }
+    };
+    let candidates = pick(b.agents, "agents")?
+        .into_iter()
+        .zip(pick(b.models, "models")?)
+        .collect();
+    let tie_break = match b.tie_break.as_deref() {
+        None => best_of::TieBreak::FewestLines,
+        Some(text) => best_of::TieBreak::parse(text).ok_or_else(|| {
+            format!("tieBreak = \"{text}\": use fewest-lines, fewest-tokens, first or judge")
+        })?,
+    };
+    if b.judge.is_some() && tie_break != best_of::TieBreak::Judge {
+        return Err("`judge` needs tieBreak = \"judge\"".into());
+    }
+    let judge = b
+        .judge
+        .map_or_else(best_of::Judge::default, |j| best_of::Judge {
+            agent: j.agent.as_deref().map(crate::plugin::PluginRef::parse),
+            model: j.model,
+            instructions: j.prompt,
+        });
+    let check = match b.check {
+        Some(command) => {
+            let mut check = crate::run::Check::new(command);
+            if let Some(secs) = b.check_timeout_seconds {
+                check.timeout = std::time::Duration::from_secs(secs);
+            }
+            check.validate().map_err(|e| e.to_string())?;
+            Some(check)
+        }
+        None if b.check_timeout_seconds.is_some() => {
+            return Err("checkTimeoutSeconds without a check".into());
+        }
+        None => None,
+    };
+    Ok(BestOfStep {
+        candidates,
+        check,
+        tie_break,
+        judge,
+        discard_losers: b.discard_losers,
+    })
+}
+
 impl FileRun {
     fn is_empty(&self) -> bool {
         self.agent.is_none()
@@ -416,7 +519,7 @@ impl FileRun {
 fn run(r: FileRun, name: &str, here: &str, dir: &Path) -> Result<AgentRun, String> {
     if let Some(key) = r.unknown.keys().next() {
         return Err(format!(
-            "{here}: unknown key `{key}`; a step takes name, forEach, branch, strategy, sandbox, sandboxOptions, then, merge, {RUN_KEYS}"
+            "{here}: unknown key `{key}`; a step takes name, forEach, branch, strategy, sandbox, sandboxOptions, then, merge, bestOf, {RUN_KEYS}"
         ));
     }
     let prompt = match (r.prompt, r.prompt_file) {

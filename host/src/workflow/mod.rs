@@ -11,10 +11,15 @@
 //! - a merge step lands the branches of a fan-out step through the merge
 //!   queue ([`merge_queue`]).
 //!
+//! Best-of-N ([`best_of`]) is the same machinery on one task: N candidates
+//! at once, judged, the winner landed by the queue.
+//!
 //! Files live in `.sanddune/workflows/<name>.toml` ([`file`]); the library
 //! builds the same [`Workflow`] in code and runs it with [`Workflow::run`].
 
+pub mod best_of;
 mod engine;
+mod event;
 pub mod fan_out;
 pub mod file;
 pub mod merge_queue;
@@ -23,9 +28,9 @@ pub mod refs;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
-pub use engine::{
-    ItemResult, ItemStatus, LabelledEventCallback, StepResult, WorkflowEvent,
-    WorkflowEventCallback, WorkflowOptions, WorkflowResult,
+pub use engine::{StepResult, WorkflowOptions, WorkflowResult};
+pub use event::{
+    ItemResult, ItemStatus, LabelledEventCallback, WorkflowEvent, WorkflowEventCallback,
 };
 pub use fan_out::{default_parallel, fan_out};
 pub use merge_queue::{Landing, QueuedBranch};
@@ -96,6 +101,20 @@ pub struct AgentStep {
     pub strategy: StepStrategy,
     /// Agent runs, one after another in one sandbox; at least one.
     pub runs: Vec<AgentRun>,
+    /// Run the step's one run as best-of-N candidates (no forEach, no then).
+    pub best_of: Option<Box<BestOfStep>>,
+}
+
+/// A best-of step: N candidates of the step's run at once, judged, the
+/// winner landed by the step's strategy (merge-to-head, or a new branch).
+#[derive(Clone, Debug)]
+pub struct BestOfStep {
+    /// Each candidate's agent and model; None: the step's.
+    pub candidates: Vec<(Option<String>, Option<String>)>,
+    pub check: Option<crate::run::Check>,
+    pub tie_break: best_of::TieBreak,
+    pub judge: best_of::Judge,
+    pub discard_losers: bool,
 }
 
 /// One agent run inside a step: the options of `sanddune run`.

@@ -12,6 +12,7 @@
 
 mod agent_git;
 mod copy;
+mod diff;
 mod lock;
 mod merge;
 mod pack;
@@ -27,6 +28,7 @@ use lock::GitLock;
 
 pub use agent_git::{AgentGitDir, SHARED_OBJECTS, TakenBack};
 pub use copy::DEFAULT_COPY_TIMEOUT;
+pub use diff::DiffStat;
 pub use lock::{LockHolder, WorktreeLock};
 pub use merge::{FinishedMerge, MergeOutcome};
 pub use pack::{History, Pack};
