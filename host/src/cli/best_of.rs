@@ -6,14 +6,13 @@ use std::sync::Arc;
 
 use clap::Args;
 
+use super::outcome_words::candidate_word;
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
 use crate::run::{LogMode, RunOptions, StreamEvent};
 use crate::terminal_text::visible;
 use crate::workflow::WorkflowEvent;
-use crate::workflow::best_of::{
-    self, BestOf, BestOfResult, Candidate, CandidateStatus, Judge, TieBreak,
-};
+use crate::workflow::best_of::{self, BestOf, BestOfResult, Candidate, Judge, TieBreak};
 
 #[derive(Args)]
 pub struct BestOfArgs {
@@ -135,7 +134,7 @@ pub(super) async fn run(
         workflow: name.clone(),
         name: name.clone(),
         parallel: args.parallel.unwrap_or(n).max(1),
-        on_event: Some(Arc::new(super::workflow::print_progress)),
+        on_event: Some(Arc::new(super::progress::print_progress)),
         on_stream_event: None,
         run: options,
     };
@@ -155,7 +154,7 @@ pub(super) async fn run(
         b.on_stream_event = Some(Arc::new(move |label: &str, event: &StreamEvent| {
             on_stream.agent_event(label, event);
             if terminal_log {
-                for line in super::workflow::event_lines(label, event) {
+                for line in super::progress::event_lines(label, event) {
                     on_stream.line(&line);
                 }
             }
@@ -164,7 +163,7 @@ pub(super) async fn run(
         b.run.sandbox.log = LogMode::File;
         if how.terminal_log {
             b.on_stream_event = Some(Arc::new(|label: &str, event: &StreamEvent| {
-                for line in super::workflow::event_lines(label, event) {
+                for line in super::progress::event_lines(label, event) {
                     eprintln!("{line}");
                 }
             }));
@@ -194,16 +193,6 @@ pub(super) async fn run(
     }
 }
 
-pub(super) fn status_word(status: CandidateStatus) -> &'static str {
-    match status {
-        CandidateStatus::Passed => "passed",
-        CandidateStatus::CheckFailed => "check failed",
-        CandidateStatus::NoCommits => "no commits",
-        CandidateStatus::Failed => "failed",
-        CandidateStatus::Aborted => "aborted",
-    }
-}
-
 /// A row per candidate (the winner starred), then why it won, where it
 /// landed, and the branches kept.
 fn print_summary(result: &BestOfResult) {
@@ -221,7 +210,7 @@ fn print_summary(result: &BestOfResult) {
             c.index.to_string(),
             c.agent.clone(),
             c.model.clone().unwrap_or_else(|| "-".into()),
-            status_word(c.status).into(),
+            candidate_word(c.status).into(),
             c.diff.map_or("-".into(), |d| d.lines().to_string()),
             super::table::tokens(c.tokens),
             super::table::elapsed(c.duration_ms / 1000),

@@ -15,6 +15,7 @@ mod logs;
 mod outcome_words;
 mod plugin;
 mod plugin_test;
+mod progress;
 mod ps;
 mod reference;
 mod run;

@@ -1,6 +1,8 @@
 //! How workflow outcomes read, in the progress lines, the live view and
-//! the summary: an item's status and a branch's landing.
+//! the summary: an item's status, a best-of candidate's, and a branch's
+//! landing.
 
+use crate::workflow::best_of::CandidateStatus;
 use crate::workflow::{ItemStatus, Landing};
 
 /// A landing in full, as the merge queue's line says it.
@@ -34,5 +36,16 @@ pub fn landing_word(l: &Landing) -> &'static str {
         Landing::Conflicted { .. } => "conflicted",
         Landing::Failed { .. } => "failed",
         Landing::Pending => "pending",
+    }
+}
+
+/// A best-of candidate's status, for a table cell.
+pub fn candidate_word(status: CandidateStatus) -> &'static str {
+    match status {
+        CandidateStatus::Passed => "passed",
+        CandidateStatus::CheckFailed => "check failed",
+        CandidateStatus::NoCommits => "no commits",
+        CandidateStatus::Failed => "failed",
+        CandidateStatus::Aborted => "aborted",
     }
 }

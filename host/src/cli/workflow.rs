@@ -6,13 +6,14 @@ use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use super::outcome_words::{landing, landing_word, status_word};
+use super::outcome_words::{candidate_word, landing, landing_word, status_word};
+use super::progress::{event_lines, print_progress};
 use super::run::{LogArg, call_site_env, hooks, project_config};
 use crate::error::{Error, Result};
 use crate::run::{LogMode, StreamEvent};
-use crate::terminal_text::{visible, visible_line};
+use crate::terminal_text::visible;
 use crate::workflow::{
-    ItemStatus, Landing, WorkflowEvent, WorkflowOptions, WorkflowResult, default_parallel, file,
+    Landing, WorkflowEvent, WorkflowOptions, WorkflowResult, default_parallel, file,
 };
 use crate::worktree::Repo;
 
@@ -199,62 +200,6 @@ async fn run(args: RunArgs) -> Result<()> {
     Ok(())
 }
 
-/// An agent event as `--log terminal` prints it: `[label] ...` lines.
-pub(super) fn event_lines(label: &str, event: &StreamEvent) -> Vec<String> {
-    match event {
-        StreamEvent::Text { text, .. } => text
-            .lines()
-            .filter(|l| !l.trim().is_empty())
-            .map(|line| format!("[{label}] {}", visible_line(line)))
-            .collect(),
-        StreamEvent::ToolCall { name, input, .. } => {
-            let input: String = input.chars().take(120).collect();
-            vec![format!(
-                "[{label}] > {} {}",
-                visible_line(name),
-                visible_line(&input)
-            )]
-        }
-    }
-}
-
-/// One line per step, branch and landing, as they happen (no terminal).
-pub(super) fn print_progress(event: &WorkflowEvent) {
-    // Labels come from the backlog, errors and landings quote the agent.
-    eprintln!("{}", visible(&progress_line(event)));
-}
-
-fn progress_line(event: &WorkflowEvent) -> String {
-    match event {
-        WorkflowEvent::StepStarted { step, items } => match items {
-            Some(n) => format!("== {step}: {n} item{}", if *n == 1 { "" } else { "s" }),
-            None => format!("== {step}"),
-        },
-        WorkflowEvent::ItemStarted { label, branch } => match branch {
-            Some(b) => format!("[{label}] started on {b}"),
-            None => format!("[{label}] started"),
-        },
-        WorkflowEvent::ItemFinished { label, result } => match result.status {
-            ItemStatus::Succeeded => format!(
-                "[{label}] done: {} commit{}",
-                result.commits.len(),
-                if result.commits.len() == 1 { "" } else { "s" }
-            ),
-            ItemStatus::NotStarted => format!("[{label}] not started (aborted)"),
-            _ => format!(
-                "[{label}] {}: {}",
-                if result.status == ItemStatus::Aborted {
-                    "aborted"
-                } else {
-                    "failed"
-                },
-                result.error.as_deref().unwrap_or("")
-            ),
-        },
-        WorkflowEvent::Landing(q) => format!("merge {}: {}", q.branch, landing(&q.landing)),
-    }
-}
-
 /// The end: one table row per item (status, branch, commits, landing,
 /// tokens, time), each step's merge counts, then what went wrong and the
 /// worktrees kept.
@@ -311,7 +256,7 @@ fn print_summary(result: &WorkflowResult) {
                 let won = Some(c.index) == winner && best.ok;
                 rows.push(vec![
                     c.label.clone(),
-                    super::best_of::status_word(c.status).into(),
+                    candidate_word(c.status).into(),
                     c.branch.clone(),
                     c.commits.len().to_string(),
                     if won { "landed" } else { "-" }.into(),
