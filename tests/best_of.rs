@@ -247,6 +247,29 @@ fn a_failed_candidate_does_not_stop_the_others() {
 }
 
 #[test]
+fn a_candidate_that_times_out_is_stopped_and_the_others_go_on() {
+    let repo = TestRepo::new();
+    let started = std::time::Instant::now();
+    let (out, result) = best_of(
+        &repo,
+        &[
+            "--prompt",
+            "add a note",
+            "--model",
+            "FAKE:hang,FAKE:lines:2",
+            "--candidate-timeout",
+            "3",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(started.elapsed() < std::time::Duration::from_secs(40), "the hang was cut short");
+    let c = result["candidates"].as_array().unwrap();
+    assert_eq!(c[0]["status"], "timed-out", "{result}");
+    assert!(c[0]["error"].as_str().unwrap().contains("timed out after 3 s"), "{result}");
+    assert_eq!(result["winner"]["index"], 2);
+}
+
+#[test]
 fn candidates_can_use_different_agents() {
     let repo = TestRepo::new();
     // A second --agent adds to the list: claude-code twice, then codex.

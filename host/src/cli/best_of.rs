@@ -40,6 +40,10 @@ pub struct BestOfArgs {
     /// At most this many candidates at once (default: all).
     #[arg(long, value_name = "N")]
     parallel: Option<usize>,
+    /// Stop a candidate still working after this many seconds; the others
+    /// go on.
+    #[arg(long, value_name = "SECONDS")]
+    candidate_timeout: Option<u64>,
 }
 
 /// The candidates when this is a best-of run (`--best-of`, or a list of
@@ -60,10 +64,11 @@ pub(super) fn candidates(
         if judging
             || args.discard_losers
             || args.parallel.is_some()
+            || args.candidate_timeout.is_some()
             || args.tie_break != "fewest-lines"
         {
             return Err(Error::input(
-                "--tie-break, --judge-*, --discard-losers and --parallel are best-of flags: add --best-of N",
+                "--tie-break, --judge-*, --discard-losers, --parallel and --candidate-timeout are best-of flags: add --best-of N",
             ));
         }
         return Ok(None);
@@ -134,6 +139,7 @@ pub(super) async fn run(
         workflow: name.clone(),
         name: name.clone(),
         parallel: args.parallel.unwrap_or(n).max(1),
+        timeout: args.candidate_timeout.map(std::time::Duration::from_secs),
         on_event: Some(Arc::new(super::progress::print_progress)),
         on_stream_event: None,
         run: options,

@@ -46,6 +46,7 @@ pub fn candidate_word(status: CandidateStatus) -> &'static str {
         CandidateStatus::CheckFailed => "check failed",
         CandidateStatus::NoCommits => "no commits",
         CandidateStatus::Failed => "failed",
+        CandidateStatus::TimedOut => "timed out",
         CandidateStatus::Aborted => "aborted",
     }
 }

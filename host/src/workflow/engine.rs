@@ -656,6 +656,7 @@ async fn best_of_step(
         name: step.to_string(),
         workflow: ctx.workflow.name.clone(),
         parallel: ctx.options.parallel,
+        timeout: b.timeout,
         on_event: ctx.options.on_event.clone(),
         on_stream_event: ctx.options.on_stream_event.clone(),
     })

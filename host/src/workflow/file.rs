@@ -110,6 +110,7 @@ struct FileBestOf {
     judge: Option<FileJudge>,
     #[serde(default)]
     discard_losers: bool,
+    timeout_seconds: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -497,6 +498,7 @@ fn best_of(b: FileBestOf) -> Result<BestOfStep, String> {
         tie_break,
         judge,
         discard_losers: b.discard_losers,
+        timeout: b.timeout_seconds.map(std::time::Duration::from_secs),
     })
 }
 

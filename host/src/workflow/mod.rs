@@ -115,6 +115,8 @@ pub struct BestOfStep {
     pub tie_break: best_of::TieBreak,
     pub judge: best_of::Judge,
     pub discard_losers: bool,
+    /// A candidate still working after this long is stopped.
+    pub timeout: Option<std::time::Duration>,
 }
 
 /// One agent run inside a step: the options of `sanddune run`.

@@ -9,7 +9,7 @@
 mod judge;
 mod tie_break;
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde::Serialize;
 
@@ -57,6 +57,8 @@ pub struct BestOf {
     pub workflow: String,
     /// At most this many candidates at once.
     pub parallel: usize,
+    /// A candidate still working after this long is stopped (timed out).
+    pub timeout: Option<Duration>,
     pub on_event: Option<WorkflowEventCallback>,
     pub on_stream_event: Option<LabelledEventCallback>,
 }
@@ -71,6 +73,8 @@ pub enum CandidateStatus {
     /// The agent finished without a commit.
     NoCommits,
     Failed,
+    /// Stopped at the best-of's candidate timeout.
+    TimedOut,
     Aborted,
 }
 
@@ -253,6 +257,7 @@ pub async fn run(b: BestOf) -> Result<BestOfResult> {
         let model = c.model.clone().or_else(|| b.run.agent.model.clone());
         let branch = branch_name(&id, index, &c.agent, model.as_deref());
         let options = candidate_options(&b, (&label, &branch), c, model.clone(), n);
+        let abort = options.sandbox.abort.clone();
         let plan = run::plan(options).await?;
         results.push(CandidateResult::new(
             index,
@@ -261,7 +266,7 @@ pub async fn run(b: BestOf) -> Result<BestOfResult> {
             model,
             branch,
         ));
-        planned.push(plan);
+        planned.push((plan, abort));
     }
     if b.tie_break == TieBreak::Judge {
         // A stand-in prompt: the judge's key and env are checked now.
@@ -283,7 +288,7 @@ pub async fn run(b: BestOf) -> Result<BestOfResult> {
     let results = fan_out(
         work,
         b.parallel,
-        |_, (plan, mut c)| {
+        |_, ((plan, abort), mut c)| {
             let (emit, repo, base) = (&emit, &repo, &base);
             async move {
                 emit(WorkflowEvent::ItemStarted {
@@ -291,8 +296,22 @@ pub async fn run(b: BestOf) -> Result<BestOfResult> {
                     branch: Some(c.branch.clone()),
                 });
                 let began = Instant::now();
+                let timed_out = b
+                    .timeout
+                    .map(|t| format!("timed out after {} s", t.as_secs()));
+                let _timer = b.timeout.zip(timed_out.clone()).map(|(t, reason)| {
+                    tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+                        tokio::time::sleep(t).await;
+                        abort.abort(reason);
+                    }))
+                });
                 let outcome = plan.run().await;
                 settle(&mut c, outcome, repo, base);
+                if c.status == CandidateStatus::Aborted
+                    && timed_out.is_some_and(|t| c.error.as_deref().is_some_and(|e| e.contains(&t)))
+                {
+                    c.status = CandidateStatus::TimedOut;
+                }
                 c.duration_ms = began.elapsed().as_millis() as u64;
                 c.finished_ms = started.elapsed().as_millis() as u64;
                 emit(WorkflowEvent::ItemFinished {
