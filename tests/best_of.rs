@@ -262,10 +262,19 @@ fn a_candidate_that_times_out_is_stopped_and_the_others_go_on() {
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    assert!(started.elapsed() < std::time::Duration::from_secs(40), "the hang was cut short");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(40),
+        "the hang was cut short"
+    );
     let c = result["candidates"].as_array().unwrap();
     assert_eq!(c[0]["status"], "timed-out", "{result}");
-    assert!(c[0]["error"].as_str().unwrap().contains("timed out after 3 s"), "{result}");
+    assert!(
+        c[0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("timed out after 3 s"),
+        "{result}"
+    );
     assert_eq!(result["winner"]["index"], 2);
 }
 

@@ -25,8 +25,8 @@ use crate::error::{Error, Result};
 use crate::outcome::Commit;
 use crate::plugin::PluginRef;
 use crate::run::{
-    self, BranchStrategy, CheckResult, Prompt, RunOptions, RunResult, StructuredOutput,
-    WorkflowItem,
+    self, AbortHandle, BranchStrategy, CheckResult, PlannedRun, Prompt, RunOptions, RunResult,
+    StructuredOutput, WorkflowItem,
 };
 use crate::worktree::{DiffStat, Repo};
 
@@ -216,63 +216,13 @@ pub struct BestOfResult {
 /// with nothing created (every candidate and the judge are planned first);
 /// what happens after is in the result.
 pub async fn run(b: BestOf) -> Result<BestOfResult> {
-    let n = b.candidates.len();
-    if n < 2 {
-        return Err(Error::input("best-of needs at least 2 candidates"));
-    }
-    if b.run.resume_session.is_some() {
-        return Err(Error::input(
-            "best-of cannot resume a session: each candidate starts its own",
-        ));
-    }
     let repo = Repo::discover(
         &std::path::absolute(&b.run.sandbox.cwd).map_err(|e| Error::input(e.to_string()))?,
     )?;
-    let current = repo.current_branch()?;
-    let target = match &b.run.strategy {
-        Some(BranchStrategy::Head) => {
-            return Err(Error::input(
-                "best-of cannot use the head strategy: the candidates cannot all work in your checkout; \
-                 the winner is merged into it (merge-to-head, the default) or put on a new --branch",
-            ));
-        }
-        Some(BranchStrategy::Branch(name)) if repo.branch_exists(name) => {
-            return Err(Error::input(format!(
-                "the branch `{name}` exists already: best-of puts the winner on a new branch"
-            )));
-        }
-        Some(BranchStrategy::Branch(name)) => name.clone(),
-        _ => current.clone(),
-    };
-    let base = repo.branch_head(&current)?;
+    let target = check_input(&b, &repo)?;
+    let base = repo.branch_head(&repo.current_branch()?)?;
     let id = run::run_id();
-    let parent = b.run.sandbox.abort.clone();
-
-    // Plan everything before anything starts.
-    let mut planned = Vec::with_capacity(n);
-    let mut results = Vec::with_capacity(n);
-    for (i, c) in b.candidates.iter().enumerate() {
-        let index = i + 1;
-        let label = format!("{}-{index}", b.name);
-        let model = c.model.clone().or_else(|| b.run.agent.model.clone());
-        let branch = branch_name(&id, index, &c.agent, model.as_deref());
-        let options = candidate_options(&b, (&label, &branch), c, model.clone(), n);
-        let abort = options.sandbox.abort.clone();
-        let plan = run::plan(options).await?;
-        results.push(CandidateResult::new(
-            index,
-            label,
-            plan.agent_name().to_string(),
-            model,
-            branch,
-        ));
-        planned.push((plan, abort));
-    }
-    if b.tie_break == TieBreak::Judge {
-        // A stand-in prompt: the judge's key and env are checked now.
-        let options = judge_options(&b, &id, Prompt::Inline("check".into()), vec![1, 2]);
-        drop(run::plan(options).await?);
-    }
+    let planned = plan_all(&b, &id).await?;
 
     let emit = |event: WorkflowEvent| {
         if let Some(on_event) = &b.on_event {
@@ -281,46 +231,13 @@ pub async fn run(b: BestOf) -> Result<BestOfResult> {
     };
     emit(WorkflowEvent::StepStarted {
         step: b.name.clone(),
-        items: Some(n),
+        items: Some(planned.len()),
     });
     let started = Instant::now();
-    let work: Vec<_> = planned.into_iter().zip(results).collect();
-    let results = fan_out(
-        work,
+    let candidates = fan_out(
+        planned,
         b.parallel,
-        |_, ((plan, abort), mut c)| {
-            let (emit, repo, base) = (&emit, &repo, &base);
-            async move {
-                emit(WorkflowEvent::ItemStarted {
-                    label: c.label.clone(),
-                    branch: Some(c.branch.clone()),
-                });
-                let began = Instant::now();
-                let timed_out = b
-                    .timeout
-                    .map(|t| format!("timed out after {} s", t.as_secs()));
-                let _timer = b.timeout.zip(timed_out.clone()).map(|(t, reason)| {
-                    tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
-                        tokio::time::sleep(t).await;
-                        abort.abort(reason);
-                    }))
-                });
-                let outcome = plan.run().await;
-                settle(&mut c, outcome, repo, base);
-                if c.status == CandidateStatus::Aborted
-                    && timed_out.is_some_and(|t| c.error.as_deref().is_some_and(|e| e.contains(&t)))
-                {
-                    c.status = CandidateStatus::TimedOut;
-                }
-                c.duration_ms = began.elapsed().as_millis() as u64;
-                c.finished_ms = started.elapsed().as_millis() as u64;
-                emit(WorkflowEvent::ItemFinished {
-                    label: c.label.clone(),
-                    result: c.item_result(),
-                });
-                c
-            }
-        },
+        |_, (plan, abort, c)| run_candidate(&b, plan, abort, c, (&repo, &base), started, &emit),
         |i, panic| CandidateResult {
             error: Some(format!("the candidate's task panicked: {panic}")),
             ..CandidateResult::new(
@@ -337,9 +254,9 @@ pub async fn run(b: BestOf) -> Result<BestOfResult> {
     let mut result = BestOfResult {
         name: b.name.clone(),
         base: base.clone(),
-        target: target.clone(),
+        target,
         tie_break: b.tie_break,
-        candidates: results,
+        candidates,
         winner: None,
         judge: None,
         landing: None,
@@ -347,6 +264,7 @@ pub async fn run(b: BestOf) -> Result<BestOfResult> {
         aborted: None,
         error: None,
     };
+    let parent = &b.run.sandbox.abort;
     if parent.is_aborted() {
         return Ok(finish(result, &repo, Some(parent.reason())));
     }
@@ -367,38 +285,12 @@ pub async fn run(b: BestOf) -> Result<BestOfResult> {
     }
     let chosen = match b.tie_break {
         TieBreak::Judge if passing.len() > 1 => {
-            let label = format!("{}-judge", b.name);
-            emit(WorkflowEvent::StepStarted {
-                step: label.clone(),
-                items: None,
-            });
-            let task = task_text(&b.run.agent.prompt);
-            let prompt = judge::prompt(&b.judge, &task, &repo, &base, &passing);
-            let indices = passing.iter().map(|c| c.index).collect();
-            let options = judge_options(&b, &id, Prompt::Inline(prompt), indices);
-            let judge_branch = options_branch(&options);
-            emit(WorkflowEvent::ItemStarted {
-                label: label.clone(),
-                branch: Some(judge_branch.clone()),
-            });
-            let began = Instant::now();
-            let outcome = run::run(options).await;
-            emit(WorkflowEvent::ItemFinished {
-                label,
-                result: judge_item(&outcome, &judge_branch, began),
-            });
-            // The judge changes nothing: its branch goes (unless an abort
-            // kept its worktree for a look).
-            let _ = repo.delete_branch(&judge_branch);
-            match outcome {
-                Ok(run) => {
-                    let said = run.output.as_ref().and_then(judge::answer);
-                    result.judge = Some(run);
-                    said.map(|(index, reason)| (index, format!("the judge: {reason}")))
-                        .ok_or_else(|| "the judge gave no answer".to_string())
-                }
-                Err(Error::Aborted(reason)) => return Ok(finish(result, &repo, Some(reason))),
-                Err(e) => Err(format!("the judge failed: {e}")),
+            let (judged, run) = ask_judge(&b, &id, (&repo, &base), &passing, &emit).await;
+            result.judge = run;
+            match judged {
+                Judged::Chose(index, reason) => Ok((index, format!("the judge: {reason}"))),
+                Judged::Failed(e) => Err(e),
+                Judged::Aborted(reason) => return Ok(finish(result, &repo, Some(reason))),
             }
         }
         rule => Ok(tie_break::choose(&passing, rule)),
@@ -435,6 +327,146 @@ pub async fn run(b: BestOf) -> Result<BestOfResult> {
     }
     result.landing = Some(landing);
     Ok(finish(result, &repo, None))
+}
+
+/// What can be refused before anything is planned; the branch the winner
+/// lands on.
+fn check_input(b: &BestOf, repo: &Repo) -> Result<String> {
+    if b.candidates.len() < 2 {
+        return Err(Error::input("best-of needs at least 2 candidates"));
+    }
+    if b.run.resume_session.is_some() {
+        return Err(Error::input(
+            "best-of cannot resume a session: each candidate starts its own",
+        ));
+    }
+    match &b.run.strategy {
+        Some(BranchStrategy::Head) => Err(Error::input(
+            "best-of cannot use the head strategy: the candidates cannot all work in your checkout; \
+             the winner is merged into it (merge-to-head, the default) or put on a new --branch",
+        )),
+        Some(BranchStrategy::Branch(name)) if repo.branch_exists(name) => Err(Error::input(
+            format!("the branch `{name}` exists already: best-of puts the winner on a new branch"),
+        )),
+        Some(BranchStrategy::Branch(name)) => Ok(name.clone()),
+        _ => repo.current_branch(),
+    }
+}
+
+/// Every candidate planned, each with its abort handle and its result to
+/// fill in; the judge planned with a stand-in prompt, so that its key and
+/// env are checked too. Nothing is created.
+async fn plan_all(b: &BestOf, id: &str) -> Result<Vec<(PlannedRun, AbortHandle, CandidateResult)>> {
+    let n = b.candidates.len();
+    let mut planned = Vec::with_capacity(n);
+    for (i, c) in b.candidates.iter().enumerate() {
+        let index = i + 1;
+        let label = format!("{}-{index}", b.name);
+        let model = c.model.clone().or_else(|| b.run.agent.model.clone());
+        let branch = branch_name(id, index, &c.agent, model.as_deref());
+        let options = candidate_options(b, (&label, &branch), c, model.clone(), n);
+        let abort = options.sandbox.abort.clone();
+        let plan = run::plan(options).await?;
+        let result =
+            CandidateResult::new(index, label, plan.agent_name().to_string(), model, branch);
+        planned.push((plan, abort, result));
+    }
+    if b.tie_break == TieBreak::Judge {
+        let options = judge_options(b, id, Prompt::Inline("check".into()), vec![1, 2]);
+        drop(run::plan(options).await?);
+    }
+    Ok(planned)
+}
+
+/// One candidate's run, reported as an item; stopped at the timeout.
+async fn run_candidate(
+    b: &BestOf,
+    plan: PlannedRun,
+    abort: AbortHandle,
+    mut c: CandidateResult,
+    (repo, base): (&Repo, &str),
+    started: Instant,
+    emit: &impl Fn(WorkflowEvent),
+) -> CandidateResult {
+    emit(WorkflowEvent::ItemStarted {
+        label: c.label.clone(),
+        branch: Some(c.branch.clone()),
+    });
+    let began = Instant::now();
+    let timed_out = b
+        .timeout
+        .map(|t| format!("timed out after {} s", t.as_secs()));
+    let _timer = b.timeout.zip(timed_out.clone()).map(|(t, reason)| {
+        tokio_util::task::AbortOnDropHandle::new(tokio::spawn(async move {
+            tokio::time::sleep(t).await;
+            abort.abort(reason);
+        }))
+    });
+    let outcome = plan.run().await;
+    settle(&mut c, outcome, repo, base);
+    if c.status == CandidateStatus::Aborted
+        && timed_out.is_some_and(|t| c.error.as_deref().is_some_and(|e| e.contains(&t)))
+    {
+        c.status = CandidateStatus::TimedOut;
+    }
+    c.duration_ms = began.elapsed().as_millis() as u64;
+    c.finished_ms = started.elapsed().as_millis() as u64;
+    emit(WorkflowEvent::ItemFinished {
+        label: c.label.clone(),
+        result: c.item_result(),
+    });
+    c
+}
+
+/// What the judge said.
+enum Judged {
+    Chose(usize, String),
+    /// Why there is no choice.
+    Failed(String),
+    Aborted(String),
+}
+
+/// The judge's run over the passing candidates' diffs, shown as an item;
+/// its branch is deleted after (unless an abort kept its worktree).
+async fn ask_judge(
+    b: &BestOf,
+    id: &str,
+    (repo, base): (&Repo, &str),
+    passing: &[&CandidateResult],
+    emit: &impl Fn(WorkflowEvent),
+) -> (Judged, Option<RunResult>) {
+    let label = format!("{}-judge", b.name);
+    emit(WorkflowEvent::StepStarted {
+        step: label.clone(),
+        items: None,
+    });
+    let task = task_text(&b.run.agent.prompt);
+    let prompt = judge::prompt(&b.judge, &task, repo, base, passing);
+    let indices = passing.iter().map(|c| c.index).collect();
+    let options = judge_options(b, id, Prompt::Inline(prompt), indices);
+    let branch = options_branch(&options);
+    emit(WorkflowEvent::ItemStarted {
+        label: label.clone(),
+        branch: Some(branch.clone()),
+    });
+    let began = Instant::now();
+    let outcome = run::run(options).await;
+    emit(WorkflowEvent::ItemFinished {
+        label,
+        result: judge_item(&outcome, &branch, began),
+    });
+    let _ = repo.delete_branch(&branch);
+    match outcome {
+        Ok(run) => {
+            let judged = match run.output.as_ref().and_then(judge::answer) {
+                Some((index, reason)) => Judged::Chose(index, reason),
+                None => Judged::Failed("the judge gave no answer".into()),
+            };
+            (judged, Some(run))
+        }
+        Err(Error::Aborted(reason)) => (Judged::Aborted(reason), None),
+        Err(e) => (Judged::Failed(format!("the judge failed: {e}")), None),
+    }
 }
 
 /// The end: which branches are still there, and the reason an abort gave.
