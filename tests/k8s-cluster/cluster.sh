@@ -534,8 +534,14 @@ sa_ready() { # namespace minor
 }
 
 # Whether `$bin/$1 --help` lists flag $2.
+# The help is read whole first: with pipefail, `--help | grep -q` fails
+# whenever grep exits at its match before the binary has written the rest
+# (SIGPIPE), which a loaded machine makes likely, and the kubelet then
+# started on docker instead of this cluster's containerd.
 has_flag() {
-    "$bin/$1" --help 2>&1 | grep -qE -- "^ +$2( |=|\$)"
+    local help
+    help=$("$bin/$1" --help 2>&1) || true
+    grep -qE -- "^ +$2( |=|\$)" <<<"$help"
 }
 
 
