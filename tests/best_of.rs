@@ -559,3 +559,47 @@ promptArgs = { NOTE = "{{fix.note}}" }
         );
     }
 }
+
+#[test]
+fn gc_deletes_what_a_killed_best_of_left_with_nothing_of_its_own() {
+    let repo = TestRepo::new();
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let prefix = "sanddune/best-of-1795000000-1f-0";
+    // A judge's branch and a candidate that never committed: spent.
+    repo.git(&["branch", &format!("{prefix}/judge"), &head]);
+    repo.git(&["branch", &format!("{prefix}/2-claude-code"), &head]);
+    // A candidate with a commit of its own: kept.
+    let worked = format!("{prefix}/1-claude-code");
+    repo.git(&["checkout", "-q", "-b", &worked]);
+    std::fs::write(repo.path().join("work.txt"), "work\n").unwrap();
+    repo.git(&["add", "work.txt"]);
+    repo.git(&["commit", "-q", "-m", "work"]);
+    repo.git(&["checkout", "-q", "main"]);
+    // One checked out in a worktree (a live run's): kept, as is a branch
+    // of another name.
+    let live = format!("{prefix}/3-codex");
+    let dir = repo.home.path().join("live-worktree");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        &live,
+        dir.to_str().unwrap(),
+        &head,
+    ]);
+    repo.git(&["branch", "mine", &head]);
+
+    let out = repo.sanddune(&["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    for gone in ["judge", "2-claude-code"] {
+        assert!(
+            said.contains(&format!("deleted `{prefix}/{gone}`")),
+            "{said}"
+        );
+    }
+    let left = branches(&repo);
+    assert_eq!(left, [worked.clone(), live.clone()], "{said}");
+    assert!(repo.git(&["branch", "--list", "mine"]).contains("mine"));
+}

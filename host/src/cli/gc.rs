@@ -174,6 +174,10 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 ),
             }
         }
+        // After the worktrees, which free the branches they held.
+        for branch in repo.delete_spent_branches(crate::workflow::best_of::BRANCH_PREFIX)? {
+            println!("deleted `{branch}`, which a killed best-of left with nothing of its own");
+        }
     }
     if unreachable > 0 {
         return Err(Error::Plugin(format!(

@@ -30,6 +30,9 @@ use crate::run::{
 };
 use crate::worktree::{DiffStat, Repo};
 
+/// Where best-of's branches live: `sanddune/best-of-<run id>/...`.
+pub const BRANCH_PREFIX: &str = "sanddune/best-of-";
+
 /// One candidate: who works on the task.
 #[derive(Clone, Debug)]
 pub struct Candidate {
@@ -547,7 +550,7 @@ fn branch_name(id: &str, index: usize, agent: &PluginRef, model: Option<&str>) -
         .take(60)
         .collect();
     let who = who.trim_matches(['.', '-']).replace("..", "-");
-    format!("sanddune/best-of-{id}/{index}-{who}")
+    format!("{BRANCH_PREFIX}{id}/{index}-{who}")
 }
 
 /// A candidate's run: the task with its agent and model, on its branch,
@@ -587,9 +590,7 @@ fn judge_options(b: &BestOf, id: &str, prompt: Prompt, passing: Vec<usize>) -> R
         schema: judge::schema(&passing),
     });
     options.check = None;
-    options.strategy = Some(BranchStrategy::Branch(format!(
-        "sanddune/best-of-{id}/judge"
-    )));
+    options.strategy = Some(BranchStrategy::Branch(format!("{BRANCH_PREFIX}{id}/judge")));
     itemize(&mut options, b, &format!("{}-judge", b.name), 1);
     options
 }
