@@ -603,3 +603,36 @@ fn gc_deletes_what_a_killed_best_of_left_with_nothing_of_its_own() {
     assert_eq!(left, [worked.clone(), live.clone()], "{said}");
     assert!(repo.git(&["branch", "--list", "mine"]).contains("mine"));
 }
+
+#[test]
+fn a_judges_reason_is_printed_as_text_never_as_terminal_escapes() {
+    let repo = TestRepo::new();
+    // A hostile judge (or a diff that talked it round) answers with an
+    // OSC 52 sequence that would write the user's clipboard.
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "add a note",
+        "--model",
+        "FAKE:lines:1,FAKE:lines:2",
+        "--tie-break",
+        "judge",
+        "--judge-prompt",
+        // JSON escapes: its strings hold no raw control character.
+        r#"FAKE:say:<best-of>{"best": 1, "reason": "ok\u001b]52;c;aGk=\u0007"}</best-of>"#,
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let said = stdout(&out);
+    assert!(
+        !said.contains('\u{1b}'),
+        "a raw escape reached the terminal: {said:?}"
+    );
+    assert!(
+        said.contains("winner: #1 (the judge: ok\\e]52;c;aGk=\\a)"),
+        "{said}"
+    );
+}

@@ -17,6 +17,16 @@ pub fn encode_cwd(cwd: &str) -> String {
     out
 }
 
+/// Rewrites the top-level `"cwd"` of every line where it equals `from`
+/// (Claude Code's and Qwen Code's session records). Only the cwd value's
+/// bytes change: key order, number spelling and every other line stay
+/// exactly as they were.
+pub fn rewrite_top_level_cwd(content: &str, from: &str, to: &str) -> String {
+    crate::json::rewrite_string_values(content, from, to, |line, _| {
+        crate::json::top_level_values(line, "cwd").unwrap_or_default()
+    })
+}
+
 /// Whether `id` can name a file inside a session directory: not empty, not
 /// `.` or `..`, no path separator or NUL (ids are UUIDs in practice, but
 /// the id comes from the agent's output).

@@ -1,7 +1,6 @@
 //! Claude Code session files: `~/.claude/projects/<enc>/<session-id>.jsonl`,
 //! one JSON object per line.
 
-use sanddune_agent_sdk::json;
 use sanddune_agent_sdk::session::{self, encode_cwd};
 use serde_json::Value;
 
@@ -24,9 +23,7 @@ pub fn session_file_path(home: &str, cwd: &str, session_id: &str) -> Option<Stri
 /// the cwd value's bytes change: key order, number spelling and every other
 /// line stay exactly as they were.
 pub fn rewrite_session_cwd(content: &str, from: &str, to: &str) -> String {
-    json::rewrite_string_values(content, from, to, |line, _| {
-        json::top_level_values(line, "cwd").unwrap_or_default()
-    })
+    session::rewrite_top_level_cwd(content, from, to)
 }
 
 /// Usage of the last `assistant` line that carries `message.usage`.

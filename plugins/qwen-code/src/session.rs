@@ -2,7 +2,7 @@
 //! `~/.qwen/projects/<enc>/chats/<session-id>.jsonl`, one JSON record per
 //! line, the project directory named after the cwd as Claude Code names it.
 
-use sanddune_agent_sdk::{json, session};
+use sanddune_agent_sdk::session;
 use serde_json::Value;
 
 use crate::parser::{Usage, usage_from_json};
@@ -23,9 +23,7 @@ pub fn session_file_path(home: &str, cwd: &str, session_id: &str) -> Option<Stri
 /// Rewrites the top-level `"cwd"` of every record where it equals `from`;
 /// nothing else in the file changes.
 pub fn rewrite_session_cwd(content: &str, from: &str, to: &str) -> String {
-    json::rewrite_string_values(content, from, to, |line, _| {
-        json::top_level_values(line, "cwd").unwrap_or_default()
-    })
+    session::rewrite_top_level_cwd(content, from, to)
 }
 
 /// Usage of the last `assistant` record that carries `usageMetadata`.

@@ -447,7 +447,7 @@ async fn ask_judge(
     let prompt = judge::prompt(&b.judge, &task, repo, base, passing);
     let indices = passing.iter().map(|c| c.index).collect();
     let options = judge_options(b, id, Prompt::Inline(prompt), indices);
-    let branch = options_branch(&options);
+    let branch = judge_branch(id);
     emit(WorkflowEvent::ItemStarted {
         label: label.clone(),
         branch: Some(branch.clone()),
@@ -590,7 +590,7 @@ fn judge_options(b: &BestOf, id: &str, prompt: Prompt, passing: Vec<usize>) -> R
         schema: judge::schema(&passing),
     });
     options.check = None;
-    options.strategy = Some(BranchStrategy::Branch(format!("{BRANCH_PREFIX}{id}/judge")));
+    options.strategy = Some(BranchStrategy::Branch(judge_branch(id)));
     itemize(&mut options, b, &format!("{}-judge", b.name), 1);
     options
 }
@@ -617,11 +617,9 @@ fn judge_item(outcome: &Result<RunResult>, branch: &str, began: Instant) -> Item
     }
 }
 
-fn options_branch(options: &RunOptions) -> String {
-    match &options.strategy {
-        Some(BranchStrategy::Branch(name)) => name.clone(),
-        _ => String::new(),
-    }
+/// The judge's branch, deleted after it has answered.
+fn judge_branch(id: &str) -> String {
+    format!("{BRANCH_PREFIX}{id}/judge")
 }
 
 /// Name the run `label`, register it as that item of the best-of, give it
