@@ -2,6 +2,8 @@
 //! for wasm32-wasip2 with a nested cargo, the way wasmtime builds its
 //! test-programs, so a plain `cargo build` / `cargo test` at the root is enough.
 //! The built-in ones are embedded in the binary (see `plugin::builtin`).
+//! It builds the egress forwarder the same way, as a static musl binary
+//! that runs in any container (see `capability::egress::forward`).
 
 use std::env;
 use std::fs;
@@ -65,7 +67,7 @@ fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").unwrap());
     let root = manifest_dir.parent().unwrap().to_path_buf();
     let out_dir = PathBuf::from(env::var("OUT_DIR").unwrap());
-    for dir in ["wit", "plugins", "tests/plugins"] {
+    for dir in ["wit", "plugins", "tests/plugins", "egress-forward"] {
         println!("cargo:rerun-if-changed={}", root.join(dir).display());
     }
     println!(
@@ -79,6 +81,12 @@ fn main() {
         let test_dir = out_dir.join("test-plugins");
         fs::create_dir_all(&test_dir).unwrap();
         fs::write(out_dir.join("builtin_plugins.rs"), "&[]").unwrap();
+        let forward = out_dir.join("sanddune-egress-forward");
+        fs::write(&forward, b"").unwrap();
+        println!(
+            "cargo:rustc-env=SANDDUNE_EGRESS_FORWARD={}",
+            forward.display()
+        );
         println!(
             "cargo:rustc-env=SANDDUNE_TEST_PLUGIN_DIR={}",
             test_dir.display()
@@ -93,30 +101,9 @@ fn main() {
         .map(|t| t.join("wasm-plugins"))
         .unwrap_or_else(|| root.join("target/wasm-plugins"));
 
-    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.current_dir(&root)
-        .args([
-            "build",
-            "--release",
-            "--target",
-            "wasm32-wasip2",
-            "--target-dir",
-        ])
-        .arg(&target_dir);
+    let mut cmd = nested_cargo(&root, "wasm32-wasip2", &target_dir);
     for (_, krate) in BUILTIN.iter().chain(TEST_ONLY) {
         cmd.args(["-p", krate]);
-    }
-    // Flags meant for the host (coverage, target-cpu) must not reach wasm.
-    for var in [
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTFLAGS",
-        "CARGO_BUILD_RUSTFLAGS",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "RUSTC_WORKSPACE_WRAPPER",
-    ] {
-        cmd.env_remove(var);
     }
     let status = cmd
         .status()
@@ -126,6 +113,7 @@ fn main() {
             "building the wasm plugins failed (the cargo output above says why); if the target is missing: rustup target add wasm32-wasip2"
         );
     }
+    build_forwarder(&root, &target_dir, &out_dir);
 
     let wasm_dir = target_dir.join("wasm32-wasip2/release");
     let mut table = String::from("&[\n");
@@ -151,6 +139,53 @@ fn main() {
         "cargo:rustc-env=SANDDUNE_TEST_PLUGIN_DIR={}",
         test_dir.display()
     );
+}
+
+/// `cargo build --release --target TARGET` into `target_dir`.
+fn nested_cargo(root: &Path, target: &str, target_dir: &Path) -> Command {
+    let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.current_dir(root)
+        .args(["build", "--release", "--target", target, "--target-dir"])
+        .arg(target_dir);
+    // Flags meant for the host (coverage, target-cpu) must not reach these.
+    for var in [
+        "CARGO_ENCODED_RUSTFLAGS",
+        "RUSTFLAGS",
+        "CARGO_BUILD_RUSTFLAGS",
+        "CARGO_TARGET_DIR",
+        "CARGO_BUILD_TARGET",
+        "RUSTC_WORKSPACE_WRAPPER",
+    ] {
+        cmd.env_remove(var);
+    }
+    cmd
+}
+
+/// The egress forwarder for this machine's architecture, static (musl),
+/// stripped, in `$SANDDUNE_EGRESS_FORWARD` for `include_bytes!`.
+fn build_forwarder(root: &Path, target_dir: &Path, out_dir: &Path) {
+    let arch = env::var("CARGO_CFG_TARGET_ARCH").unwrap();
+    let target = format!("{arch}-unknown-linux-musl");
+    let mut cmd = nested_cargo(root, &target, target_dir);
+    cmd.args(["-p", "sanddune-egress-forward"]);
+    let status = cmd
+        .status()
+        .expect("failed to start cargo for the egress forwarder");
+    if !status.success() {
+        panic!(
+            "building the egress forwarder failed (the cargo output above says why); if the target is missing: rustup target add {target}"
+        );
+    }
+    let dest = out_dir.join("sanddune-egress-forward");
+    fs::copy(
+        target_dir
+            .join(&target)
+            .join("release/sanddune-egress-forward"),
+        &dest,
+    )
+    .unwrap_or_else(|e| panic!("missing the egress forwarder: {e}"));
+    println!("cargo:rustc-env=SANDDUNE_EGRESS_FORWARD={}", dest.display());
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {

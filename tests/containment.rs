@@ -9,11 +9,10 @@
 
 mod common;
 
-use std::io::{Read, Write};
-use std::net::{IpAddr, TcpListener};
 use std::process::Command;
 
 use common::engines::*;
+use common::servers;
 use common::trials::{self, trial};
 use common::{TestRepo, scaffolded, stderr, stdout};
 use sanddune::plugin::PluginRef;
@@ -22,44 +21,11 @@ use sanddune::plugin::sandbox::{
 };
 use serde_json::Value;
 
-/// One of this host's addresses that is not loopback: reachable from the
-/// host's proxy, and, without a policy, from a container on the engine's
-/// default network.
-fn host_address() -> IpAddr {
-    let routed = std::net::UdpSocket::bind("0.0.0.0:0")
-        .and_then(|s| s.connect("192.0.2.1:9").map(|()| s))
-        .and_then(|s| s.local_addr());
-    if let Ok(addr) = routed
-        && !addr.ip().is_loopback()
-        && !addr.ip().is_unspecified()
-    {
-        return addr.ip();
-    }
-    let out = Command::new("hostname").arg("-I").output().unwrap();
-    stdout(&out)
-        .split_whitespace()
-        .filter_map(|a| a.parse::<IpAddr>().ok())
-        .find(|a| a.is_ipv4() && !a.is_loopback())
-        .expect("the host has no non-loopback IPv4 address")
-}
-
-/// An HTTP server on the host's address answering every request with
-/// `body`, until the test process ends. Returns `ip:port`.
+/// An HTTP server on one of the host's own non-loopback addresses
+/// answering every request with `body`. Returns `ip:port`.
 fn serve(body: &'static str) -> String {
-    let listener = TcpListener::bind((host_address(), 0)).unwrap();
-    let addr = listener.local_addr().unwrap().to_string();
-    std::thread::spawn(move || {
-        for mut stream in listener.incoming().flatten() {
-            let mut buf = [0u8; 4096];
-            let _ = stream.read(&mut buf);
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                body.len()
-            );
-        }
-    });
-    addr
+    let ip = servers::host_address();
+    format!("{ip}:{}", servers::serve(ip, body))
 }
 
 fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)], side_by_side: u32) -> SandboxSpec {

@@ -13,6 +13,7 @@ mod common;
 use std::path::Path;
 use std::process::{Command, Output};
 
+use common::servers;
 use common::trials::{self, skip, trial};
 use common::{TestRepo, USER_EMAIL, USER_NAME, stderr};
 
@@ -224,35 +225,99 @@ fn docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix() {
     assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
 }
 
-/// As a user in the docker group, `egress=none` works (the engine makes
-/// the container's network) and a proxied policy is refused before
-/// anything exists: sanddune cannot enter a root-owned network namespace.
-fn docker_as_a_non_root_user_egress_none_works_and_deny_all_is_refused_up_front() {
+/// As a user in the docker group or on rootless Podman, the proxied
+/// policies hold as they do for root: the listed loopback server is
+/// reached through the proxy, another is refused and counted, and a raw
+/// TCP connect (a program that ignores the proxy variables) reaches
+/// nothing; `deny-all` refuses the listed one too; `none` has no proxy.
+fn egress_as_a_non_root_user(engine: &str, image: &str) {
     let user = user();
     let repo = repo_of(&user);
-    let (image, mounts) = (
-        "image=sanddune-test-non-root:latest".to_string(),
-        mounts(&repo),
+    // On every address: the proxy reaches them at the host's loopback, a
+    // raw connect would have to use the host's routable address.
+    let any = std::net::Ipv4Addr::UNSPECIFIED.into();
+    let listed = format!("127.0.0.1:{}", servers::serve(any, "listed"));
+    let other = format!("127.0.0.1:{}", servers::serve(any, "other"));
+    let raw = format!(
+        "{}:{}",
+        servers::host_address(),
+        listed.rsplit_once(':').unwrap().1
     );
-    let none = branch("docker-egress-none");
-    let mut args = run_args("docker", &image, &none, &mounts);
-    args.extend(["--sandbox-opt", "egress=none"]);
-    let out = sanddune_as(&user, &repo, &args);
-    assert!(out.status.success(), "{}", stderr(&out));
-    let deny = branch("docker-egress-deny");
-    let mut args = run_args("docker", &image, &deny, &mounts);
-    args.extend(["--sandbox-opt", "egress=deny-all"]);
-    let out = sanddune_as(&user, &repo, &args);
-    let err = stderr(&out);
-    assert_eq!(out.status.code(), Some(2), "{err}");
+    let (host, port) = raw.rsplit_once(':').unwrap();
+    // `--noproxy ''`: the proxy variables leave 127.0.0.1 out, meaning the
+    // sandbox's own loopback; these servers are on the host's.
+    let prompt = format!(
+        "fix the typo\nFAKE:run:curl -sS --noproxy '' --max-time 20 http://{listed}/\n\
+         FAKE:run:curl -s --noproxy '' --max-time 20 -o /dev/null -w %{{http_code}} http://{other}/\n\
+         FAKE:run:python3 -c 'import socket; socket.create_connection((\"{host}\", {port}), timeout=5)' 2>&1 | tail -n 1"
+    );
+    let (image, mounts) = (format!("image={image}"), mounts(&repo));
+    let run = |policy: &str| {
+        let branch = branch(&format!(
+            "{engine}-egress-{}",
+            policy.replace([':', '.'], "-")
+        ));
+        let mut args = run_args(engine, &image, &branch, &mounts);
+        let at = args.iter().position(|a| *a == "fix the typo").unwrap();
+        args[at] = &prompt;
+        let egress = format!("egress={policy}");
+        args.extend(["--sandbox-opt", &egress, "--json"]);
+        let out = sanddune_as(&user, &repo, &args);
+        assert!(out.status.success(), "egress={policy}: {}", stderr(&out));
+        let result: serde_json::Value =
+            serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+        assert_eq!(
+            git(&repo, &["log", "-1", "--format=%s", &branch]),
+            "Fix typo in README"
+        );
+        result
+    };
+
+    let result = run(&listed);
+    let text = result["stdout"].as_str().unwrap();
     assert!(
-        err.contains("egress=deny-all needs sanddune to run as root"),
-        "{err}"
+        text.contains("listed (exit 0)"),
+        "the listed server: {text}"
     );
+    assert!(text.contains(" 403 (exit 0)"), "the other server: {text}");
     assert!(
-        git(&repo, &["branch", "--list", &deny]).is_empty(),
-        "a branch was made"
+        text.contains("Network is unreachable"),
+        "a raw connect: {text}"
     );
+    let denied = result["deniedEgress"].as_array().unwrap();
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(
+        format!(
+            "{}:{}",
+            denied[0]["host"].as_str().unwrap(),
+            denied[0]["port"]
+        ),
+        other
+    );
+
+    let result = run("deny-all");
+    let text = result["stdout"].as_str().unwrap();
+    assert!(
+        !text.contains("listed (exit 0)"),
+        "deny-all reached it: {text}"
+    );
+    assert!(text.contains("Network is unreachable"), "{text}");
+    assert_eq!(result["deniedEgress"].as_array().unwrap().len(), 2);
+
+    let result = run("none");
+    let text = result["stdout"].as_str().unwrap();
+    assert!(
+        !text.contains("listed (exit 0)") && !text.contains(" 403"),
+        "{text}"
+    );
+}
+
+fn docker_as_a_non_root_user_egress_policies_hold() {
+    egress_as_a_non_root_user("docker", "sanddune-test-non-root:latest");
+}
+
+fn rootless_podman_egress_policies_hold() {
+    egress_as_a_non_root_user("podman", "sanddune-test:latest");
 }
 
 /// A limit rootless podman cannot apply (cgroup v1) is refused, never
@@ -540,7 +605,8 @@ fn main() -> std::process::ExitCode {
         trial!(rootless_podman_takes_runs_started_together),
         trial!(docker_as_a_non_root_user_commits_with_an_image_of_their_uid),
         trial!(docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix),
-        trial!(docker_as_a_non_root_user_egress_none_works_and_deny_all_is_refused_up_front),
+        trial!(docker_as_a_non_root_user_egress_policies_hold),
+        trial!(rootless_podman_egress_policies_hold),
         trial!(rootless_podman_applies_a_memory_limit_or_refuses_it),
         trial!(docker_as_a_non_root_user_a_dev_containers_remote_user_gets_their_uid),
         trial!(docker_as_a_non_root_user_a_templates_style_dev_container_runs_as_the_labels_user),

@@ -1,15 +1,17 @@
 #!/usr/bin/env bash
-# The egress proxy's cost (ADR 0022), on docker:
+# The egress proxy's cost (ADR 0022, 0031), on docker:
 #
 # 1. a whole `sanddune run` (the fake claude committing one line) with
-#    `egress=allow-all` against `egress=deny-all` (network mode none plus the
-#    proxy served inside the container's namespace), N alternating rounds;
+#    `egress=allow-all` against `egress=deny-all` (network mode none, the
+#    proxy on a unix socket and the forwarder started in the container),
+#    N alternating rounds;
 # 2. a 100 MB download by curl in the sandbox from a server on the host's
 #    address: direct (allow-all) against through the proxy (a domain list
 #    naming the server), N rounds each.
 #
-# Prints the medians of each. Needs root with a rootful docker, the test
-# image (tests/images/build.sh docker, which has curl) and python3.
+# Prints the medians of each. Needs docker (as root or in the docker
+# group), the test image (tests/images/build.sh docker, which has curl;
+# as a non-root user, IMAGE=sanddune-test-non-root:latest) and python3.
 #
 #   host/benches/egress_proxy.sh [rounds]     (default 5)
 set -euo pipefail
@@ -19,7 +21,7 @@ sanddune=${SANDDUNE:-$root/target/release/sanddune}
 if [ -z "${SANDDUNE:-}" ] && [ ! -x "$sanddune" ]; then
     (cd "$root" && cargo build --release -q -p sanddune)
 fi
-image=sanddune-test:latest
+image=${IMAGE:-sanddune-test:latest}
 docker image inspect "$image" >/dev/null || { echo "no $image: tests/images/build.sh docker" >&2; exit 1; }
 
 work=$(mktemp -d)

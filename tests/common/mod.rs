@@ -5,6 +5,7 @@
 pub mod engines;
 pub mod hostile;
 pub mod live;
+pub mod servers;
 pub mod tmux;
 // Its macro is unused in the suites on the built-in harness.
 #[allow(unused_macros, unused_imports)]

@@ -16,7 +16,7 @@ use bollard::query_parameters::{
 use futures_util::StreamExt;
 use tokio::sync::mpsc;
 
-use super::exec::{exec, exec_interactive};
+use super::exec::{exec, exec_interactive, start_forwarder};
 use super::keep_id::{self, KeepIdLock};
 use super::limits::LimitHit;
 use super::policy::{
@@ -25,7 +25,7 @@ use super::policy::{
 };
 use super::{ContainerSpec, Engine, EngineInfo, ExecOptions, ExecStatus, InteractiveExecOptions};
 use crate::capability::PluginState;
-use crate::capability::egress::{EgressPolicy, PROXY_PORT, Proxy, listen_in_netns};
+use crate::capability::egress::{EgressPolicy, PROXY_PORT, Proxy};
 use crate::capability::output::OutputLine;
 
 /// Per-instance state: the connected engine and what this instance created.
@@ -303,9 +303,19 @@ impl Ctx {
         &self,
         spec: ContainerSpec,
     ) -> Result<(String, Option<Proxy>), (String, Option<String>)> {
-        let binds = check_spec(&spec, &self.grant).map_err(|e| (e, None))?;
-        let labels = container_labels(spec.labels, &self.grant, &self.plugin);
+        let mut binds = check_spec(&spec, &self.grant).map_err(|e| (e, None))?;
         let containment = &self.grant.containment;
+        let proxy = match &containment.egress_log {
+            Some(log) => Some(
+                Proxy::start(log.clone())
+                    .map_err(|e| (format!("cannot start the egress proxy: {e}"), None))?,
+            ),
+            None => None,
+        };
+        if let Some(proxy) = &proxy {
+            binds.push(proxy.link().bind());
+        }
+        let labels = container_labels(spec.labels, &self.grant, &self.plugin);
         let mut networks = spec.networks.into_iter();
         let mut env: Vec<String> = spec
             .env
@@ -388,73 +398,59 @@ impl Ctx {
                 .await
                 .map_err(|e| format!("cannot start the container: {e}"))
         };
-        let proxy = match started.await {
-            Ok(()) => self.contain(&id).await,
+        let contained = match started.await {
+            Ok(()) => self.contain(&id, proxy.is_some()).await,
             Err(e) => Err(e),
         };
-        match proxy {
-            Ok(proxy) => Ok((id, proxy)),
+        match contained {
+            Ok(()) => Ok((id, proxy)),
             Err(e) => Err((e, Some(id))),
         }
     }
 
     /// Check the engine kept the limits (rootless engines on cgroup v1
     /// drop them with a warning: a limit not in force is refused, never
-    /// ignored), then serve the egress proxy inside the started
-    /// container's network namespace when its policy needs one.
-    async fn contain(&self, id: &str) -> Result<Option<Proxy>, String> {
+    /// ignored), then start the egress forwarder when the container has a
+    /// proxy.
+    async fn contain(&self, id: &str, proxied: bool) -> Result<(), String> {
         let containment = &self.grant.containment;
-        if containment.limits.is_empty() && containment.egress_log.is_none() {
-            return Ok(None);
+        if !containment.limits.is_empty() {
+            let info = self
+                .docker
+                .inspect_container(id, None)
+                .await
+                .map_err(|e| format!("cannot inspect the new container: {e}"))?;
+            let kept = info.host_config.unwrap_or_default();
+            let limits = containment.limits;
+            let dropped = [
+                (
+                    "memory",
+                    limits.memory.is_some()
+                        && !containment.shared_memory
+                        && kept.memory.unwrap_or(0) == 0,
+                ),
+                (
+                    "pids",
+                    limits.pids.is_some() && kept.pids_limit.unwrap_or(0) <= 0,
+                ),
+                (
+                    "cpus",
+                    limits.cpus.is_some() && kept.nano_cpus.unwrap_or(0) == 0,
+                ),
+            ];
+            if let Some((key, _)) = dropped.iter().find(|(_, dropped)| *dropped) {
+                return Err(format!(
+                    "the engine did not apply {key}= to the container (a rootless engine on cgroup v1 cannot); \
+                     run with a rootful engine or on cgroup v2, or drop {key}="
+                ));
+            }
         }
-        let info = self
-            .docker
-            .inspect_container(id, None)
-            .await
-            .map_err(|e| format!("cannot inspect the new container: {e}"))?;
-        let kept = info.host_config.unwrap_or_default();
-        let limits = containment.limits;
-        let dropped = [
-            (
-                "memory",
-                limits.memory.is_some()
-                    && !containment.shared_memory
-                    && kept.memory.unwrap_or(0) == 0,
-            ),
-            (
-                "pids",
-                limits.pids.is_some() && kept.pids_limit.unwrap_or(0) <= 0,
-            ),
-            (
-                "cpus",
-                limits.cpus.is_some() && kept.nano_cpus.unwrap_or(0) == 0,
-            ),
-        ];
-        if let Some((key, _)) = dropped.iter().find(|(_, dropped)| *dropped) {
-            return Err(format!(
-                "the engine did not apply {key}= to the container (a rootless engine on cgroup v1 cannot); \
-                 run with a rootful engine or on cgroup v2, or drop {key}="
-            ));
+        if proxied {
+            start_forwarder(&self.docker, id)
+                .await
+                .map_err(|e| format!("egress={}: {e}", containment.egress))?;
         }
-        let Some(log) = &containment.egress_log else {
-            return Ok(None);
-        };
-        let pid = info
-            .state
-            .and_then(|s| s.pid)
-            .filter(|pid| *pid > 0)
-            .ok_or("cannot find the container's first process for its egress proxy")?;
-        let listener = listen_in_netns(pid as u32).map_err(|e| {
-            format!(
-                "egress={}: cannot serve the sandbox's proxy inside its network namespace ({e}); \
-                 a domain list or deny-all needs sanddune to run as root with a rootful engine. \
-                 egress=none and egress=allow-all work everywhere",
-                containment.egress
-            )
-        })?;
-        Proxy::serve(listener, log.clone())
-            .map(Some)
-            .map_err(|e| format!("cannot start the egress proxy: {e}"))
+        Ok(())
     }
 
     async fn copy_in(

@@ -14,6 +14,7 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{Notify, mpsc};
 
 use super::{ExecOptions, ExecStatus, InteractiveExecOptions};
+use crate::capability::egress::SandboxLink;
 use crate::capability::exec_mark::{EXEC_MARK, KILL_SCRIPT, exec_mark};
 use crate::capability::output::{Lines, OutputLine, OutputStream};
 use crate::capability::process::Killer;
@@ -111,6 +112,61 @@ async fn kill_marked(docker: &Docker, container: &str, mark: &str) -> Result<(),
         while output.next().await.is_some() {}
     }
     Ok(())
+}
+
+/// How long the egress forwarder may take to listen.
+const FORWARDER_READY: Duration = Duration::from_secs(20);
+
+/// Start the egress forwarder in container `id`, as root there so that a
+/// program of the agent's user cannot kill it (one that can gains nothing:
+/// the policy is behind the socket), and wait until it listens. It carries
+/// no kill mark: it lives as long as the container. Its output stream is
+/// dropped after `ready`; it writes nothing more.
+pub(super) async fn start_forwarder(docker: &Docker, id: &str) -> Result<(), String> {
+    let argv = SandboxLink::forwarder_argv();
+    let exec = docker
+        .create_exec(
+            id,
+            CreateExecOptions {
+                cmd: Some(argv),
+                user: Some("0".to_string()),
+                attach_stdout: Some(true),
+                attach_stderr: Some(true),
+                ..Default::default()
+            },
+        )
+        .await
+        .map_err(|e| format!("cannot start the egress forwarder: {e}"))?;
+    let started = docker
+        .start_exec(&exec.id, None)
+        .await
+        .map_err(|e| format!("cannot start the egress forwarder: {e}"))?;
+    let StartExecResults::Attached { mut output, .. } = started else {
+        return Err("cannot start the egress forwarder: the exec was detached".into());
+    };
+    let mut said = String::new();
+    let ready = tokio::time::timeout(FORWARDER_READY, async {
+        while let Some(chunk) = output.next().await {
+            let Ok(chunk) = chunk else { break };
+            said.push_str(&String::from_utf8_lossy(&chunk.into_bytes()));
+            if said.lines().any(|l| l == "ready") {
+                return true;
+            }
+        }
+        false
+    })
+    .await;
+    match ready {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(format!(
+            "the egress forwarder stopped before it listened: {}",
+            said.trim()
+        )),
+        Err(_) => Err(format!(
+            "the egress forwarder did not listen within {} s",
+            FORWARDER_READY.as_secs()
+        )),
+    }
 }
 
 /// Start an exec with the kill mark in container `id` (one the policy

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::ContainerSpec;
 use super::containment::Containment;
-use crate::capability::egress::EgressPolicy;
+use crate::capability::egress::{EgressPolicy, LINK_MOUNT};
 
 /// Label keys the host sets on every container it creates for a plugin.
 pub const RUN_LABEL: &str = "sanddune.run";
@@ -224,6 +224,22 @@ pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<St
         if !m.target.starts_with('/') {
             return Err(format!(
                 "refused: bind mount target `{}` is not an absolute path",
+                m.target
+            ));
+        }
+        let target = Path::new(&m.target);
+        if target
+            .components()
+            .any(|c| c == std::path::Component::ParentDir)
+        {
+            return Err(format!(
+                "refused: bind mount target `{}` holds `..`",
+                m.target
+            ));
+        }
+        if target.starts_with(LINK_MOUNT) {
+            return Err(format!(
+                "refused: bind mount target `{}`: {LINK_MOUNT} is where the host links the sandbox to its egress proxy",
                 m.target
             ));
         }
@@ -547,6 +563,20 @@ mod tests {
                     ..Default::default()
                 },
                 "is not an absolute path",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree, "/run/sanddune/proxy.sock")],
+                    ..Default::default()
+                },
+                "is where the host links the sandbox to its egress proxy",
+            ),
+            (
+                ContainerSpec {
+                    mounts: vec![mount(&f.worktree, "/run/x/../sanddune")],
+                    ..Default::default()
+                },
+                "holds `..`",
             ),
             (
                 ContainerSpec {

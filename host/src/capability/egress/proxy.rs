@@ -1,5 +1,6 @@
-//! The egress proxy: an HTTP proxy the host serves on 127.0.0.1:3128 inside
-//! a container's network namespace, connecting out from the host's.
+//! The egress proxy: an HTTP proxy the host serves on a unix socket that is
+//! bind-mounted into the sandbox, where the forwarder (`forward`) makes it
+//! 127.0.0.1:3128. It connects out from the host's network.
 //!
 //! `CONNECT host:port` (TLS and anything else tunnelled) is checked by the
 //! name the client asked for; a plain request (`GET http://host/...`) by its
@@ -7,17 +8,17 @@
 //! another name inside an allowed tunnel, and a request on a kept-alive
 //! plain connection reaches the host the connection was opened to.
 
-use std::fs::File;
 use std::net::{IpAddr, SocketAddr};
-use std::os::fd::AsRawFd;
+use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpStream, UnixListener};
 use tokio::task::JoinHandle;
 
 use super::EgressLog;
+use super::forward::SandboxLink;
 use crate::capability::http::{AddressClass, classify};
 
 /// Where programs in the sandbox find the proxy.
@@ -26,37 +27,23 @@ pub const PROXY_PORT: u16 = 3128;
 const MAX_HEAD: usize = 16 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A listening socket on 127.0.0.1:[`PROXY_PORT`] in the network namespace
-/// of process `pid` (a container's first process). Only this thread enters
-/// the namespace, and it ends with the socket made: the socket stays in the
-/// container's namespace while the host accepts on it and connects out from
-/// its own. Needs CAP_SYS_ADMIN over that namespace: root, with a rootful
-/// engine.
-pub fn listen_in_netns(pid: u32) -> std::io::Result<std::net::TcpListener> {
-    let ns = File::open(format!("/proc/{pid}/ns/net"))?;
-    std::thread::spawn(move || {
-        // SAFETY: setns on this short-lived thread only; `ns` is an open
-        // namespace file for the call's duration.
-        if unsafe { libc::setns(ns.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
-            return Err(std::io::Error::last_os_error());
-        }
-        let listener = std::net::TcpListener::bind(("127.0.0.1", PROXY_PORT))?;
-        listener.set_nonblocking(true)?;
-        Ok(listener)
-    })
-    .join()
-    .map_err(|_| std::io::Error::other("the namespace thread panicked"))?
-}
-
-/// A running proxy; dropping it stops accepting and ends its connections.
+/// A running proxy and the host directory the sandbox reaches it through;
+/// dropping it stops accepting, ends its connections and removes the
+/// directory.
 pub struct Proxy {
     task: JoinHandle<()>,
+    link: SandboxLink,
 }
 
 impl Proxy {
-    /// Serve `listener` by `log`'s rules on the current tokio runtime.
-    pub fn serve(listener: std::net::TcpListener, log: Arc<EgressLog>) -> std::io::Result<Self> {
-        let listener = TcpListener::from_std(listener)?;
+    /// Serve `log`'s rules on a new [`SandboxLink`]'s socket, on the
+    /// current tokio runtime.
+    pub fn start(log: Arc<EgressLog>) -> std::io::Result<Self> {
+        let link = SandboxLink::new()?;
+        let listener = UnixListener::bind(link.proxy_socket())?;
+        // Whatever uid the container's programs run as may connect: the
+        // directory is the sandbox's alone, the policy is behind the socket.
+        std::fs::set_permissions(link.proxy_socket(), std::fs::Permissions::from_mode(0o666))?;
         let task = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
             while let Ok((client, _)) = listener.accept().await {
@@ -68,7 +55,12 @@ impl Proxy {
                 while connections.try_join_next().is_some() {}
             }
         });
-        Ok(Self { task })
+        Ok(Self { task, link })
+    }
+
+    /// What the container mounts and runs to reach this proxy.
+    pub fn link(&self) -> &SandboxLink {
+        &self.link
     }
 }
 
@@ -81,7 +73,10 @@ impl Drop for Proxy {
 }
 
 /// One client connection: read the request head, check, connect, splice.
-async fn handle(mut client: TcpStream, log: &EgressLog) -> std::io::Result<()> {
+async fn handle<S: AsyncRead + AsyncWrite + Unpin>(
+    mut client: S,
+    log: &EgressLog,
+) -> std::io::Result<()> {
     let (head, rest) = read_head(&mut client).await?;
     let Some(request) = Request::parse(&head) else {
         return respond(
@@ -175,7 +170,11 @@ fn reachable(host: &str, resolved: &[SocketAddr]) -> std::io::Result<Vec<SocketA
     Ok(allowed)
 }
 
-async fn respond(client: &mut TcpStream, status: &str, body: &str) -> std::io::Result<()> {
+async fn respond<S: AsyncWrite + Unpin>(
+    client: &mut S,
+    status: &str,
+    body: &str,
+) -> std::io::Result<()> {
     let response = format!(
         "HTTP/1.1 {status}\r\nContent-Type: text/plain\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
@@ -185,7 +184,7 @@ async fn respond(client: &mut TcpStream, status: &str, body: &str) -> std::io::R
 }
 
 /// The request head (through the blank line) and any bytes read past it.
-async fn read_head(client: &mut TcpStream) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+async fn read_head<S: AsyncRead + Unpin>(client: &mut S) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
@@ -276,6 +275,7 @@ fn split_host_port(authority: &str, default: Option<u16>) -> Option<(String, u16
 mod tests {
     use super::*;
     use crate::capability::egress::HostRule;
+    use tokio::net::{TcpListener, UnixStream};
 
     #[test]
     fn connect_and_absolute_requests_name_their_destination() {
@@ -332,12 +332,10 @@ mod tests {
             s.write_all(b"hello from upstream").await.unwrap();
         });
         let log = EgressLog::new(vec![HostRule::parse(&format!("127.0.0.1:{port}")).unwrap()]);
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        listener.set_nonblocking(true).unwrap();
-        let addr = listener.local_addr().unwrap();
-        let _proxy = Proxy::serve(listener, log.clone()).unwrap();
+        let proxy = Proxy::start(log.clone()).unwrap();
+        let socket = proxy.link().proxy_socket();
 
-        let mut c = TcpStream::connect(addr).await.unwrap();
+        let mut c = UnixStream::connect(&socket).await.unwrap();
         c.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
             .await
             .unwrap();
@@ -348,7 +346,7 @@ mod tests {
             "HTTP/1.1 200 Connection established\r\n\r\nhello from upstream"
         );
 
-        let mut c = TcpStream::connect(addr).await.unwrap();
+        let mut c = UnixStream::connect(&socket).await.unwrap();
         c.write_all(b"CONNECT example.com:443 HTTP/1.1\r\n\r\n")
             .await
             .unwrap();
@@ -357,5 +355,9 @@ mod tests {
         assert!(got.starts_with("HTTP/1.1 403"), "{got}");
         assert!(got.contains("example.com:443"), "{got}");
         assert_eq!(log.denied().len(), 1);
+
+        let dir = socket.parent().unwrap().to_path_buf();
+        drop(proxy);
+        assert!(!dir.exists(), "the link's directory outlived its proxy");
     }
 }

@@ -142,18 +142,9 @@ impl SandboxProvider {
 
     /// Refuse, before anything is created, containment options (`egress`,
     /// `cpus`, `memory`, ...) this provider cannot have enforced or that do
-    /// not parse, and a proxied egress policy when sanddune cannot enter a
-    /// container's network namespace (not root; ADR 0022).
+    /// not parse (ADR 0022).
     pub fn check_containment(&self, config: &[(String, String)]) -> Result<()> {
-        let containment =
-            grants::take_containment(&mut config.to_vec(), &self.capabilities(), &self.info)?;
-        // SAFETY: geteuid has no preconditions.
-        if containment.egress.needs_proxy() && unsafe { libc::geteuid() } != 0 {
-            return Err(Error::input(format!(
-                "sandbox provider `{}`: egress={} needs sanddune to run as root with a rootful engine: the host serves the sandbox's proxy inside its network namespace. egress=none (no network) and egress=allow-all work as any user; nothing was created",
-                self.info.name, containment.egress
-            )));
-        }
+        grants::take_containment(&mut config.to_vec(), &self.capabilities(), &self.info)?;
         Ok(())
     }
 
