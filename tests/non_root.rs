@@ -312,6 +312,84 @@ fn egress_as_a_non_root_user(engine: &str, image: &str) {
     );
 }
 
+/// `egress.setup`: a set-up hook reaches what the agent then cannot, and
+/// the agent's refusal is its own in the result.
+fn docker_as_a_non_root_user_a_setup_hook_reaches_what_the_agent_cannot() {
+    let user = user();
+    let repo = repo_of(&user);
+    let any = std::net::Ipv4Addr::UNSPECIFIED.into();
+    let registry = format!("127.0.0.1:{}", servers::serve(any, "packages"));
+    let fetch = format!("curl -sSf --noproxy '' --max-time 20 http://{registry}/");
+    let prompt = format!(
+        "fix the typo\nFAKE:run:curl -s --noproxy '' --max-time 20 -o /dev/null -w %{{http_code}} http://{registry}/"
+    );
+    let (image, mounts) = (
+        "image=sanddune-test-non-root:latest".to_string(),
+        mounts(&repo),
+    );
+    let branch = branch("docker-egress-setup");
+    let mut args = run_args("docker", &image, &branch, &mounts);
+    let at = args.iter().position(|a| *a == "fix the typo").unwrap();
+    args[at] = &prompt;
+    let setup = format!("egress.setup={registry}");
+    args.extend([
+        "--sandbox-opt",
+        "egress=deny-all",
+        "--sandbox-opt",
+        &setup,
+        "--hook-sandbox-ready",
+        &fetch,
+        "--json",
+    ]);
+    let out = sanddune_as(&user, &repo, &args);
+    assert!(
+        out.status.success(),
+        "the set-up hook was refused: {}",
+        stderr(&out)
+    );
+    let result: serde_json::Value =
+        serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let text = result["stdout"].as_str().unwrap();
+    assert!(
+        text.contains(" 403 (exit 0)"),
+        "the agent reached it: {text}"
+    );
+    let denied = result["deniedEgress"].as_array().unwrap();
+    assert_eq!(denied.len(), 1, "{denied:?}");
+    assert_eq!(denied[0].get("duringSetup"), None, "{denied:?}");
+    let log = std::fs::read_to_string(result["logFilePath"].as_str().unwrap()).unwrap();
+    assert!(log.contains("packages"), "the hook's output: {log}");
+    assert!(
+        log.contains(&format!(
+            "the set-up phase (egress.setup={registry}) is over: egress=deny-all"
+        )),
+        "{log}"
+    );
+
+    // The other way round: a set-up phase narrower than the agent's.
+    let branch = crate::branch("docker-egress-setup-narrow");
+    assert_eq!(repo.calls("claude").len(), 1);
+    let mut args = run_args("docker", &image, &branch, &mounts);
+    let allowed = format!("egress={registry}");
+    args.extend([
+        "--sandbox-opt",
+        &allowed,
+        "--sandbox-opt",
+        "egress.setup=none",
+        "--hook-sandbox-ready",
+        &fetch,
+    ]);
+    let out = sanddune_as(&user, &repo, &args);
+    let err = stderr(&out);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("403"), "{err}");
+    assert_eq!(
+        repo.calls("claude").len(),
+        1,
+        "the agent ran after a failed set-up"
+    );
+}
+
 fn docker_as_a_non_root_user_egress_policies_hold() {
     egress_as_a_non_root_user("docker", "sanddune-test-non-root:latest");
 }
@@ -607,6 +685,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix),
         trial!(docker_as_a_non_root_user_egress_policies_hold),
         trial!(rootless_podman_egress_policies_hold),
+        trial!(docker_as_a_non_root_user_a_setup_hook_reaches_what_the_agent_cannot),
         trial!(rootless_podman_applies_a_memory_limit_or_refuses_it),
         trial!(docker_as_a_non_root_user_a_dev_containers_remote_user_gets_their_uid),
         trial!(docker_as_a_non_root_user_a_templates_style_dev_container_runs_as_the_labels_user),

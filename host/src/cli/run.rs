@@ -98,8 +98,8 @@ pub struct RunArgs {
     #[arg(long, default_value = ".")]
     cwd: PathBuf,
     /// Sandbox provider option KEY=VALUE (repeatable). docker and podman
-    /// also take egress=, cpus=, memory=, pids= and disk=, applied by the
-    /// host (docs/security.md).
+    /// also take egress=, egress.setup=, cpus=, memory=, pids= and disk=,
+    /// applied by the host (docs/security.md).
     #[arg(long = "sandbox-opt", value_parser = super::key_value)]
     sandbox_opts: Vec<(String, String)>,
     /// Agent provider option KEY=VALUE, e.g. effort=high (repeatable).

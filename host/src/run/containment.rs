@@ -42,30 +42,50 @@ fn url_host(value: &str) -> Option<String> {
     })
 }
 
-/// Let the agent's hosts through the sandbox's egress proxy, if it has one.
-pub(super) fn allow_agent(sandbox: &Sandbox, declared: &[String], env: &EnvMap, log: &RunLog) {
-    let Some(egress) = sandbox.containment().and_then(|c| c.egress_log.as_ref()) else {
+/// The agent starts in the sandbox: the set-up phase's egress policy, if
+/// any, ends, and the agent's hosts are let through the proxy, if the
+/// sandbox has one.
+pub(super) fn start_agent_phase(
+    sandbox: &Sandbox,
+    declared: &[String],
+    env: &EnvMap,
+    log: &RunLog,
+) {
+    let Some(containment) = sandbox.containment() else {
         return;
     };
+    let Some(egress) = &containment.egress_log else {
+        return;
+    };
+    if let Some(setup) = &containment.setup_egress {
+        log.line(&format!(
+            "egress: the set-up phase (egress.setup={setup}) is over: egress={} from now on",
+            containment.egress
+        ));
+    }
     let hosts = agent_hosts(declared, env);
-    if !hosts.is_empty() {
+    if !hosts.is_empty() && matches!(containment.egress, EgressPolicy::Allow(_)) {
         log.line(&format!("egress: the agent may reach {}", hosts.join(", ")));
     }
-    egress.allow(&hosts);
+    egress.start_agent_phase(&hosts);
 }
 
 /// The sandbox's limits and egress policy as the user would write them,
 /// when it has any: what `ps` shows.
 pub(super) fn describe(sandbox: &Sandbox) -> Option<String> {
     let c = sandbox.containment()?;
-    let mut words = c.limits.to_string();
-    if c.egress != EgressPolicy::AllowAll {
-        if !words.is_empty() {
-            words.push(' ');
-        }
-        words.push_str(&format!("egress={}", c.egress));
+    let mut words = vec![c.limits.to_string()];
+    if c.decides_network() {
+        words.push(format!("egress={}", c.egress));
     }
-    (!words.is_empty()).then_some(words)
+    if let Some(setup) = &c.setup_egress {
+        words.push(format!("egress.setup={setup}"));
+    }
+    let words = words
+        .into_iter()
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>();
+    (!words.is_empty()).then(|| words.join(" "))
 }
 
 /// A failed run's error, with the limit that caused it when the sandbox
@@ -96,10 +116,11 @@ pub(super) fn report(sandbox: &Sandbox, log: &RunLog) -> (Option<ResourceLimits>
         .map(|e| e.denied())
         .unwrap_or_default();
     for d in &denied {
-        log.line(&format!(
-            "egress refused: {}:{} (egress={})",
-            d.host, d.port, containment.egress
-        ));
+        let policy = match &containment.setup_egress {
+            Some(setup) if d.during_setup => format!("egress.setup={setup}"),
+            _ => format!("egress={}", containment.egress),
+        };
+        log.line(&format!("egress refused: {}:{} ({policy})", d.host, d.port));
     }
     let limits = (!containment.limits.is_empty()).then_some(containment.limits);
     (limits, denied)

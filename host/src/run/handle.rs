@@ -203,7 +203,7 @@ impl SandboxHandle {
             .sandbox
             .as_mut()
             .ok_or_else(|| Error::Plugin("the sandbox is closed".into()))?;
-        containment::allow_agent(sandbox, &agent.info().egress_hosts, &env, &log);
+        containment::start_agent_phase(sandbox, &agent.info().egress_hosts, &env, &log);
         if let (Some(live), Some(words)) = (&self.live, containment::describe(sandbox)) {
             live.set_containment(words);
         }

@@ -15,7 +15,7 @@ use super::plan::{self, AgentLayers, SandboxPlan};
 use super::setup;
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
 use super::worktree_handle::WorktreeHandle;
-use super::{AbortHandle, Commit, Prompt, SandboxOptions, agent_files, sync};
+use super::{AbortHandle, Commit, Prompt, SandboxOptions, agent_files, containment, sync};
 use crate::attribution::CommitOptions;
 use crate::error::{Error, Result};
 use crate::hooks::Hooks;
@@ -326,6 +326,7 @@ async fn session_on(
             env::replace_identity(&mut env, &plan.identity.env(None), &started.commit_env);
             let mut sandbox = started.sandbox;
             let agent_git = started.agent_git;
+            containment::start_agent_phase(&sandbox, &agent.info().egress_hosts, &env, log);
             let session = async {
                 let pairs: Vec<(String, String)> = env.clone().into_iter().collect();
                 let prompt = match &template {

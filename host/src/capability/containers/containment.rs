@@ -13,8 +13,11 @@ use crate::capability::egress::{self, EgressLog, EgressPolicy};
 pub struct Containment {
     pub limits: ResourceLimits,
     pub egress: EgressPolicy,
-    /// The proxy's rules and refusals, for a policy that needs the proxy;
-    /// shared by the grant's instances and the run.
+    /// The set-up phase's policy (`egress.setup`), when it differs.
+    pub setup_egress: Option<EgressPolicy>,
+    /// The proxy's rules and refusals, when the sandbox goes through the
+    /// proxy ([`Containment::proxied`]); shared by the grant's instances
+    /// and the run.
     pub egress_log: Option<Arc<EgressLog>>,
     /// `limits.memory` is a fan-out's share, not the user's: an engine
     /// that cannot apply it (rootless on cgroup v1) runs without it.
@@ -24,7 +27,7 @@ pub struct Containment {
 impl Containment {
     /// Whether `key` is one the host takes for containment.
     pub fn is_key(key: &str) -> bool {
-        key == egress::KEY || limits::KEYS.contains(&key)
+        key == egress::KEY || key == egress::SETUP_KEY || limits::KEYS.contains(&key)
     }
 
     /// The containment `config` asks for; its keys are removed from it.
@@ -35,15 +38,40 @@ impl Containment {
         for (key, value) in config.drain(..) {
             if key == egress::KEY {
                 containment.egress = EgressPolicy::parse(&value)?;
+            } else if key == egress::SETUP_KEY {
+                containment.setup_egress = Some(
+                    EgressPolicy::parse(&value)
+                        .map_err(|e| format!("{}: {e}", egress::SETUP_KEY))?,
+                );
             } else if !containment.limits.set(&key, &value)? {
                 rest.push((key, value));
             }
         }
         *config = rest;
-        if let EgressPolicy::Allow(rules) = &containment.egress {
-            containment.egress_log = Some(EgressLog::new(rules.clone()));
+        if containment.setup_egress.as_ref() == Some(&containment.egress) {
+            containment.setup_egress = None;
+        }
+        if containment.proxied() {
+            containment.egress_log = Some(EgressLog::new(
+                &containment.egress,
+                containment.setup_egress.as_ref(),
+            ));
         }
         Ok(containment)
+    }
+
+    /// Whether programs in the sandbox reach out through the host's proxy:
+    /// under a domain list or `deny-all`, and whenever the set-up phase's
+    /// policy differs from the agent's (the proxy switches between them;
+    /// the network could not).
+    pub fn proxied(&self) -> bool {
+        matches!(self.egress, EgressPolicy::Allow(_)) || self.setup_egress.is_some()
+    }
+
+    /// Whether the host decides the sandbox's network: a provider may not
+    /// name one.
+    pub fn decides_network(&self) -> bool {
+        self.egress != EgressPolicy::AllowAll || self.proxied()
     }
 
     /// Give each of `share` sandboxes run side by side an equal part of the
@@ -101,6 +129,26 @@ mod tests {
                 .unwrap_err()
                 .contains("memory")
         );
+    }
+
+    #[test]
+    fn a_setup_policy_puts_the_sandbox_behind_the_proxy_when_it_differs() {
+        let take = |pairs: &[(&str, &str)]| {
+            let mut config: Vec<(String, String)> = pairs
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect();
+            Containment::take_from(&mut config)
+        };
+        let c = take(&[("egress", "none"), ("egress.setup", "allow-all")]).unwrap();
+        assert!(c.proxied() && c.decides_network() && c.egress_log.is_some());
+        assert_eq!(c.setup_egress, Some(EgressPolicy::AllowAll));
+        let same = take(&[("egress", "deny-all"), ("egress.setup", "deny-all")]).unwrap();
+        assert_eq!(same.setup_egress, None, "one phase is no phase");
+        let open = take(&[]).unwrap();
+        assert!(!open.proxied() && !open.decides_network());
+        let err = take(&[("egress.setup", "https://x")]).unwrap_err();
+        assert!(err.starts_with("egress.setup: "), "{err}");
     }
 
     #[test]

@@ -25,7 +25,7 @@ use super::policy::{
 };
 use super::{ContainerSpec, Engine, EngineInfo, ExecOptions, ExecStatus, InteractiveExecOptions};
 use crate::capability::PluginState;
-use crate::capability::egress::{EgressPolicy, PROXY_PORT, Proxy};
+use crate::capability::egress::{PROXY_PORT, Proxy};
 use crate::capability::output::OutputLine;
 
 /// Per-instance state: the connected engine and what this instance created.
@@ -322,12 +322,13 @@ impl Ctx {
             .into_iter()
             .map(|(k, v)| format!("{k}={v}"))
             .collect();
-        let network_mode = match containment.egress {
-            EgressPolicy::AllowAll => networks.next().or(spec.network_mode),
+        let network_mode = if containment.decides_network() {
             // Only loopback; the proxy, if any, listens there.
-            EgressPolicy::None | EgressPolicy::Allow(_) => Some("none".to_string()),
+            Some("none".to_string())
+        } else {
+            networks.next().or(spec.network_mode)
         };
-        if containment.egress.needs_proxy() {
+        if proxy.is_some() {
             let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
             for key in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
                 env.push(format!("{key}={proxy}"));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::ContainerSpec;
 use super::containment::Containment;
-use crate::capability::egress::{EgressPolicy, LINK_MOUNT};
+use crate::capability::egress::LINK_MOUNT;
 
 /// Label keys the host sets on every container it creates for a plugin.
 pub const RUN_LABEL: &str = "sanddune.run";
@@ -201,7 +201,7 @@ pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<St
     // Under an egress policy the host decides the network: any the
     // provider names would be a way around it.
     let egress = &grant.containment.egress;
-    if *egress != EgressPolicy::AllowAll
+    if grant.containment.decides_network()
         && let Some(network) = spec.networks.first().or(spec.network_mode.as_ref())
     {
         return Err(format!(

@@ -30,6 +30,9 @@ pub use proxy::{PROXY_PORT, Proxy};
 
 /// The key the host takes out of a container provider's options.
 pub const KEY: &str = "egress";
+/// The key of the set-up phase's policy: in force while the sandbox's
+/// onSandboxReady hooks run, until the agent starts.
+pub const SETUP_KEY: &str = "egress.setup";
 
 /// What a sandbox may reach.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -60,11 +63,6 @@ impl EgressPolicy {
                 .collect::<Result<Vec<_>, _>>()
                 .map(Self::Allow),
         }
-    }
-
-    /// Whether programs in the sandbox go through the proxy.
-    pub fn needs_proxy(&self) -> bool {
-        matches!(self, Self::Allow(_))
     }
 }
 
@@ -167,46 +165,98 @@ pub struct Denial {
     pub port: u16,
     /// Milliseconds since the Unix epoch.
     pub at_ms: u64,
+    /// Refused by the set-up phase's policy (`egress.setup`), before the
+    /// agent started.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub during_setup: bool,
 }
 
-/// A sandbox's live egress state: the rules in force (the agent's hosts
-/// join them when it runs) and what was refused. Shared by the proxy, the
-/// grant and the run.
-#[derive(Debug, Default)]
+/// What the proxy lets through in one phase.
+#[derive(Debug)]
+enum Rules {
+    /// Any host, by the proxy's address rules (`allow-all` under a phase).
+    Everything,
+    /// These, and the agent's hosts once it runs.
+    Only(Vec<HostRule>),
+    /// Nothing, not even the agent's hosts (`none` under a phase).
+    Nothing,
+}
+
+impl Rules {
+    fn of(policy: &EgressPolicy) -> Self {
+        match policy {
+            EgressPolicy::AllowAll => Self::Everything,
+            EgressPolicy::None => Self::Nothing,
+            EgressPolicy::Allow(rules) => Self::Only(rules.clone()),
+        }
+    }
+
+    fn allows(&self, host: &str, port: u16) -> bool {
+        match self {
+            Self::Everything => true,
+            Self::Only(rules) => rules.iter().any(|r| r.allows(host, port)),
+            Self::Nothing => false,
+        }
+    }
+}
+
+/// A sandbox's live egress state: the rules in force (the set-up phase's
+/// until the agent starts, then the agent's, which its hosts join) and what
+/// was refused. Shared by the proxy, the grant and the run.
+#[derive(Debug)]
 pub struct EgressLog {
-    rules: Mutex<Vec<HostRule>>,
+    rules: Mutex<Rules>,
+    setup: Mutex<Option<Rules>>,
+    /// True once the set-up phase is over: the proxy closes the
+    /// connections opened in it.
+    setup_over: tokio::sync::watch::Sender<bool>,
     denied: Mutex<Vec<Denial>>,
 }
 
 impl EgressLog {
-    pub fn new(rules: Vec<HostRule>) -> Arc<Self> {
+    /// The proxy's state for `agent`'s policy, and `setup`'s until
+    /// [`EgressLog::start_agent_phase`].
+    pub fn new(agent: &EgressPolicy, setup: Option<&EgressPolicy>) -> Arc<Self> {
         Arc::new(Self {
-            rules: Mutex::new(rules),
+            rules: Mutex::new(Rules::of(agent)),
+            setup: Mutex::new(setup.map(Rules::of)),
+            setup_over: tokio::sync::watch::Sender::new(setup.is_none()),
             denied: Mutex::new(vec![]),
         })
     }
 
-    /// Let the agent's declared hosts through too.
-    pub fn allow(&self, hosts: &[String]) {
-        let mut rules = self.rules.lock().unwrap();
-        for host in hosts {
-            if let Ok(rule) = HostRule::parse(host)
-                && !rules.contains(&rule)
-            {
-                rules.push(rule);
+    /// The set-up phase is over: the agent's policy is in force from now
+    /// on, its declared hosts let through unless that policy is `none`.
+    pub fn start_agent_phase(&self, hosts: &[String]) {
+        self.setup.lock().unwrap().take();
+        self.setup_over.send_replace(true);
+        if let Rules::Only(rules) = &mut *self.rules.lock().unwrap() {
+            for host in hosts {
+                if let Ok(rule) = HostRule::parse(host)
+                    && !rules.contains(&rule)
+                {
+                    rules.push(rule);
+                }
             }
         }
     }
 
-    /// Whether `host:port` may be reached; a refusal is recorded.
+    /// Whether the set-up phase is on, and a way to wait for its end.
+    pub fn setup_phase(&self) -> (bool, tokio::sync::watch::Receiver<bool>) {
+        let over = self.setup_over.subscribe();
+        let on = !*over.borrow();
+        (on, over)
+    }
+
+    /// Whether `host:port` may be reached now; a refusal is recorded.
     pub fn check(&self, host: &str, port: u16) -> bool {
         let host = host.trim_end_matches('.').to_ascii_lowercase();
-        let allowed = self
-            .rules
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|r| r.allows(&host, port));
+        let setup = self.setup.lock().unwrap();
+        let allowed = match &*setup {
+            Some(rules) => rules.allows(&host, port),
+            None => self.rules.lock().unwrap().allows(&host, port),
+        };
+        drop(setup);
         if !allowed {
             self.refuse(&host, port);
         }
@@ -218,11 +268,16 @@ impl EgressLog {
         let at_ms = SystemTime::now()
             .duration_since(SystemTime::UNIX_EPOCH)
             .map_or(0, |d| d.as_millis() as u64);
-        tracing::warn!("egress refused: {host}:{port}");
+        let during_setup = self.setup.lock().unwrap().is_some();
+        tracing::warn!(
+            "egress refused: {host}:{port}{}",
+            if during_setup { " (set-up phase)" } else { "" }
+        );
         self.denied.lock().unwrap().push(Denial {
             host: host.to_string(),
             port,
             at_ms,
+            during_setup,
         });
     }
 
@@ -237,10 +292,7 @@ mod tests {
     use super::*;
 
     fn log(policy: &str) -> Arc<EgressLog> {
-        match EgressPolicy::parse(policy).unwrap() {
-            EgressPolicy::Allow(rules) => EgressLog::new(rules),
-            other => panic!("{other:?}"),
-        }
+        EgressLog::new(&EgressPolicy::parse(policy).unwrap(), None)
     }
 
     #[test]
@@ -292,8 +344,32 @@ mod tests {
     fn the_agents_hosts_join_deny_all() {
         let log = log("deny-all");
         assert!(!log.check("api.anthropic.com", 443));
-        log.allow(&["api.anthropic.com".into()]);
+        log.start_agent_phase(&["api.anthropic.com".into()]);
         assert!(log.check("api.anthropic.com", 443));
         assert_eq!(log.denied().len(), 1);
+        let none = EgressLog::new(&EgressPolicy::None, None);
+        none.start_agent_phase(&["api.anthropic.com".into()]);
+        assert!(!none.check("api.anthropic.com", 443), "none is nothing");
+    }
+
+    #[test]
+    fn the_setup_policy_holds_until_the_agent_starts() {
+        let setup = EgressPolicy::parse("allow-all").unwrap();
+        let log = EgressLog::new(&EgressPolicy::parse("deny-all").unwrap(), Some(&setup));
+        assert!(log.check("registry.npmjs.org", 443), "set-up: allow-all");
+        assert!(log.check("example.com", 8080));
+        log.start_agent_phase(&["api.anthropic.com".into()]);
+        assert!(!log.check("registry.npmjs.org", 443), "the agent: deny-all");
+        assert!(log.check("api.anthropic.com", 443));
+        let denied = log.denied();
+        assert_eq!(denied.len(), 1);
+        assert!(!denied[0].during_setup);
+
+        let narrow = EgressPolicy::parse("deny-all").unwrap();
+        let log = EgressLog::new(&EgressPolicy::AllowAll, Some(&narrow));
+        assert!(!log.check("example.com", 443));
+        assert!(log.denied()[0].during_setup);
+        log.start_agent_phase(&[]);
+        assert!(log.check("example.com", 443), "the agent: allow-all");
     }
 }

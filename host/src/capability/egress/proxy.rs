@@ -48,8 +48,14 @@ impl Proxy {
             let mut connections = tokio::task::JoinSet::new();
             while let Ok((client, _)) = listener.accept().await {
                 let log = log.clone();
+                // What the set-up phase opened ends with it: the agent gets
+                // no tunnel its own policy would refuse.
+                let (setup, mut over) = log.setup_phase();
                 connections.spawn(async move {
-                    let _ = handle(client, &log).await;
+                    tokio::select! {
+                        _ = handle(client, &log) => {}
+                        _ = over.wait_for(|over| *over), if setup => {}
+                    }
                 });
                 // Reap finished connections as we go.
                 while connections.try_join_next().is_some() {}
@@ -274,7 +280,7 @@ fn split_host_port(authority: &str, default: Option<u16>) -> Option<(String, u16
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::capability::egress::HostRule;
+    use crate::capability::egress::EgressPolicy;
     use tokio::net::{TcpListener, UnixStream};
 
     #[test]
@@ -331,7 +337,8 @@ mod tests {
             let (mut s, _) = upstream.accept().await.unwrap();
             s.write_all(b"hello from upstream").await.unwrap();
         });
-        let log = EgressLog::new(vec![HostRule::parse(&format!("127.0.0.1:{port}")).unwrap()]);
+        let policy = EgressPolicy::parse(&format!("127.0.0.1:{port}")).unwrap();
+        let log = EgressLog::new(&policy, None);
         let proxy = Proxy::start(log.clone()).unwrap();
         let socket = proxy.link().proxy_socket();
 
@@ -359,5 +366,37 @@ mod tests {
         let dir = socket.parent().unwrap().to_path_buf();
         drop(proxy);
         assert!(!dir.exists(), "the link's directory outlived its proxy");
+    }
+
+    #[tokio::test]
+    async fn a_tunnel_opened_in_the_setup_phase_closes_when_the_agent_starts() {
+        // An upstream that greets, then holds the connection open.
+        let upstream = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = upstream.local_addr().unwrap().port();
+        tokio::spawn(async move {
+            let (mut s, _) = upstream.accept().await.unwrap();
+            s.write_all(b"hi").await.unwrap();
+            tokio::time::sleep(Duration::from_secs(60)).await;
+        });
+        let setup = EgressPolicy::AllowAll;
+        let log = EgressLog::new(&EgressPolicy::parse("deny-all").unwrap(), Some(&setup));
+        let proxy = Proxy::start(log.clone()).unwrap();
+        let mut c = UnixStream::connect(proxy.link().proxy_socket())
+            .await
+            .unwrap();
+        c.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
+            .await
+            .unwrap();
+        let mut greeting = [0u8; 41];
+        c.read_exact(&mut greeting).await.unwrap();
+        assert!(greeting.ends_with(b"\r\n\r\nhi"), "{greeting:?}");
+
+        log.start_agent_phase(&[]);
+        let mut rest = Vec::new();
+        let closed = tokio::time::timeout(Duration::from_secs(10), c.read_to_end(&mut rest)).await;
+        assert!(
+            matches!(closed, Ok(Ok(0))),
+            "the tunnel outlived the set-up phase: {closed:?}"
+        );
     }
 }

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 
 use super::spec::{ProviderConfig, SandboxSpec};
 use crate::capability::containers::{Containment, GitShield};
-use crate::capability::egress::EgressPolicy;
 use crate::capability::{
     Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant, PodGrant,
 };
@@ -121,7 +120,7 @@ pub(super) fn take_containment(
     let containment = Containment::take_from(config).map_err(refuse)?;
     // The built-in providers' `network=` would be refused at create: say so
     // before anything exists.
-    if containment.egress != EgressPolicy::AllowAll
+    if containment.decides_network()
         && let Some((_, network)) = config.iter().find(|(k, _)| k == "network")
     {
         return Err(refuse(format!(
