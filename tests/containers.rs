@@ -372,6 +372,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {
             .collect(),
         side_by_side: 1,
         git_shield: None,
+        gateway: None,
     }
 }
 

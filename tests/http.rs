@@ -192,6 +192,7 @@ async fn sandbox(rt: &PluginRuntime) -> (Sandbox, tempfile::TempDir) {
         config: vec![],
         side_by_side: 1,
         git_shield: None,
+        gateway: None,
     };
     (provider.create(&spec).await.unwrap(), dir)
 }

@@ -41,6 +41,7 @@ fn spec(dir: &std::path::Path, config: &[(&str, &str)]) -> SandboxSpec {
             .collect(),
         side_by_side: 1,
         git_shield: None,
+        gateway: None,
     }
 }
 

@@ -310,6 +310,7 @@ pub fn commits_and_reports_usage(agent: &Agent, args: &[&str], resume: bool) {
     };
     let result = run("add a line", &[]);
     assert_eq!(result["completionSignal"], COMPLETION_SIGNAL, "{result}");
+    the_api_got_the_real_key_only(agent);
     let commits = result["commits"].as_array().unwrap();
     assert_eq!(commits.len(), 1, "{result}");
     assert_eq!(
@@ -340,6 +341,37 @@ pub fn commits_and_reports_usage(agent: &Agent, args: &[&str], resume: bool) {
         "the resumed conversation: {}",
         last.body
     );
+}
+
+/// The run went through the credential gateway: the CLI held only a
+/// placeholder, and the model API got the key the user set on every
+/// request, never the placeholder.
+pub fn the_api_got_the_real_key_only(agent: &Agent) {
+    let keys: Vec<&str> = agent
+        .env
+        .iter()
+        .filter(|(k, _)| k.ends_with("_API_KEY"))
+        .map(|(_, v)| v.as_str())
+        .collect();
+    let exchanges = agent.mock.exchanges();
+    assert!(!exchanges.is_empty());
+    for e in &exchanges {
+        let headers = format!("{:?}", e.headers);
+        assert!(
+            !headers.contains("sanddune-placeholder"),
+            "{}: the placeholder reached the API: {} {} {headers}",
+            agent.name,
+            e.method,
+            e.path
+        );
+        assert!(
+            keys.iter().any(|k| headers.contains(k)),
+            "{}: no key of {keys:?} on {} {}: {headers}",
+            agent.name,
+            e.method,
+            e.path
+        );
+    }
 }
 
 /// A 401 from the model API fails the run (exit 1) with an error holding

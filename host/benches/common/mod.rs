@@ -46,6 +46,7 @@ pub async fn sandbox(
         config: pairs(config),
         side_by_side: 1,
         git_shield: None,
+        gateway: None,
     };
     let sandbox = provider.create(&spec).await.unwrap();
     (runtime, sandbox)

@@ -54,6 +54,11 @@ pub struct InteractiveArgs {
     /// without asking (`sanddune trust --show` prints it).
     #[arg(long)]
     trust: bool,
+    /// Give the sandbox the agent's model API keys as they are, not
+    /// placeholders that the host's credential gateway swaps for them
+    /// (docs/security.md, "Credential gateway").
+    #[arg(long)]
+    no_gateway: bool,
     #[command(flatten)]
     approval: super::ApprovalArgs,
 }
@@ -84,6 +89,7 @@ pub async fn interactive(args: InteractiveArgs) -> Result<()> {
     };
     options.runtime = Some(args.approval.runtime()?);
     options.trust = trust;
+    options.credential_gateway = !args.no_gateway;
     options.model = args.model;
     options.prompt_args = args.prompt_args;
     options.name = args.name;

@@ -128,6 +128,11 @@ pub struct RunArgs {
     /// trust --show` prints it.
     #[arg(long)]
     trust: bool,
+    /// Give the sandbox the agent's model API keys as they are, not
+    /// placeholders that the host's credential gateway swaps for them
+    /// (docs/security.md, "Credential gateway").
+    #[arg(long)]
+    no_gateway: bool,
     /// Run this command in the sandbox after the agent (`sh -c`, in the
     /// worktree): unless it exits 0 the run fails and nothing merges; the
     /// commits stay on the run's branch.
@@ -283,6 +288,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     let so = &mut options.sandbox;
     so.runtime = Some(args.approval.runtime()?);
     so.trust = trust;
+    so.credential_gateway = !args.no_gateway;
     so.name = args.name;
     so.hooks = hooks(
         &config,

@@ -266,6 +266,7 @@ impl SandboxHandle {
                 log: log.clone(),
                 written_files: Vec::new(),
                 live: self.live.clone(),
+                api_urls: self.plan.gateway.urls.clone(),
             };
             let outcome = iteration::run_iterations(
                 &mut invoker,

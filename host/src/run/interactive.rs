@@ -58,6 +58,8 @@ pub struct InteractiveOptions {
     pub runtime: Option<PluginRuntime>,
     /// Workspace trust for the repository's config: see [`crate::trust`].
     pub trust: crate::trust::TrustPolicy,
+    /// See [`SandboxOptions::credential_gateway`].
+    pub credential_gateway: bool,
 }
 
 impl InteractiveOptions {
@@ -80,6 +82,7 @@ impl InteractiveOptions {
             abort: AbortHandle::new(),
             runtime: None,
             trust: Default::default(),
+            credential_gateway: true,
         }
     }
 
@@ -95,6 +98,7 @@ impl InteractiveOptions {
         so.commit = self.commit.clone();
         so.name = self.name.clone();
         so.cwd = self.cwd.clone();
+        so.credential_gateway = self.credential_gateway;
         // The terminal belongs to the agent's UI: sanddune's own lines go
         // to stderr before and after it.
         so.log = LogMode::Terminal;

@@ -16,6 +16,7 @@ use super::lanes::{self, Outcome};
 use super::log::RunLog;
 use super::registry::{Live, State};
 use super::{plan, sync};
+use crate::capability::gateway::ApiUrls;
 use crate::capability::output::OutputStream;
 use crate::error::{Error, Result};
 use crate::plugin::agent::{AgentEvent, AgentProvider, CommandRequest};
@@ -61,6 +62,9 @@ pub struct SandboxInvoker<'a> {
     pub written_files: Vec<AgentFile>,
     /// The run's record in the live-runs registry.
     pub(crate) live: Option<Live>,
+    /// The credential gateway's URLs: an agent's error names the API the
+    /// user set, not the gateway the agent used.
+    pub api_urls: ApiUrls,
 }
 
 impl SandboxInvoker<'_> {
@@ -416,8 +420,15 @@ impl AgentInvoker for SandboxInvoker<'_> {
         }
         let name = self.agent.name().to_string();
         if let Some(stall) = stalled {
-            let last_error = parsed.errors.last().map(String::as_str);
-            return Err(Error::Agent(stall.message(&name, iteration, last_error)));
+            let last_error = parsed
+                .errors
+                .last()
+                .map(|e| self.api_urls.as_the_user_set_them(e));
+            return Err(Error::Agent(stall.message(
+                &name,
+                iteration,
+                last_error.as_deref(),
+            )));
         }
         if output.timed_out {
             return Err(Error::Agent(format!(
@@ -429,7 +440,7 @@ impl AgentInvoker for SandboxInvoker<'_> {
             if output.exit_code != 0 || why.is_empty() {
                 why.push(stderr_summary(&output.stderr));
             }
-            let why = why.join("; ");
+            let why = self.api_urls.as_the_user_set_them(&why.join("; "));
             return Err(Error::Agent(format!(
                 "agent `{name}` failed in iteration {iteration} (`{program}` exited with code {}): {why}",
                 output.exit_code

@@ -179,6 +179,10 @@ pub struct SandboxOptions {
     /// be approved in the user's record first (the default) or is vouched
     /// for by the caller: see [`crate::trust`].
     pub trust: TrustPolicy,
+    /// Keep the agent's model API keys on the host behind the credential
+    /// gateway where the sandbox can reach it (the default); off, they go
+    /// into the sandbox as they are.
+    pub credential_gateway: bool,
 }
 
 impl SandboxOptions {
@@ -200,6 +204,7 @@ impl SandboxOptions {
             workflow_item: None,
             side_by_side: 1,
             trust: TrustPolicy::default(),
+            credential_gateway: true,
         }
     }
 }

@@ -15,6 +15,7 @@ use super::identity::{self, CommitIdentity};
 use super::log::RunLog;
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
 use super::{AgentOptions, Prompt, RunOptions, SandboxOptions, prerequisites, sync};
+use crate::capability::gateway::{self, Gateway, Reach};
 use crate::error::{Error, Result};
 use crate::hooks::HostHook;
 use crate::plugin::agent::{AgentProvider, CommandRequest};
@@ -48,8 +49,11 @@ pub(crate) struct SandboxPlan {
     pub history: History,
     pub identity: CommitIdentity,
     /// The env of the sandbox's commands, the identity's as its lowest
-    /// layer; with the agent's layers when planned for a run.
+    /// layer; with the agent's layers when planned for a run, its model
+    /// API keys swapped for the gateway's placeholders.
     pub env: EnvMap,
+    /// The credential gateway of a sandbox planned with its agent.
+    pub gateway: gateway::Planned,
 }
 
 /// What an agent adds to the env of a sandbox's commands: the keys it
@@ -127,7 +131,7 @@ impl Loaded {
         let mut declared = self.provider.capabilities().env_keys;
         let mut call_site = self.options.env.clone();
         let agent = agent.unwrap_or_default();
-        declared.extend(agent.keys);
+        declared.extend(agent.keys.iter().cloned());
         call_site.extend(agent.env);
         let above = resolve_env(
             self.repo.root(),
@@ -140,6 +144,15 @@ impl Loaded {
         let identity = identity::resolve(self.repo.root(), &self.options.commit, &above)?;
         let mut env = identity.env(None);
         env.extend(above);
+        let reach = match self.provider.capabilities() {
+            _ if !self.options.credential_gateway => None,
+            caps if caps.containers => Some(Reach::Link),
+            // Its programs run on the host: a loopback port reaches it.
+            caps if !caps.programs.is_empty() => Some(Reach::Loopback),
+            _ => None,
+        };
+        let gateway = Gateway::plan(&agent.keys, &mut env, reach)
+            .map_err(|e| Error::input(format!("credential gateway: {e}")))?;
         Ok(SandboxPlan {
             repo: self.repo,
             runtime: self.runtime,
@@ -150,6 +163,7 @@ impl Loaded {
             history: self.history,
             identity,
             env,
+            gateway,
         })
     }
 }
@@ -386,6 +400,17 @@ pub(super) async fn agent_on_sandbox(
         &call_site,
     )?;
     agent.check(&env).await?;
+    // The gateway is planned with a sandbox for its agent; a sandbox made
+    // before its agents were known has none, and says so.
+    let kept_in = Gateway::plan(&agent_keys(&agent.agent), &mut env.clone(), None)
+        .map(|p| p.kept_in)
+        .unwrap_or_default();
+    if !kept_in.is_empty() {
+        log.line(&format!(
+            "warning: {} goes into the sandbox as it is: the credential gateway is planned with a sandbox made for its agent, and this one was made before",
+            kept_in.join(", ")
+        ));
+    }
     Ok((agent, env))
 }
 

@@ -112,6 +112,7 @@ pub(super) async fn check_sandbox_provider(
         config: crate::devcontainer::mount_workspace(config.to_vec(), empty.path()),
         side_by_side: 1,
         git_shield: None,
+        gateway: None,
     };
     let refuse = |why: String, hint: &str| {
         Error::input(format!(

@@ -260,6 +260,7 @@ pub(super) async fn load_for(
         config: record.config.clone(),
         side_by_side: 1,
         git_shield: None,
+        gateway: None,
     };
     Ok((loaded, spec))
 }

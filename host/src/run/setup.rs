@@ -66,6 +66,29 @@ fn hidden_under_head(place: &Place) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Which model API keys stay on the host and which go in, for the log.
+fn say_gateway(plan: &SandboxPlan, log: &RunLog) {
+    for (key, api) in &plan.gateway.kept_out {
+        log.line(&format!(
+            "credential gateway: {key} stays on the host; the sandbox gets a placeholder, which the gateway swaps for it on requests to {api}"
+        ));
+    }
+    if !plan.gateway.kept_in.is_empty() {
+        let why = if plan.options.credential_gateway {
+            format!(
+                "sandbox provider `{}` cannot reach the host's credential gateway",
+                plan.provider.name()
+            )
+        } else {
+            "the credential gateway is off".to_string()
+        };
+        log.line(&format!(
+            "warning: {} goes into the sandbox as it is: {why}",
+            plan.gateway.kept_in.join(", ")
+        ));
+    }
+}
+
 /// Create the planned sandbox on `place`, sync the repository in
 /// (isolated), install the commit trailer's hook (see `identity`), then run
 /// the onSandboxReady hooks. A failure closes the sandbox.
@@ -87,8 +110,10 @@ pub(super) async fn start_sandbox(
         config: crate::devcontainer::mount_workspace(plan.config.clone(), place.path()),
         side_by_side: o.side_by_side,
         git_shield,
+        gateway: plan.gateway.gateway.clone(),
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
+    say_gateway(plan, log);
     let timings = log.timings();
     let source = match PluginRef::parse(&provider.plugin().source) {
         PluginRef::File(path) => plan::absolute(&path)?.display().to_string(),

@@ -202,8 +202,12 @@ impl sanddune_agent_sdk::Parser for Parser {
                     report.push_str(": ");
                     report.push_str(&message);
                 }
-                // Copilot names the URL but not where it comes from.
-                if message.starts_with("Could not connect to local model provider") {
+                // Copilot names the URL but not where it comes from: a
+                // refused connection, or one that closed unanswered (a
+                // gateway in front of an API that cannot be reached).
+                if message.starts_with("Could not connect to local model provider")
+                    || message.contains("error sending request for url")
+                {
                     report.push_str(" (the URL is COPILOT_PROVIDER_BASE_URL)");
                 }
                 self.failed = true;
@@ -812,5 +816,15 @@ mod tests {
         let events = Parser::new().push_line(line);
         assert!(matches!(&events[0], Event::Error(m)
             if m.contains("http://127.0.0.1:18099/v1") && m.ends_with("(the URL is COPILOT_PROVIDER_BASE_URL)")));
+    }
+
+    /// The real message (1.0.102) when the connection closes unanswered, as
+    /// the credential gateway closes it when the API is unreachable.
+    #[test]
+    fn real_1_0_102_a_connection_closed_unanswered_names_the_variable() {
+        let line = r#"{"type":"session.error","data":{"errorType":"query","message":"Failed to get response from the AI model; retried 5 times (total retry wait time: 5.00 seconds) Last error: Failed native model HTTP request: error sending request for url (http://127.0.0.1:44719/chat/completions): client error (SendRequest): connection error: Connection reset by peer (os error 104) [ECONNRESET]"},"id":"2f1d","timestamp":"2026-11-28T01:26:33.050Z","parentId":null}"#;
+        let events = Parser::new().push_line(line);
+        assert!(matches!(&events[0], Event::Error(m)
+            if m.contains("http://127.0.0.1:44719/chat/completions") && m.ends_with("(the URL is COPILOT_PROVIDER_BASE_URL)")));
     }
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::limits::{self, ResourceLimits};
 use crate::capability::egress::{self, EgressLog, EgressPolicy};
+use crate::capability::gateway::Gateway;
 
 /// A sandbox's containment, part of its containers grant.
 #[derive(Clone, Debug, Default)]
@@ -19,6 +20,9 @@ pub struct Containment {
     /// proxy ([`Containment::proxied`]); shared by the grant's instances
     /// and the run.
     pub egress_log: Option<Arc<EgressLog>>,
+    /// The run's credential gateway, which the container reaches through
+    /// its link (set by the run, not by a key).
+    pub gateway: Option<Arc<Gateway>>,
     /// `limits.memory` is a fan-out's share, not the user's: an engine
     /// that cannot apply it (rootless on cgroup v1) runs without it.
     pub shared_memory: bool,

@@ -25,7 +25,8 @@ use super::policy::{
 };
 use super::{ContainerSpec, Engine, EngineInfo, ExecOptions, ExecStatus, InteractiveExecOptions};
 use crate::capability::PluginState;
-use crate::capability::egress::{PROXY_PORT, Proxy};
+use crate::capability::egress::PROXY_PORT;
+use crate::capability::link::SandboxLink;
 use crate::capability::output::OutputLine;
 
 /// Per-instance state: the connected engine and what this instance created.
@@ -34,8 +35,9 @@ pub struct ContainerState {
     client: Option<Docker>,
     engine: Option<Engine>,
     created: Vec<String>,
-    /// The egress proxy of each created container that has one.
-    proxies: HashMap<String, Proxy>,
+    /// The link (egress proxy, credential gateway) of each created
+    /// container that has one.
+    links: HashMap<String, SandboxLink>,
 }
 
 impl ContainerState {
@@ -44,7 +46,7 @@ impl ContainerState {
     /// the plugin did.
     pub fn remove_all(&mut self) -> impl Future<Output = ()> + Send + 'static {
         let ids = std::mem::take(&mut self.created);
-        self.proxies.clear();
+        self.links.clear();
         let client = self.client.clone();
         async move {
             let Some(docker) = client else { return };
@@ -302,18 +304,22 @@ impl Ctx {
     async fn create(
         &self,
         spec: ContainerSpec,
-    ) -> Result<(String, Option<Proxy>), (String, Option<String>)> {
+    ) -> Result<(String, Option<SandboxLink>), (String, Option<String>)> {
         let mut binds = check_spec(&spec, &self.grant).map_err(|e| (e, None))?;
         let containment = &self.grant.containment;
-        let proxy = match &containment.egress_log {
-            Some(log) => Some(
-                Proxy::start(log.clone())
-                    .map_err(|e| (format!("cannot start the egress proxy: {e}"), None))?,
-            ),
-            None => None,
+        let link = match (&containment.egress_log, &containment.gateway) {
+            (None, None) => None,
+            (egress, gateway) => Some(SandboxLink::open(egress.clone(), gateway.clone()).map_err(
+                |e| {
+                    (
+                        format!("cannot open the sandbox's link to the host: {e}"),
+                        None,
+                    )
+                },
+            )?),
         };
-        if let Some(proxy) = &proxy {
-            binds.push(proxy.link().bind());
+        if let Some(link) = &link {
+            binds.push(link.bind());
         }
         let labels = container_labels(spec.labels, &self.grant, &self.plugin);
         let mut networks = spec.networks.into_iter();
@@ -328,7 +334,7 @@ impl Ctx {
         } else {
             networks.next().or(spec.network_mode)
         };
-        if proxy.is_some() {
+        if containment.egress_log.is_some() {
             let proxy = format!("http://127.0.0.1:{PROXY_PORT}");
             for key in ["HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy"] {
                 env.push(format!("{key}={proxy}"));
@@ -400,20 +406,20 @@ impl Ctx {
                 .map_err(|e| format!("cannot start the container: {e}"))
         };
         let contained = match started.await {
-            Ok(()) => self.contain(&id, proxy.is_some()).await,
+            Ok(()) => self.contain(&id, link.as_ref()).await,
             Err(e) => Err(e),
         };
         match contained {
-            Ok(()) => Ok((id, proxy)),
+            Ok(()) => Ok((id, link)),
             Err(e) => Err((e, Some(id))),
         }
     }
 
     /// Check the engine kept the limits (rootless engines on cgroup v1
     /// drop them with a warning: a limit not in force is refused, never
-    /// ignored), then start the egress forwarder when the container has a
-    /// proxy.
-    async fn contain(&self, id: &str, proxied: bool) -> Result<(), String> {
+    /// ignored), then start the link's forwarder when the container has a
+    /// link.
+    async fn contain(&self, id: &str, link: Option<&SandboxLink>) -> Result<(), String> {
         let containment = &self.grant.containment;
         if !containment.limits.is_empty() {
             let info = self
@@ -446,10 +452,8 @@ impl Ctx {
                 ));
             }
         }
-        if proxied {
-            start_forwarder(&self.docker, id)
-                .await
-                .map_err(|e| format!("egress={}: {e}", containment.egress))?;
+        if let Some(link) = link {
+            start_forwarder(&self.docker, id, link.forwarder_argv()).await?;
         }
         Ok(())
     }
@@ -622,10 +626,10 @@ impl PluginState {
     pub async fn containers_create(&mut self, spec: ContainerSpec) -> Result<String, String> {
         let r = match self.ctx() {
             Ok(ctx) => match ctx.create(spec).await {
-                Ok((id, proxy)) => {
+                Ok((id, link)) => {
                     self.containers.created.push(id.clone());
-                    if let Some(proxy) = proxy {
-                        self.containers.proxies.insert(id.clone(), proxy);
+                    if let Some(link) = link {
+                        self.containers.links.insert(id.clone(), link);
                     }
                     Ok(id)
                 }
@@ -719,7 +723,7 @@ impl PluginState {
         };
         let r = r.map(|id| {
             self.containers.created.retain(|c| c != &id);
-            self.containers.proxies.remove(&id);
+            self.containers.links.remove(&id);
         });
         self.logged(r).await
     }

@@ -14,7 +14,6 @@ use tokio::io::AsyncWriteExt;
 use tokio::sync::{Notify, mpsc};
 
 use super::{ExecOptions, ExecStatus, InteractiveExecOptions};
-use crate::capability::egress::SandboxLink;
 use crate::capability::exec_mark::{EXEC_MARK, KILL_SCRIPT, exec_mark};
 use crate::capability::output::{Lines, OutputLine, OutputStream};
 use crate::capability::process::Killer;
@@ -114,16 +113,20 @@ async fn kill_marked(docker: &Docker, container: &str, mark: &str) -> Result<(),
     Ok(())
 }
 
-/// How long the egress forwarder may take to listen.
+/// How long the link's forwarder may take to listen.
 const FORWARDER_READY: Duration = Duration::from_secs(20);
 
-/// Start the egress forwarder in container `id`, as root there so that a
-/// program of the agent's user cannot kill it (one that can gains nothing:
-/// the policy is behind the socket), and wait until it listens. It carries
+/// Start the link's forwarder (`argv`) in container `id`, as root there so
+/// that a program of the agent's user cannot kill it (one that can gains
+/// nothing: each service decides behind its socket), and wait until it
+/// listens. It carries
 /// no kill mark: it lives as long as the container. Its output stream is
 /// dropped after `ready`; it writes nothing more.
-pub(super) async fn start_forwarder(docker: &Docker, id: &str) -> Result<(), String> {
-    let argv = SandboxLink::forwarder_argv();
+pub(super) async fn start_forwarder(
+    docker: &Docker,
+    id: &str,
+    argv: Vec<String>,
+) -> Result<(), String> {
     let exec = docker
         .create_exec(
             id,
@@ -136,13 +139,13 @@ pub(super) async fn start_forwarder(docker: &Docker, id: &str) -> Result<(), Str
             },
         )
         .await
-        .map_err(|e| format!("cannot start the egress forwarder: {e}"))?;
+        .map_err(|e| format!("cannot start the link's forwarder: {e}"))?;
     let started = docker
         .start_exec(&exec.id, None)
         .await
-        .map_err(|e| format!("cannot start the egress forwarder: {e}"))?;
+        .map_err(|e| format!("cannot start the link's forwarder: {e}"))?;
     let StartExecResults::Attached { mut output, .. } = started else {
-        return Err("cannot start the egress forwarder: the exec was detached".into());
+        return Err("cannot start the link's forwarder: the exec was detached".into());
     };
     let mut said = String::new();
     let ready = tokio::time::timeout(FORWARDER_READY, async {
@@ -159,11 +162,11 @@ pub(super) async fn start_forwarder(docker: &Docker, id: &str) -> Result<(), Str
     match ready {
         Ok(true) => Ok(()),
         Ok(false) => Err(format!(
-            "the egress forwarder stopped before it listened: {}",
+            "the link's forwarder stopped before it listened: {}",
             said.trim()
         )),
         Err(_) => Err(format!(
-            "the egress forwarder did not listen within {} s",
+            "the link's forwarder did not listen within {} s",
             FORWARDER_READY.as_secs()
         )),
     }

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use super::ContainerSpec;
 use super::containment::Containment;
-use crate::capability::egress::LINK_MOUNT;
+use crate::capability::link::MOUNT as LINK_MOUNT;
 
 /// Label keys the host sets on every container it creates for a plugin.
 pub const RUN_LABEL: &str = "sanddune.run";
@@ -239,7 +239,7 @@ pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<St
         }
         if target.starts_with(LINK_MOUNT) {
             return Err(format!(
-                "refused: bind mount target `{}`: {LINK_MOUNT} is where the host links the sandbox to its egress proxy",
+                "refused: bind mount target `{}`: {LINK_MOUNT} is where the host links the sandbox to its egress proxy and credential gateway",
                 m.target
             ));
         }
@@ -569,7 +569,7 @@ mod tests {
                     mounts: vec![mount(&f.worktree, "/run/sanddune/proxy.sock")],
                     ..Default::default()
                 },
-                "is where the host links the sandbox to its egress proxy",
+                "is where the host links the sandbox to its egress proxy and credential gateway",
             ),
             (
                 ContainerSpec {

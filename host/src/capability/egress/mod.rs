@@ -6,8 +6,8 @@
 //! - `deny-all` and a domain list: the container has only its loopback
 //!   interface too, and on it, at 127.0.0.1:3128, a forwarder to a proxy
 //!   the host serves on a unix socket bind-mounted into the container
-//!   (`forward`, `proxy`): the same for root, a user in the docker group
-//!   and rootless Podman. The proxy lets through HTTP and HTTPS (CONNECT)
+//!   (`capability::link`, `proxy`): the same for root, a user in the
+//!   docker group and rootless Podman. The proxy lets through HTTP and HTTPS (CONNECT)
 //!   to the listed domains and the model-API hosts the agent provider
 //!   declares, and nothing else. A program that ignores `HTTP(S)_PROXY` has
 //!   no route, no DNS, nothing.
@@ -16,7 +16,6 @@
 //! result and log. A direct connection attempt fails in the kernel and is
 //! not seen.
 
-mod forward;
 mod proxy;
 
 use std::fmt;
@@ -25,8 +24,8 @@ use std::time::SystemTime;
 
 use serde::Serialize;
 
-pub use forward::{MOUNT as LINK_MOUNT, SandboxLink};
 pub use proxy::{PROXY_PORT, Proxy};
+pub(crate) use proxy::{read_head, respond};
 
 /// The key the host takes out of a container provider's options.
 pub const KEY: &str = "egress";

@@ -1,6 +1,6 @@
 //! The egress proxy: an HTTP proxy the host serves on a unix socket that is
-//! bind-mounted into the sandbox, where the forwarder (`forward`) makes it
-//! 127.0.0.1:3128. It connects out from the host's network.
+//! bind-mounted into the sandbox, where the forwarder (`capability::link`)
+//! makes it 127.0.0.1:3128. It connects out from the host's network.
 //!
 //! `CONNECT host:port` (TLS and anything else tunnelled) is checked by the
 //! name the client asked for; a plain request (`GET http://host/...`) by its
@@ -9,7 +9,6 @@
 //! plain connection reaches the host the connection was opened to.
 
 use std::net::{IpAddr, SocketAddr};
-use std::os::unix::fs::PermissionsExt;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +17,6 @@ use tokio::net::{TcpStream, UnixListener};
 use tokio::task::JoinHandle;
 
 use super::EgressLog;
-use super::forward::SandboxLink;
 use crate::capability::http::{AddressClass, classify};
 
 /// Where programs in the sandbox find the proxy.
@@ -27,23 +25,14 @@ pub const PROXY_PORT: u16 = 3128;
 const MAX_HEAD: usize = 16 * 1024;
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A running proxy and the host directory the sandbox reaches it through;
-/// dropping it stops accepting, ends its connections and removes the
-/// directory.
+/// A running proxy; dropping it stops accepting and ends its connections.
 pub struct Proxy {
     task: JoinHandle<()>,
-    link: SandboxLink,
 }
 
 impl Proxy {
-    /// Serve `log`'s rules on a new [`SandboxLink`]'s socket, on the
-    /// current tokio runtime.
-    pub fn start(log: Arc<EgressLog>) -> std::io::Result<Self> {
-        let link = SandboxLink::new()?;
-        let listener = UnixListener::bind(link.proxy_socket())?;
-        // Whatever uid the container's programs run as may connect: the
-        // directory is the sandbox's alone, the policy is behind the socket.
-        std::fs::set_permissions(link.proxy_socket(), std::fs::Permissions::from_mode(0o666))?;
+    /// Serve `log`'s rules on `listener`, on the current tokio runtime.
+    pub fn serve(listener: UnixListener, log: Arc<EgressLog>) -> Self {
         let task = tokio::spawn(async move {
             let mut connections = tokio::task::JoinSet::new();
             while let Ok((client, _)) = listener.accept().await {
@@ -61,12 +50,7 @@ impl Proxy {
                 while connections.try_join_next().is_some() {}
             }
         });
-        Ok(Self { task, link })
-    }
-
-    /// What the container mounts and runs to reach this proxy.
-    pub fn link(&self) -> &SandboxLink {
-        &self.link
+        Self { task }
     }
 }
 
@@ -176,7 +160,7 @@ fn reachable(host: &str, resolved: &[SocketAddr]) -> std::io::Result<Vec<SocketA
     Ok(allowed)
 }
 
-async fn respond<S: AsyncWrite + Unpin>(
+pub(crate) async fn respond<S: AsyncWrite + Unpin>(
     client: &mut S,
     status: &str,
     body: &str,
@@ -190,7 +174,9 @@ async fn respond<S: AsyncWrite + Unpin>(
 }
 
 /// The request head (through the blank line) and any bytes read past it.
-async fn read_head<S: AsyncRead + Unpin>(client: &mut S) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
+pub(crate) async fn read_head<S: AsyncRead + Unpin>(
+    client: &mut S,
+) -> std::io::Result<(Vec<u8>, Vec<u8>)> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 4096];
     loop {
@@ -283,6 +269,13 @@ mod tests {
     use crate::capability::egress::EgressPolicy;
     use tokio::net::{TcpListener, UnixStream};
 
+    fn serve_in_tempdir(log: Arc<EgressLog>) -> (tempfile::TempDir, std::path::PathBuf, Proxy) {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("proxy.sock");
+        let proxy = Proxy::serve(UnixListener::bind(&socket).unwrap(), log);
+        (dir, socket, proxy)
+    }
+
     #[test]
     fn connect_and_absolute_requests_name_their_destination() {
         let c = Request::parse(b"CONNECT api.example.com:443 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
@@ -339,8 +332,7 @@ mod tests {
         });
         let policy = EgressPolicy::parse(&format!("127.0.0.1:{port}")).unwrap();
         let log = EgressLog::new(&policy, None);
-        let proxy = Proxy::start(log.clone()).unwrap();
-        let socket = proxy.link().proxy_socket();
+        let (_dir, socket, _proxy) = serve_in_tempdir(log.clone());
 
         let mut c = UnixStream::connect(&socket).await.unwrap();
         c.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
@@ -362,10 +354,6 @@ mod tests {
         assert!(got.starts_with("HTTP/1.1 403"), "{got}");
         assert!(got.contains("example.com:443"), "{got}");
         assert_eq!(log.denied().len(), 1);
-
-        let dir = socket.parent().unwrap().to_path_buf();
-        drop(proxy);
-        assert!(!dir.exists(), "the link's directory outlived its proxy");
     }
 
     #[tokio::test]
@@ -380,10 +368,8 @@ mod tests {
         });
         let setup = EgressPolicy::AllowAll;
         let log = EgressLog::new(&EgressPolicy::parse("deny-all").unwrap(), Some(&setup));
-        let proxy = Proxy::start(log.clone()).unwrap();
-        let mut c = UnixStream::connect(proxy.link().proxy_socket())
-            .await
-            .unwrap();
+        let (_dir, socket, _proxy) = serve_in_tempdir(log.clone());
+        let mut c = UnixStream::connect(&socket).await.unwrap();
         c.write_all(format!("CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n").as_bytes())
             .await
             .unwrap();

@@ -26,6 +26,7 @@ use wasmtime_wasi_http::{
 
 pub use option::origin_of_option;
 pub use policy::{AddressClass, Origin, classify};
+pub(crate) use send::tls_config;
 
 use super::PluginState;
 use super::process::{Brokered, Killer};

@@ -146,7 +146,9 @@ async fn connect(addresses: &[IpAddr], port: u16) -> Result<TcpStream, Error> {
     Err(last.map_or(Error::DestinationNotFound, Error::Connect))
 }
 
-fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
+/// The TLS client configuration: the webpki roots, ring. Shared with the
+/// credential gateway.
+pub(crate) fn tls_config() -> Result<Arc<rustls::ClientConfig>, Error> {
     static CONFIG: OnceLock<Result<Arc<rustls::ClientConfig>, String>> = OnceLock::new();
     CONFIG
         .get_or_init(|| {

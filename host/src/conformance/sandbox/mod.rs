@@ -94,6 +94,7 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         config: config.to_vec(),
         side_by_side: 1,
         git_shield: None,
+        gateway: None,
     };
     let sandbox = match provider.create(&spec).await {
         Ok(sandbox) => sandbox,

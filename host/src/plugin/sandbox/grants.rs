@@ -90,6 +90,9 @@ pub(super) fn resolve(
     let (mut config, mounts) = resolve_mounts(&spec.config)?;
     let mut containment = take_containment(&mut config, caps, info)?;
     containment.share_memory(spec.side_by_side);
+    if caps.containers {
+        containment.gateway = spec.gateway.clone();
+    }
     Ok(Resolved {
         config,
         mounts,

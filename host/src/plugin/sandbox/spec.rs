@@ -1,8 +1,10 @@
 //! Where a new sandbox comes from: the host side of `create-options`.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crate::capability::containers::GitShield;
+use crate::capability::gateway::Gateway;
 use crate::plugin::api::{CreateOptions, EnvVar};
 
 /// A provider's options as the user gave them, in order (keys may repeat).
@@ -26,6 +28,9 @@ pub struct SandboxSpec {
     /// repository's git dir (ADR 0025); `None` only where the worktree is
     /// no repository of the user's (the conformance kit's).
     pub git_shield: Option<GitShield>,
+    /// The run's credential gateway, which a container sandbox reaches
+    /// through its link; `None` where the run keeps no key outside.
+    pub gateway: Option<Arc<Gateway>>,
 }
 
 impl SandboxSpec {

@@ -1,0 +1,111 @@
+//! How a container sandbox reaches the host's services (the egress proxy,
+//! the credential gateway) without the host entering its network namespace,
+//! which needs root over it, so a user in the docker group or on rootless
+//! Podman could not (ADR 0031).
+//!
+//! Per sandbox, a host directory holds a unix socket per service and a
+//! copy of `sanddune-egress-forward` (a static binary built from
+//! `egress-forward/`, embedded here). The directory is bind-mounted
+//! read-only at [`MOUNT`], and the forwarder, started by the host in the
+//! container, listens on a loopback port per service and splices each
+//! connection to its socket. Each service decides on the host, behind its
+//! socket: a program that kills the forwarder or talks to a socket itself
+//! gains nothing.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use tokio::net::UnixListener;
+
+use super::egress::{EgressLog, PROXY_PORT, Proxy};
+use super::gateway::{GATEWAY_PORT, Gateway, GatewayServer};
+
+/// `sanddune-egress-forward`, static, for this machine's architecture.
+const FORWARDER: &[u8] = include_bytes!(env!("SANDDUNE_EGRESS_FORWARD"));
+
+/// Where the link's directory appears in the container.
+pub const MOUNT: &str = "/run/sanddune";
+
+const PROXY_SOCKET: &str = "proxy.sock";
+const GATEWAY_SOCKET: &str = "gateway.sock";
+const PROGRAM: &str = "forward";
+
+/// One sandbox's link: its directory and the services served in it.
+/// Dropping it stops them and removes the directory.
+pub struct SandboxLink {
+    // Fields drop in order: the servers before their directory.
+    proxy: Option<Proxy>,
+    gateway: Option<GatewayServer>,
+    dir: tempfile::TempDir,
+}
+
+impl SandboxLink {
+    /// A new directory with the forwarder in it, under the user's runtime
+    /// dir (private to them) or else the temp dir (a unix socket's path
+    /// must stay short), serving the egress proxy by `egress`'s rules and
+    /// the credential gateway, each when given.
+    pub fn open(
+        egress: Option<Arc<EgressLog>>,
+        gateway: Option<Arc<Gateway>>,
+    ) -> std::io::Result<Self> {
+        let parent = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|dir| dir.is_dir())
+            .unwrap_or_else(std::env::temp_dir);
+        let dir = tempfile::Builder::new()
+            .prefix("sanddune-link-")
+            .tempdir_in(parent)?;
+        let path = dir.path().to_string_lossy();
+        if path.contains([':', ',']) {
+            return Err(std::io::Error::other(format!(
+                "`{path}` holds `:` or `,`, which an engine's bind cannot carry: set XDG_RUNTIME_DIR or TMPDIR to a plain path"
+            )));
+        }
+        // Traversable by whatever uid the container's programs run as, not
+        // listable; the forwarder readable and runnable by them too.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))?;
+        let program = dir.path().join(PROGRAM);
+        std::fs::write(&program, FORWARDER)?;
+        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755))?;
+        let proxy = match egress {
+            Some(log) => Some(Proxy::serve(listen(&dir.path().join(PROXY_SOCKET))?, log)),
+            None => None,
+        };
+        let gateway = match gateway {
+            Some(gateway) => Some(gateway.serve(listen(&dir.path().join(GATEWAY_SOCKET))?)),
+            None => None,
+        };
+        Ok(Self {
+            proxy,
+            gateway,
+            dir,
+        })
+    }
+
+    /// The engine's bind of the directory: `host:/run/sanddune:ro`.
+    pub fn bind(&self) -> String {
+        format!("{}:{MOUNT}:ro", self.dir.path().display())
+    }
+
+    /// The forwarder's command line inside the container: a loopback port
+    /// per service served.
+    pub fn forwarder_argv(&self) -> Vec<String> {
+        let mut argv = vec![format!("{MOUNT}/{PROGRAM}")];
+        if self.proxy.is_some() {
+            argv.push(format!("{PROXY_PORT}={MOUNT}/{PROXY_SOCKET}"));
+        }
+        if self.gateway.is_some() {
+            argv.push(format!("{GATEWAY_PORT}={MOUNT}/{GATEWAY_SOCKET}"));
+        }
+        argv
+    }
+}
+
+/// A unix socket any uid in the container may connect to: the directory is
+/// the sandbox's alone, and the service decides behind it.
+fn listen(path: &Path) -> std::io::Result<UnixListener> {
+    let listener = UnixListener::bind(path)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o666))?;
+    Ok(listener)
+}
