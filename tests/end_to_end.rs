@@ -515,7 +515,8 @@ fn a_secret_reference_that_cannot_resolve_is_refused_before_anything_is_created(
 
 #[test]
 fn the_agents_optional_env_passes_from_the_shell_without_env_flags() {
-    // A user behind a gateway: ANTHROPIC_BASE_URL is set in the shell only.
+    // A user behind a gateway of their own: ANTHROPIC_BASE_URL is set in the
+    // shell only. (sanddune's credential gateway would stand in for it.)
     let repo = TestRepo::new();
     let out = repo.sanddune_with_env(
         &[
@@ -526,6 +527,7 @@ fn the_agents_optional_env_passes_from_the_shell_without_env_flags() {
             "claude-code",
             "--prompt",
             "fix the typo",
+            "--no-gateway",
         ],
         &[
             ("ANTHROPIC_BASE_URL", "https://gateway.example.invalid"),

@@ -41,20 +41,17 @@ pub struct SandboxLink {
 }
 
 impl SandboxLink {
-    /// A new directory with the forwarder in it, under the user's runtime
-    /// dir (private to them) or else the temp dir (a unix socket's path
-    /// must stay short), serving the egress proxy by `egress`'s rules and
-    /// the credential gateway, each when given.
+    /// A new directory for run `run_id` with the forwarder in it, serving
+    /// the egress proxy by `egress`'s rules and the credential gateway,
+    /// each when given.
     pub fn open(
+        run_id: &str,
         egress: Option<Arc<EgressLog>>,
         gateway: Option<Arc<Gateway>>,
     ) -> std::io::Result<Self> {
-        let parent = std::env::var_os("XDG_RUNTIME_DIR")
-            .map(PathBuf::from)
-            .filter(|dir| dir.is_dir())
-            .unwrap_or_else(std::env::temp_dir);
+        let parent = parents(&std::env::temp_dir()).remove(0);
         let dir = tempfile::Builder::new()
-            .prefix("sanddune-link-")
+            .prefix(&prefix(run_id))
             .tempdir_in(parent)?;
         let path = dir.path().to_string_lossy();
         if path.contains([':', ',']) {
@@ -99,6 +96,35 @@ impl SandboxLink {
             argv.push(format!("{GATEWAY_PORT}={MOUNT}/{GATEWAY_SOCKET}"));
         }
         argv
+    }
+}
+
+/// How run `run_id`'s link directories are named.
+fn prefix(run_id: &str) -> String {
+    format!("sanddune-link-{run_id}-")
+}
+
+/// Where link directories go: the user's runtime dir (private to them)
+/// when there is one, else `tmp` (a unix socket's path must stay short).
+fn parents(tmp: &Path) -> Vec<PathBuf> {
+    let runtime = std::env::var_os("XDG_RUNTIME_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.is_dir());
+    runtime.into_iter().chain([tmp.to_path_buf()]).collect()
+}
+
+/// Remove the link directories run `run_id` left (it was killed before
+/// its links were dropped), `tmp` being the temp dir it had. For `gc`.
+pub fn remove_left_by(run_id: &str, tmp: &Path) {
+    let prefix = prefix(run_id);
+    for parent in parents(tmp) {
+        for entry in std::fs::read_dir(parent).into_iter().flatten().flatten() {
+            let is_link = entry.file_name().to_string_lossy().starts_with(&prefix)
+                && entry.file_type().is_ok_and(|t| t.is_dir());
+            if is_link {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
     }
 }
 

@@ -86,6 +86,7 @@ pub async fn reclaim(repo: &Repo, runtime: &PluginRuntime, forget: bool) -> Vec<
         if owner_alive(&record.owner) || !path.exists() {
             continue;
         }
+        crate::capability::link::remove_left_by(&record.run_id, &record.tmp_dir);
         let (provider, run_id) = (record.provider.clone(), record.run_id.clone());
         done.push(
             match reclaim_one(repo, runtime, &record, &path, &named).await {

@@ -309,14 +309,16 @@ impl Ctx {
         let containment = &self.grant.containment;
         let link = match (&containment.egress_log, &containment.gateway) {
             (None, None) => None,
-            (egress, gateway) => Some(SandboxLink::open(egress.clone(), gateway.clone()).map_err(
-                |e| {
-                    (
-                        format!("cannot open the sandbox's link to the host: {e}"),
-                        None,
-                    )
-                },
-            )?),
+            (egress, gateway) => Some(
+                SandboxLink::open(&self.grant.run_id, egress.clone(), gateway.clone()).map_err(
+                    |e| {
+                        (
+                            format!("cannot open the sandbox's link to the host: {e}"),
+                            None,
+                        )
+                    },
+                )?,
+            ),
         };
         if let Some(link) = &link {
             binds.push(link.bind());

@@ -146,7 +146,7 @@ impl Gateway {
                 .map_err(|e| format!("{}={api}: {e}", convention.base_url))?;
             let mut kept = false;
             for key in convention.keys {
-                let Some(secret) = env.get(*key).filter(|v| !v.is_empty()) else {
+                let Some(secret) = env.get(*key).filter(|v| !v.trim().is_empty()) else {
                     continue;
                 };
                 let placeholder = placeholder(secret);
