@@ -60,7 +60,13 @@ fn repo_of(user: &User) -> TestRepo {
 /// `sanddune` as the user in its repository: its own runtime dir (where
 /// rootless Podman's socket is) and its own component cache.
 fn sanddune_as(user: &User, repo: &TestRepo, args: &[&str]) -> Output {
+    sanddune_as_with(user, repo, args, &[])
+}
+
+/// [`sanddune_as`] with `env` set too, as the user's shell would have it.
+fn sanddune_as_with(user: &User, repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> Output {
     let mut cmd = repo.command(args);
+    cmd.envs(env.iter().copied());
     cmd.env("XDG_RUNTIME_DIR", &user.runtime_dir)
         .env("SANDDUNE_CACHE_DIR", repo.home.path().join("cache"))
         .env_remove("CONTAINER_HOST")
@@ -390,6 +396,51 @@ fn docker_as_a_non_root_user_a_setup_hook_reaches_what_the_agent_cannot() {
     );
 }
 
+/// The credential gateway for a user in the docker group and on rootless
+/// Podman: the agent's request, with the placeholder it holds, reaches the
+/// API with the real key.
+fn gateway_as_a_non_root_user(engine: &str, image: &str) {
+    let user = user();
+    let repo = repo_of(&user);
+    let mock = sanddune_model_mock::ModelMock::start();
+    let key = "sk-ant-non-root-real-key";
+    let prompt = "fix the typo\nFAKE:run:curl -s -o /dev/null -w %{http_code} -H \"x-api-key: $ANTHROPIC_API_KEY\" -H 'content-type: application/json' -d '{\"model\":\"m\",\"max_tokens\":8,\"messages\":[{\"role\":\"user\",\"content\":\"hi\"}]}' \"$ANTHROPIC_BASE_URL/v1/messages\"\nFAKE:say-env:ANTHROPIC_API_KEY";
+    let (image, mounts) = (format!("image={image}"), mounts(&repo));
+    let branch = branch(&format!("{engine}-gateway"));
+    let mut args = run_args(engine, &image, &branch, &mounts);
+    let at = args.iter().position(|a| *a == "fix the typo").unwrap();
+    args[at] = prompt;
+    args.push("--json");
+    let env = [
+        ("ANTHROPIC_API_KEY", key),
+        ("ANTHROPIC_BASE_URL", mock.url()),
+    ];
+    let out = sanddune_as_with(&user, &repo, &args, &env);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: serde_json::Value =
+        serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
+    let text = result["stdout"].as_str().unwrap();
+    assert!(text.contains(" 200 (exit 0)"), "{text}");
+    assert!(
+        text.contains("sk-ant-sanddune-placeholder-") && !text.contains(key),
+        "{text}"
+    );
+    let exchanges = mock.exchanges();
+    assert_eq!(exchanges.len(), 1);
+    assert_eq!(
+        exchanges[0].headers.get("x-api-key").map(String::as_str),
+        Some(key)
+    );
+}
+
+fn docker_as_a_non_root_user_the_gateway_keeps_the_key_outside() {
+    gateway_as_a_non_root_user("docker", "sanddune-test-non-root:latest");
+}
+
+fn rootless_podman_the_gateway_keeps_the_key_outside() {
+    gateway_as_a_non_root_user("podman", "sanddune-test:latest");
+}
+
 fn docker_as_a_non_root_user_egress_policies_hold() {
     egress_as_a_non_root_user("docker", "sanddune-test-non-root:latest");
 }
@@ -686,6 +737,8 @@ fn main() -> std::process::ExitCode {
         trial!(docker_as_a_non_root_user_egress_policies_hold),
         trial!(rootless_podman_egress_policies_hold),
         trial!(docker_as_a_non_root_user_a_setup_hook_reaches_what_the_agent_cannot),
+        trial!(docker_as_a_non_root_user_the_gateway_keeps_the_key_outside),
+        trial!(rootless_podman_the_gateway_keeps_the_key_outside),
         trial!(rootless_podman_applies_a_memory_limit_or_refuses_it),
         trial!(docker_as_a_non_root_user_a_dev_containers_remote_user_gets_their_uid),
         trial!(docker_as_a_non_root_user_a_templates_style_dev_container_runs_as_the_labels_user),
