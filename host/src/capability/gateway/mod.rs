@@ -131,8 +131,8 @@ impl Gateway {
         env: &mut BTreeMap<String, String>,
         reach: Option<Reach>,
     ) -> Result<Planned, String> {
-        let mut routes = Vec::new();
-        let mut rewrites = Vec::new();
+        // Each convention the agent reads, with its API and the keys set.
+        let mut uses = Vec::new();
         for convention in CONVENTIONS {
             if !declared.iter().any(|k| k == convention.base_url) {
                 continue;
@@ -144,77 +144,68 @@ impl Gateway {
             let Some(api) = api else { continue };
             let upstream = server::Upstream::parse(api)
                 .map_err(|e| format!("{}={api}: {e}", convention.base_url))?;
-            let mut kept = false;
-            for key in convention.keys {
-                let Some(secret) = env.get(*key).filter(|v| !v.trim().is_empty()) else {
-                    continue;
-                };
-                let placeholder = placeholder(secret);
-                rewrites.push((key.to_string(), placeholder.clone(), api.to_string()));
-                routes.push(Route {
-                    placeholder,
-                    secret: secret.clone(),
-                    upstream: upstream.clone(),
-                });
-                kept = true;
-            }
-            if kept {
-                rewrites.push((
-                    convention.base_url.to_string(),
-                    String::new(),
-                    api.to_string(),
-                ));
+            let keys: Vec<(&str, String)> = convention
+                .keys
+                .iter()
+                .filter_map(|k| Some((*k, env.get(*k).filter(|v| !v.trim().is_empty())?.clone())))
+                .collect();
+            if !keys.is_empty() {
+                uses.push((convention, api.to_string(), upstream, keys));
             }
         }
-        let Some(reach) = reach.filter(|_| !routes.is_empty()) else {
-            let kept_in = rewrites
-                .into_iter()
-                .filter(|(_, placeholder, _)| !placeholder.is_empty())
-                .map(|(key, _, _)| key)
+        let Some(reach) = reach.filter(|_| !uses.is_empty()) else {
+            let kept_in = uses
+                .iter()
+                .flat_map(|(_, _, _, keys)| keys.iter().map(|(k, _)| k.to_string()))
                 .collect();
             return Ok(Planned {
                 kept_in,
                 ..Planned::default()
             });
         };
-        let routes = Arc::new(Routes(routes));
-        let (origin, loopback) = match reach {
-            Reach::Link => (format!("http://127.0.0.1:{GATEWAY_PORT}"), None),
-            Reach::Loopback => {
-                let listener = std::net::TcpListener::bind("127.0.0.1:0")
+        let loopback = match reach {
+            Reach::Link => None,
+            Reach::Loopback => Some(
+                std::net::TcpListener::bind("127.0.0.1:0")
                     .and_then(|l| l.set_nonblocking(true).map(|()| l))
                     .and_then(tokio::net::TcpListener::from_std)
                     .map_err(|e| {
                         format!("cannot listen on loopback for the credential gateway: {e}")
-                    })?;
-                let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-                let server = GatewayServer::tcp(listener, routes.clone());
-                (format!("http://127.0.0.1:{port}"), Some(server))
-            }
+                    })?,
+            ),
         };
-        let gateway = Arc::new(Gateway {
-            routes,
-            _loopback: loopback,
-        });
+        let mut routes = Vec::new();
         let mut kept_out = Vec::new();
         let mut urls = Vec::new();
-        for (key, placeholder, api) in rewrites {
-            if placeholder.is_empty() {
-                // The base URL: the gateway's origin with the API's path,
-                // which the client appends its own to.
-                let inside = format!(
-                    "{origin}{}",
-                    server::Upstream::parse(&api)
-                        .map(|u| u.path().to_string())
-                        .unwrap_or_default()
-                );
-                urls.push((inside.clone(), api.trim_end_matches('/').to_string()));
-                env.insert(key, inside);
-            } else {
-                env.insert(key.clone(), placeholder);
-                kept_out.push((key, api));
+        let origin = match &loopback {
+            None => format!("http://127.0.0.1:{GATEWAY_PORT}"),
+            Some(listener) => format!(
+                "http://127.0.0.1:{}",
+                listener.local_addr().map_err(|e| e.to_string())?.port()
+            ),
+        };
+        for (convention, api, upstream, keys) in uses {
+            // The gateway's origin with the API's path, which the client
+            // appends its own to.
+            let inside = format!("{origin}{}", upstream.path());
+            urls.push((inside.clone(), api.trim_end_matches('/').to_string()));
+            env.insert(convention.base_url.to_string(), inside);
+            for (key, secret) in keys {
+                let placeholder = placeholder(&secret);
+                env.insert(key.to_string(), placeholder.clone());
+                kept_out.push((key.to_string(), api.clone()));
+                routes.push(Route {
+                    placeholder,
+                    secret,
+                    upstream: upstream.clone(),
+                });
             }
         }
+        let routes = Arc::new(Routes(routes));
+        let gateway = Arc::new(Gateway {
+            _loopback: loopback.map(|l| GatewayServer::tcp(l, routes.clone())),
+            routes,
+        });
         Ok(Planned {
             gateway: Some(gateway),
             kept_out,
