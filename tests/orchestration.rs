@@ -719,20 +719,24 @@ fn wait_for(path: &std::path::Path) {
 
 /// `sanddune run ... --branch BRANCH` with a hanging agent, in the background.
 fn hanging_run(repo: &TestRepo, branch: &str) -> std::process::Child {
+    hanging_run_with(repo, &["--branch", branch])
+}
+
+fn hanging_run_with(repo: &TestRepo, args: &[&str]) -> std::process::Child {
+    let mut all = vec![
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "FAKE:hang",
+        "--log",
+        "terminal",
+    ];
+    all.extend(args);
     let child = repo
-        .command(&[
-            "run",
-            "--sandbox",
-            "test-isolated",
-            "--agent",
-            "claude-code",
-            "--prompt",
-            "FAKE:hang",
-            "--branch",
-            branch,
-            "--log",
-            "terminal",
-        ])
+        .command(&all)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -820,6 +824,74 @@ fn parallel_runs_on_one_repository_all_land() {
             "1"
         );
     }
+    no_worktree_left(&repo);
+}
+
+/// A run killed inside a git write (libgit2 deleting its temporary branch,
+/// writing its worktree's index) leaves git's lock files: gc clears them and
+/// finishes its work, where it used to fail on the branch (found by kill -9
+/// at seeded points). A lock older than the run is another git command's:
+/// gc names it, touches nothing, and the next gc, once it is gone, finishes.
+#[test]
+fn gc_clears_the_git_lock_files_a_killed_run_left_and_names_an_older_one() {
+    let repo = TestRepo::new();
+    let killed_run = || {
+        let mut run = hanging_run_with(&repo, &["--strategy", "merge-to-head"]);
+        run.kill().unwrap();
+        run.wait().unwrap();
+        std::fs::remove_file(repo.home.path().join("fake-claude-calls.jsonl")).unwrap();
+        let branch = repo.git(&[
+            "branch",
+            "--list",
+            "--format=%(refname:short)",
+            "sanddune/run-*",
+        ]);
+        assert_eq!(branch.lines().count(), 1, "{branch}");
+        branch
+    };
+    let git = repo.path().join(".git");
+    let branch = killed_run();
+    let name = branch.trim_start_matches("sanddune/");
+    let left = [
+        git.join(format!("refs/heads/{branch}.lock")),
+        git.join(format!("logs/refs/heads/{branch}.lock")),
+        git.join(format!("worktrees/{name}/index.lock")),
+    ];
+    for lock in &left {
+        std::fs::write(lock, "").unwrap();
+    }
+    let out = repo.sanddune(&["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains(&format!("removed orphaned worktree `{name}`")),
+        "{}",
+        stdout(&out)
+    );
+    assert_eq!(repo.git(&["branch", "--list", &branch]), "");
+    assert!(left.iter().all(|l| !l.exists()), "{left:?}");
+
+    // Another git command's lock, older than the run.
+    let branch = killed_run();
+    let theirs = git.join(format!("refs/heads/{branch}.lock"));
+    let file = std::fs::File::create(&theirs).unwrap();
+    file.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(600))
+        .unwrap();
+    let out = repo.sanddune(&["gc"]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(
+        err.contains("another git command holds") && err.contains(&format!("{branch}.lock")),
+        "{err}"
+    );
+    assert!(theirs.exists());
+    assert_eq!(
+        repo.git(&["branch", "--list", "--format=%(refname:short)", &branch]),
+        branch
+    );
+    std::fs::remove_file(&theirs).unwrap();
+    let out = repo.sanddune(&["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(repo.git(&["branch", "--list", &branch]), "");
     no_worktree_left(&repo);
 }
 

@@ -5,6 +5,9 @@
 //!   whose process is gone is reclaimed.
 //! - [`GitLock`]: one git-metadata mutation at a time per repository, across
 //!   threads and processes: `flock` on `<common git dir>/sanddune.lock`.
+//!
+//! And git's own lock files (`index.lock`, `<ref>.lock`) that a process
+//! killed inside a git write leaves: [`clear_stale_git_locks`].
 
 use std::fs::File;
 use std::io::Write;
@@ -123,6 +126,14 @@ impl WorktreeLock {
             )),
             _ => Ok(()),
         }
+    }
+}
+
+impl WorktreeLock {
+    /// Leave the lock file, naming this process, in place: once the
+    /// process exits, the worktree is an orphan again for the next gc.
+    pub(super) fn leave(self) {
+        self.released.store(true, Ordering::SeqCst);
     }
 }
 
@@ -380,4 +391,57 @@ mod tests {
         child.wait().unwrap();
         assert!(!process_alive(pid));
     }
+}
+
+/// How long a git lock file may stay before it counts as a killed
+/// process's: a live git command holds one for moments.
+const STALE_GIT_LOCK_WAIT: Duration = Duration::from_secs(3);
+
+/// Remove the git lock files (`index.lock`, `<ref>.lock`) in `paths` that a
+/// process killed inside a git write left: those made at or after `since`
+/// (when the killed process began the work) that outlive
+/// [`STALE_GIT_LOCK_WAIT`]. One older than that is another git command's (a
+/// `git commit` waiting on its editor holds `index.lock`): never removed,
+/// an error naming it, for `what` (what could not be done). Call under the
+/// [`GitLock`], so no sanddune process is writing.
+pub(super) fn clear_stale_git_locks(
+    paths: &[PathBuf],
+    since: SystemTime,
+    what: &str,
+) -> Result<()> {
+    let deadline = Instant::now() + STALE_GIT_LOCK_WAIT;
+    let mut left: Vec<&PathBuf> = paths.iter().collect();
+    loop {
+        left.retain(|path| std::fs::symlink_metadata(path).is_ok());
+        if let Some(theirs) = left.iter().find(|path| {
+            std::fs::symlink_metadata(path)
+                .and_then(|m| m.modified())
+                .is_ok_and(|made| made < since)
+        }) {
+            return Err(Error::Agent(format!(
+                "cannot {what}: another git command holds {}; once it is done (or, if none runs, after removing the file) run `sanddune gc`",
+                theirs.display()
+            )));
+        }
+        if left.is_empty() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for path in left {
+        tracing::warn!(path = %path.display(), "removing a git lock file a killed process left");
+        match std::fs::remove_file(path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::Other(anyhow::anyhow!(
+                    "remove the stale git lock {}: {e}",
+                    path.display()
+                )));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }

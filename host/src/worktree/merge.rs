@@ -9,12 +9,12 @@
 //! it forward from `sanddune gc` or the next merge.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant, SystemTime};
 
 use git2::build::CheckoutBuilder;
 use git2::{BranchType, Commit, ErrorCode, FileMode, ObjectType, Oid, Repository, Signature};
 use serde::{Deserialize, Serialize};
 
+use super::lock::clear_stale_git_locks;
 use crate::error::{Error, Result};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -261,13 +261,19 @@ pub fn finish_interrupted(repo: &Repository) -> Result<Option<FinishedMerge>> {
     let recorded = std::fs::metadata(&path)
         .and_then(|m| m.modified())
         .map_err(|e| Error::Other(anyhow::anyhow!("read {}: {e}", path.display())))?;
-    clear_stale_lock(&repo.path().join("index.lock"), recorded)?;
     let ref_dir = if intent.target == "HEAD" {
         repo.path()
     } else {
         repo.commondir()
     };
-    clear_stale_lock(&ref_dir.join(format!("{}.lock", intent.target)), recorded)?;
+    clear_stale_git_locks(
+        &[
+            repo.path().join("index.lock"),
+            ref_dir.join(format!("{}.lock", intent.target)),
+        ],
+        recorded,
+        "finish an interrupted merge-to-head",
+    )?;
     if diff.deltas().len() > 0 {
         repo.checkout_tree(new_commit.as_object(), Some(&mut checkout))
             .map_err(|e| err("finish checkout", e))?;
@@ -281,33 +287,6 @@ pub fn finish_interrupted(repo: &Repository) -> Result<Option<FinishedMerge>> {
         target: intent.target,
         commit: intent.to,
     }))
-}
-
-/// How long a git lock file may stay before it counts as the killed
-/// process's: a live git command holds one for moments.
-const STALE_LOCK_WAIT: Duration = Duration::from_secs(3);
-
-/// Remove a git lock file (`index.lock`, `<ref>.lock`) the interrupted
-/// merge took: one made after its record (`recorded`) that outlives
-/// [`STALE_LOCK_WAIT`]. One older than the record is another git command's
-/// (a `git commit` waiting on its editor holds `index.lock`): never removed,
-/// an error naming it.
-fn clear_stale_lock(path: &Path, recorded: SystemTime) -> Result<()> {
-    let deadline = Instant::now() + STALE_LOCK_WAIT;
-    while let Ok(meta) = std::fs::metadata(path) {
-        if meta.modified().is_ok_and(|made| made < recorded) {
-            return Err(Error::Agent(format!(
-                "cannot finish an interrupted merge-to-head: another git command holds {}; once it is done (or, if none runs, after removing the file) run `sanddune gc`",
-                path.display()
-            )));
-        }
-        if Instant::now() >= deadline {
-            tracing::warn!(path = %path.display(), "removing a lock file an interrupted merge-to-head left");
-            return remove_if_present(path);
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    Ok(())
 }
 
 /// The blob id of what is at `path` in the working tree (None if nothing;
@@ -337,6 +316,8 @@ fn blob_on_disk(path: &Path) -> Option<Oid> {
 
 #[cfg(test)]
 mod tests {
+    use std::time::{Duration, SystemTime};
+
     use super::*;
 
     /// A repository on `main` with one commit, and a branch `agent` that

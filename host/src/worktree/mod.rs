@@ -18,7 +18,7 @@ mod merge;
 mod pack;
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use git2::build::CheckoutBuilder;
 use git2::{BranchType, Repository, WorktreeAddOptions, WorktreePruneOptions};
@@ -876,11 +876,20 @@ impl Repo {
             let Some(holder) = lock::read_holder(&path) else {
                 continue; // not ours: add_worktree reports it when used
             };
+            // When the run began: git lock files made since are its own.
+            let began = std::fs::symlink_metadata(&path).and_then(|m| m.modified());
             // Taking the lock reclaims it only from a dead process.
             let Ok(lock) = WorktreeLock::acquire(&dir, name, &holder.branch, &self.git_dir())
             else {
                 continue;
             };
+            if let Ok(began) = began
+                && let Err(e) = self.clear_orphan_git_locks(name, &holder.branch, began)
+            {
+                // Still an orphan for the next gc, once this process is gone.
+                lock.leave();
+                return Err(e);
+            }
             let wt_path = dir.join(name);
             // A worktree git cannot open, or without an index yet, was
             // killed while being created (its `.git` file is written
@@ -906,6 +915,29 @@ impl Repo {
             lock.release()?;
         }
         Ok(found)
+    }
+
+    /// The git lock files a run killed inside a git write left: its
+    /// branch's ref and reflog locks (libgit2 deleting or moving it), and
+    /// its worktree's `index.lock` and `HEAD.lock`. Each would fail the
+    /// branch's removal here, or the user's next commit in a kept worktree
+    /// (found by kill -9 at seeded points).
+    fn clear_orphan_git_locks(&self, name: &str, branch: &str, began: SystemTime) -> Result<()> {
+        // A forged lock's branch must not steer the paths below.
+        if !git2::Reference::is_valid_name(&format!("refs/heads/{branch}")) {
+            return Ok(());
+        }
+        let _git = GitLock::acquire(&self.git_dir())?;
+        let common = self.git_dir();
+        let admin = common.join("worktrees").join(name);
+        let what = format!("collect the orphaned worktree `{name}`");
+        let locks = [
+            common.join(format!("refs/heads/{branch}.lock")),
+            common.join(format!("logs/refs/heads/{branch}.lock")),
+            admin.join("index.lock"),
+            admin.join("HEAD.lock"),
+        ];
+        lock::clear_stale_git_locks(&locks, began, &what)
     }
 
     /// Remove a worktree: git's admin dir, then the working tree. Call
