@@ -367,32 +367,6 @@ fn rfc3339_utc(t: SystemTime) -> String {
     )
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn timestamps_are_rfc3339_utc() {
-        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        let t = UNIX_EPOCH + Duration::from_secs(1_795_786_815);
-        assert_eq!(rfc3339_utc(t), "2026-11-27T13:40:15Z");
-        // A leap day.
-        let t = UNIX_EPOCH + Duration::from_secs(951_825_600);
-        assert_eq!(rfc3339_utc(t), "2000-02-29T12:00:00Z");
-    }
-
-    #[test]
-    fn only_a_missing_process_is_dead() {
-        assert!(process_alive(std::process::id()));
-        assert!(!process_alive(0));
-        assert!(!process_alive(u32::MAX));
-        let mut child = std::process::Command::new("true").spawn().unwrap();
-        let pid = child.id();
-        child.wait().unwrap();
-        assert!(!process_alive(pid));
-    }
-}
-
 /// How long a git lock file may stay before it counts as a killed
 /// process's: a live git command holds one for moments.
 const STALE_GIT_LOCK_WAIT: Duration = Duration::from_secs(3);
@@ -444,4 +418,30 @@ pub(super) fn clear_stale_git_locks(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        assert_eq!(rfc3339_utc(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        let t = UNIX_EPOCH + Duration::from_secs(1_795_786_815);
+        assert_eq!(rfc3339_utc(t), "2026-11-27T13:40:15Z");
+        // A leap day.
+        let t = UNIX_EPOCH + Duration::from_secs(951_825_600);
+        assert_eq!(rfc3339_utc(t), "2000-02-29T12:00:00Z");
+    }
+
+    #[test]
+    fn only_a_missing_process_is_dead() {
+        assert!(process_alive(std::process::id()));
+        assert!(!process_alive(0));
+        assert!(!process_alive(u32::MAX));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        assert!(!process_alive(pid));
+    }
 }
