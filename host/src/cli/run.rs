@@ -9,8 +9,8 @@ use crate::config::{CONFIG_FILE, ProjectConfig};
 use crate::error::{Error, Result};
 use crate::plugin::PluginRef;
 use crate::run::{
-    BranchStrategy, Check, Hooks, HostHook, LogMode, Prompt, RunOptions, RunResult, SandboxHook,
-    StructuredOutput,
+    BranchStrategy, Check, Hooks, HostHook, LogMode, Prompt, PushTo, RunOptions, RunResult,
+    SandboxHook, StructuredOutput,
 };
 use crate::terminal_text::{visible, visible_line};
 
@@ -141,6 +141,11 @@ pub struct RunArgs {
     /// Give up the check after this many seconds (default 600).
     #[arg(long, requires = "check")]
     check_timeout: Option<u64>,
+    /// After the run, push the branch that holds its commits from the host
+    /// with your git credentials (never forced; the sandbox never gets
+    /// them): to REMOTE, else the branch's upstream remote, else `origin`.
+    #[arg(long, value_name = "REMOTE", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    push: Option<String>,
     #[command(flatten)]
     best_of: super::best_of::BestOfArgs,
     #[command(flatten)]
@@ -324,6 +329,10 @@ pub async fn run(args: RunArgs) -> Result<()> {
         }
         options.check = Some(check);
     }
+    options.push = args.push.map(|remote| match remote.as_str() {
+        "" => PushTo::Default,
+        _ => PushTo::Remote(remote),
+    });
     let agent = &mut options.agent;
     agent.model = args.model.first().cloned();
     agent.max_iterations = args.max_iterations;
@@ -338,6 +347,11 @@ pub async fn run(args: RunArgs) -> Result<()> {
     // One handle for both parts (`RunOptions::new`).
     super::abort_on_ctrl_c(&options.agent.abort);
     if let Some(candidates) = candidates {
+        if options.push.is_some() {
+            return Err(Error::input(
+                "--push applies to one agent's run, not a best-of: push the winner's branch once it is picked (`git push REMOTE BRANCH`)",
+            ));
+        }
         let how = super::best_of::How {
             json: args.json,
             terminal_log: matches!(args.log, LogArg::Terminal),
@@ -420,6 +434,14 @@ pub(super) fn print_summary(result: &RunResult, cwd: &std::path::Path) {
             "check `{}`: {}",
             visible_line(&check.command),
             check.verdict()
+        );
+    }
+    if let Some(pushed) = &result.pushed {
+        println!(
+            "pushed `{}` to `{}` ({})",
+            visible_line(&pushed.branch),
+            visible_line(&pushed.remote),
+            &pushed.commit[..pushed.commit.len().min(10)]
         );
     }
     if !result.uncommitted_changes.is_empty() {

@@ -349,6 +349,7 @@ impl SandboxHandle {
             limits,
             denied_egress,
             check: None,
+            pushed: None,
         })
     }
 

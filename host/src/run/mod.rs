@@ -75,6 +75,7 @@ use crate::capability::egress::Denial;
 use crate::error::Result;
 use crate::plugin::{PluginRef, PluginRuntime};
 pub use crate::trust::TrustPolicy;
+pub use crate::worktree::{PushTo, Pushed};
 
 /// The default completion signal. sanddune never adds it to a prompt.
 pub const DEFAULT_COMPLETION_SIGNAL: &str = "<promise>COMPLETE</promise>";
@@ -120,6 +121,10 @@ pub struct RunOptions {
     /// Run in the sandbox after the agent; a run whose check fails does
     /// not merge (merge-to-head) and fails.
     pub check: Option<Check>,
+    /// Push the branch that holds the run's commits from the host, with
+    /// the user's git credentials, when the run made any (and its check,
+    /// if any, passed).
+    pub push: Option<PushTo>,
 }
 
 impl RunOptions {
@@ -133,6 +138,7 @@ impl RunOptions {
             strategy: None,
             resume_session: None,
             check: None,
+            push: None,
         }
     }
 }
@@ -304,6 +310,9 @@ pub struct RunResult {
     /// What the check said, when the run had one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub check: Option<CheckResult>,
+    /// The branch the host pushed after the run (`--push`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<Pushed>,
 }
 
 impl RunResult {
@@ -408,6 +417,8 @@ impl PlannedRun {
                 ),
             )
             .await?;
+        let root = plan.sandbox.repo.root().to_path_buf();
+        let abort = so.abort.clone();
         let mut handle = SandboxHandle::start(plan.sandbox, place, true, log).await?;
         handle.live = Some(live);
         let mut result = handle.run_planned(plan.agent, plan.resume).await;
@@ -417,7 +428,16 @@ impl PlannedRun {
                 Err(e) => result = Err(e),
             }
         }
-        handle.teardown(result).await
+        let mut done = handle.teardown(result).await?;
+        // A failed check merges nothing; nor does it push.
+        if let Some(remote) = &plan.push
+            && !done.commits.is_empty()
+            && done.check.as_ref().is_none_or(|c| c.passed)
+        {
+            let repo = crate::worktree::Repo::discover(&root)?;
+            done.pushed = Some(repo.push(remote, &done.branch, &abort).await?);
+        }
+        Ok(done)
     }
 }
 

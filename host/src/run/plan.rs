@@ -320,6 +320,8 @@ pub(super) struct RunPlan {
     /// host.
     pub resume: Option<(String, PathBuf)>,
     pub check: Option<super::Check>,
+    /// The remote `--push` sends the run's branch to, checked here.
+    pub push: Option<String>,
 }
 
 impl RunPlan {
@@ -344,6 +346,15 @@ impl RunPlan {
         let target = loaded.repo.current_branch()?;
         let run_id = run_id();
         let source = source_branch(&strategy, &target, &run_id);
+        // The branch that holds the commits when the run ends.
+        let landed = match strategy {
+            BranchStrategy::Branch(_) => &source,
+            BranchStrategy::Head | BranchStrategy::MergeToHead => &target,
+        };
+        let push = match &options.push {
+            Some(to) => Some(loaded.repo.push_remote(to, landed)?),
+            None => None,
+        };
         let branches = (source.as_str(), target.as_str());
         let mut agent = AgentPlan::new(&loaded.runtime, options.agent, branches, None).await?;
         let sandbox = loaded.plan(Some(AgentLayers::of(&agent.agent, &agent.options)))?;
@@ -367,6 +378,7 @@ impl RunPlan {
             source,
             resume,
             check: options.check,
+            push,
         })
     }
 }

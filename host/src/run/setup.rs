@@ -66,8 +66,29 @@ fn hidden_under_head(place: &Place) -> Vec<PathBuf> {
         .collect()
 }
 
-/// Which model API keys stay on the host and which go in, for the log.
+/// Tokens of a code forge: the gateway covers model APIs only, and a push
+/// needs none in the sandbox (`--push` pushes from the host), but a CLI
+/// there (gh, copilot) may read one.
+const FORGE_TOKENS: [&str; 4] = [
+    "GH_TOKEN",
+    "GITHUB_TOKEN",
+    "COPILOT_GITHUB_TOKEN",
+    "GITLAB_TOKEN",
+];
+
+/// Which model API keys stay on the host and which go in, and which forge
+/// tokens go in, for the log.
 fn say_gateway(plan: &SandboxPlan, log: &RunLog) {
+    let forge: Vec<&str> = FORGE_TOKENS
+        .into_iter()
+        .filter(|key| plan.env.get(*key).is_some_and(|v| !v.is_empty()))
+        .collect();
+    if !forge.is_empty() {
+        log.line(&format!(
+            "warning: {} goes into the sandbox as it is, and the agent can do with it all it allows: give it the least the run needs (a fine-grained token for this repository); pushing needs none inside (`--push` pushes from the host)",
+            forge.join(", ")
+        ));
+    }
     for (key, api) in &plan.gateway.kept_out {
         log.line(&format!(
             "credential gateway: {key} stays on the host; the sandbox gets a placeholder, which the gateway swaps for it on requests to {api}"

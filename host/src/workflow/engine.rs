@@ -447,6 +447,7 @@ async fn run_runs(
             strategy,
             resume_session: None,
             check: None,
+            push: None,
         })
         .await?;
         record(result, run);
@@ -638,6 +639,7 @@ async fn best_of_step(
         strategy,
         resume_session: None,
         check: b.check.clone(),
+        push: None,
     };
     let candidates = b
         .candidates

@@ -16,6 +16,7 @@ mod diff;
 mod lock;
 mod merge;
 mod pack;
+mod push;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -32,6 +33,7 @@ pub use diff::DiffStat;
 pub use lock::{LockHolder, WorktreeLock};
 pub use merge::{FinishedMerge, MergeOutcome};
 pub use pack::{History, Pack};
+pub use push::{PushTo, Pushed};
 
 /// Where managed worktrees and their lock files live, under the repository
 /// root.
