@@ -169,15 +169,60 @@ fn nothing_is_pushed_after_a_failed_check_or_without_commits() {
     assert_eq!(tip(&origin, "feat/w"), "");
 }
 
+/// `push` in a workflow step: each item's branch, once its runs (here a
+/// run and its `then`) are done; a remote that is not there stops the
+/// workflow before anything starts.
+fn a_workflow_step_pushes_its_branch_after_its_runs() {
+    let repo = TestRepo::new();
+    let origin = remote(&repo, "origin");
+    let dir = repo.path().join(".sanddune/workflows");
+    std::fs::create_dir_all(&dir).unwrap();
+    let step = |push: &str| {
+        format!(
+            "[[steps]]\nname = \"work\"\nbranch = \"feat/wf\"\nprompt = \"add a note\"\npush = {push}\n  [[steps.then]]\n  name = \"more\"\n  prompt = \"add another note\"\n"
+        )
+    };
+    let workflow = |args: &[&str]| {
+        let mut all = vec![
+            "workflow",
+            "run",
+            "w",
+            "--sandbox",
+            "test-isolated",
+            "--agent",
+            "claude-code",
+            "--json",
+        ];
+        all.extend_from_slice(args);
+        repo.sanddune(&all)
+    };
+    std::fs::write(dir.join("w.toml"), step("\"nowhere\"")).unwrap();
+    let out = workflow(&["--trust"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out)
+            .contains("step `work`: --push=nowhere: the repository has no remote `nowhere`"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(repo.calls("claude").is_empty(), "the agent ran");
+
+    std::fs::write(dir.join("w.toml"), step("true")).unwrap();
+    let out = workflow(&["--trust"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let item = &result["steps"][0]["items"][0];
+    let local = repo.git(&["rev-parse", "feat/wf"]);
+    assert_eq!(item["pushed"]["commit"], local.as_str(), "{result}");
+    assert_eq!(item["commits"].as_array().unwrap().len(), 2, "{result}");
+    assert_eq!(tip(&origin, "feat/wf"), local);
+}
+
 /// A forge token the user hands the sandbox (for `gh` in a template's
 /// prompt) goes in: the run log says so, and what to do instead.
 fn a_forge_token_handed_to_the_sandbox_is_named_in_the_log() {
     let repo = TestRepo::new();
-    let out = run(
-        &repo,
-        "add a note",
-        &["--env", "GH_TOKEN=ghp_handed_in"],
-    );
+    let out = run(&repo, "add a note", &["--env", "GH_TOKEN=ghp_handed_in"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let log = std::fs::read_to_string(result["logFilePath"].as_str().unwrap()).unwrap();
@@ -283,6 +328,7 @@ fn main() -> std::process::ExitCode {
         trial!(an_unknown_remote_is_refused_before_anything_is_made),
         trial!(a_rejected_push_keeps_the_commits_and_says_how_to_push_them),
         trial!(nothing_is_pushed_after_a_failed_check_or_without_commits),
+        trial!(a_workflow_step_pushes_its_branch_after_its_runs),
         trial!(a_forge_token_handed_to_the_sandbox_is_named_in_the_log),
         trial!(docker_the_git_token_stays_on_the_host_and_the_host_pushes),
     ])

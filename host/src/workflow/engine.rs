@@ -153,6 +153,13 @@ impl Workflow {
             sandbox_config: &sandbox_config,
         };
         crate::trust::require(repo.root(), &trusted, options.trust)?;
+        // A step's remote to push to exists, before anything starts.
+        for step in &self.steps {
+            if let StepKind::Agent(AgentStep { push: Some(to), .. }) = &step.kind {
+                repo.push_remote(to, &repo.current_branch()?)
+                    .map_err(|e| Error::input(format!("step `{}`: {e}", step.name)))?;
+            }
+        }
         let runtime = match &options.runtime {
             Some(rt) => rt.clone(),
             None => PluginRuntime::new(RuntimeConfig::default())?,
@@ -405,6 +412,10 @@ async fn run_item(
         Ok(strategy) => run_runs(&ctx, a, &scope, &label, strategy, &mut result).await,
         Err(e) => Err(e),
     };
+    let outcome = match (outcome, &a.push) {
+        (Ok(()), Some(to)) => push_item(&ctx, to, &mut result).await,
+        (outcome, _) => outcome,
+    };
     if let Err(e) = outcome {
         result.fail(&e);
     }
@@ -418,6 +429,20 @@ async fn run_item(
         },
     );
     result
+}
+
+/// `push` of a step: the item's branch from the host, once its runs made
+/// commits (ADR 0033).
+async fn push_item(ctx: &Context, to: &crate::run::PushTo, result: &mut ItemResult) -> Result<()> {
+    let Some(branch) = result.branch.clone().filter(|_| !result.commits.is_empty()) else {
+        return Ok(());
+    };
+    let repo = Repo::discover(
+        &std::path::absolute(&ctx.options.cwd).map_err(|e| Error::input(e.to_string()))?,
+    )?;
+    let remote = repo.push_remote(to, &branch)?;
+    result.pushed = Some(Box::new(repo.push(&remote, &branch, &ctx.options.abort).await?));
+    Ok(())
 }
 
 async fn run_runs(

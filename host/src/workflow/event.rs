@@ -63,6 +63,9 @@ pub struct ItemResult {
     pub output: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub preserved_worktree_path: Option<String>,
+    /// What the host pushed after the item's runs (`push` in the step).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pushed: Option<Box<crate::run::Pushed>>,
     /// The run results, one per agent run of the step.
     pub runs: Vec<RunResult>,
     /// Tokens the agent reported over the runs that ended (cached ones
@@ -83,6 +86,7 @@ impl ItemResult {
             commits: vec![],
             output: None,
             preserved_worktree_path: None,
+            pushed: None,
             runs: vec![],
             tokens: 0,
             duration_ms: 0,

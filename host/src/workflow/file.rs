@@ -49,6 +49,7 @@ use super::{
     best_of,
 };
 use crate::error::{Error, Result};
+use crate::run::PushTo;
 use crate::run::structured::StructuredOutput;
 
 #[derive(Deserialize)]
@@ -94,6 +95,15 @@ struct FileStep {
     #[serde(default)]
     then: Vec<FileThen>,
     best_of: Option<FileBestOf>,
+    push: Option<FilePush>,
+}
+
+/// `push = true` (the default remote) or `push = "REMOTE"`.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum FilePush {
+    On(bool),
+    Remote(String),
 }
 
 #[derive(Deserialize)]
@@ -362,6 +372,21 @@ pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow
             )),
             None => None,
         };
+        let push = match s.push {
+            Some(_) if best_of.is_some() => {
+                return Err(bad(format!(
+                    "{here}: push applies to a step's own runs, not a bestOf: push the winner's branch once it is picked"
+                )));
+            }
+            Some(FilePush::Remote(remote)) if remote.is_empty() => {
+                return Err(bad(format!(
+                    "{here}: push = \"\": name a remote, or use push = true for the branch's upstream remote (else origin)"
+                )));
+            }
+            Some(FilePush::Remote(remote)) => Some(PushTo::Remote(remote)),
+            Some(FilePush::On(true)) => Some(PushTo::Default),
+            Some(FilePush::On(false)) | None => None,
+        };
         let mut runs = vec![run(s.run, &name, &here, dir).map_err(bad)?];
         for then in s.then {
             let then_name = then.name.get_ref().clone();
@@ -379,6 +404,7 @@ pub fn parse(text: &str, name: &str, path: &Path, dir: &Path) -> Result<Workflow
             strategy,
             runs,
             best_of,
+            push,
         };
         // References are checked against what exists by this step.
         let mut texts: Vec<&str> = step
@@ -713,6 +739,14 @@ merge = "work"
                 "no earlier step has that name",
             ),
             ("[[step]]\nname = \"a\"", "line 1"),
+            (
+                "[[steps]]\nname = \"a\"\nprompt = \"x\"\npush = \"\"",
+                "line 2, step `a`: push = \"\": name a remote",
+            ),
+            (
+                "[[steps]]\nname = \"a\"\nprompt = \"x\"\npush = true\n[steps.bestOf]\ncandidates = 2",
+                "push applies to a step's own runs, not a bestOf",
+            ),
         ];
         for (text, want) in cases {
             let e = parse_in(dir.path(), text).unwrap_err().to_string();

@@ -103,6 +103,9 @@ pub struct AgentStep {
     pub runs: Vec<AgentRun>,
     /// Run the step's one run as best-of-N candidates (no forEach, no then).
     pub best_of: Option<Box<BestOfStep>>,
+    /// Push each item's branch from the host once its runs are done with
+    /// commits (not a best-of).
+    pub push: Option<crate::run::PushTo>,
 }
 
 /// A best-of step: N candidates of the step's run at once, judged, the
