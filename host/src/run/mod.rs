@@ -434,10 +434,24 @@ impl PlannedRun {
             && !done.commits.is_empty()
             && done.check.as_ref().is_none_or(|c| c.passed)
         {
-            let repo = crate::worktree::Repo::discover(&root)?;
-            done.pushed = Some(repo.push(remote, &done.branch, &abort).await?);
+            done.pushed = Some(push(&root, remote, &done.branch, &abort).await?);
         }
         Ok(done)
+    }
+}
+
+/// Push `branch` of the repository at `root` to `remote` from the host
+/// (`worktree::push`), until `abort` fires.
+pub(crate) async fn push(
+    root: &std::path::Path,
+    remote: &str,
+    branch: &str,
+    abort: &AbortHandle,
+) -> Result<Pushed> {
+    let repo = crate::worktree::Repo::discover(root)?;
+    tokio::select! {
+        pushed = repo.push(remote, branch) => pushed,
+        () = abort.aborted() => Err(crate::error::Error::Aborted(abort.reason())),
     }
 }
 

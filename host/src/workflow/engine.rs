@@ -437,11 +437,10 @@ async fn push_item(ctx: &Context, to: &crate::run::PushTo, result: &mut ItemResu
     let Some(branch) = result.branch.clone().filter(|_| !result.commits.is_empty()) else {
         return Ok(());
     };
-    let repo = Repo::discover(
-        &std::path::absolute(&ctx.options.cwd).map_err(|e| Error::input(e.to_string()))?,
-    )?;
-    let remote = repo.push_remote(to, &branch)?;
-    result.pushed = Some(Box::new(repo.push(&remote, &branch, &ctx.options.abort).await?));
+    let root = std::path::absolute(&ctx.options.cwd).map_err(|e| Error::input(e.to_string()))?;
+    let remote = Repo::discover(&root)?.push_remote(to, &branch)?;
+    let pushed = crate::run::push(&root, &remote, &branch, &ctx.options.abort).await?;
+    result.pushed = Some(Box::new(pushed));
     Ok(())
 }
 

@@ -80,14 +80,9 @@ impl Repo {
     /// Push `branch` to `remote` as the user would, never forced: a remote
     /// branch that moved elsewhere is an error that names it, and the
     /// commits stay on the local branch. No terminal prompt: without a
-    /// credential helper or key, git fails and says so. Cancelled when
-    /// `abort` fires.
-    pub async fn push(
-        &self,
-        remote: &str,
-        branch: &str,
-        abort: &crate::run::AbortHandle,
-    ) -> Result<Pushed> {
+    /// credential helper or key, git fails and says so. Dropping the
+    /// future kills git.
+    pub async fn push(&self, remote: &str, branch: &str) -> Result<Pushed> {
         let commit = self
             .repo
             .find_branch(branch, BranchType::Local)
@@ -114,10 +109,10 @@ impl Repo {
                 &commit[..12]
             ))
         };
-        let out = tokio::select! {
-            out = cmd.output() => out.map_err(|e| failed(format!("cannot run git: {e}")))?,
-            () = abort.aborted() => return Err(Error::Aborted(abort.reason())),
-        };
+        let out = cmd
+            .output()
+            .await
+            .map_err(|e| failed(format!("cannot run git: {e}")))?;
         if !out.status.success() {
             return Err(failed(why_rejected(&out.stdout, &out.stderr)));
         }
@@ -233,10 +228,7 @@ mod tests {
             "{e}"
         );
 
-        let pushed = repo
-            .push("mirror", "main", &crate::run::AbortHandle::new())
-            .await
-            .unwrap();
+        let pushed = repo.push("mirror", "main").await.unwrap();
         assert!(remote_has(&bare, "main", &pushed.commit));
     }
 }
