@@ -216,27 +216,6 @@ fn docker_a_runs_refused_egress_is_in_its_result_and_log() {
     assert_no_container_left("docker", "name", &branch);
 }
 
-/// `sanddune run --sandbox docker` of the fake claude in the test image,
-/// with `extra` arguments.
-fn docker_run(repo: &TestRepo, prompt: &str, extra: &[&str]) -> Command {
-    let image = format!("image={IMAGE}");
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        "docker",
-        "--agent",
-        "claude-code",
-        "--prompt",
-        prompt,
-        "--sandbox-opt",
-        &image,
-    ];
-    let mounts = fake_mounts(repo);
-    args.extend(mounts.iter().map(String::as_str));
-    args.extend_from_slice(extra);
-    repo.command(&args)
-}
-
 /// `[sandboxOptions]` in .sanddune/config.toml sets containment for every
 /// run; a flag wins over it.
 fn docker_the_project_config_sets_limits_and_a_flag_wins() {

@@ -29,23 +29,9 @@ fn secret() -> (String, String) {
 /// `sanddune run --sandbox docker` of the fake claude with the key and the
 /// mock as the user would set them.
 fn run(repo: &TestRepo, mock: &ModelMock, key: &str, prompt: &str, extra: &[&str]) -> Command {
-    let image = format!("image={IMAGE}");
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        "docker",
-        "--agent",
-        "claude-code",
-        "--json",
-        "--prompt",
-        prompt,
-        "--sandbox-opt",
-        &image,
-    ];
-    let mounts = fake_mounts(repo);
-    args.extend(mounts.iter().map(String::as_str));
+    let mut args = vec!["--json"];
     args.extend_from_slice(extra);
-    let mut cmd = repo.command(&args);
+    let mut cmd = docker_run(repo, prompt, &args);
     cmd.env("ANTHROPIC_API_KEY", key)
         .env("ANTHROPIC_BASE_URL", mock.url());
     cmd

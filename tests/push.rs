@@ -277,25 +277,9 @@ fn docker_the_git_token_stays_on_the_host_and_the_host_pushes() {
     );
     let prompt = format!("add a note\n{hunt}\n{push}");
     let branch = unique("push");
-    let image = format!("image={IMAGE}");
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        "docker",
-        "--agent",
-        "claude-code",
-        "--json",
-        "--prompt",
-        &prompt,
-        "--sandbox-opt",
-        &image,
-        "--branch",
-        &branch,
-        "--push",
-    ];
-    let mounts = fake_mounts(&repo);
-    args.extend(mounts.iter().map(String::as_str));
-    let out = repo.sanddune(&args);
+    let out = docker_run(&repo, &prompt, &["--json", "--branch", &branch, "--push"])
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", stderr(&out));
     let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
     let text = result["stdout"].as_str().unwrap();

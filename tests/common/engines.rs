@@ -154,3 +154,24 @@ pub fn labelled_image(engine: &str, name: &str, dockerfile_tail: &str, metadata:
     .unwrap();
     assert!(child.wait().unwrap().success(), "building {name}");
 }
+
+/// `sanddune run --sandbox docker` of the fake claude in the test image,
+/// with `extra` arguments.
+pub fn docker_run(repo: &TestRepo, prompt: &str, extra: &[&str]) -> Command {
+    let image = format!("image={IMAGE}");
+    let mut args = vec![
+        "run",
+        "--sandbox",
+        "docker",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        prompt,
+        "--sandbox-opt",
+        &image,
+    ];
+    let mounts = fake_mounts(repo);
+    args.extend(mounts.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    repo.command(&args)
+}
