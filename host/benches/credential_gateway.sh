@@ -19,27 +19,14 @@
 set -euo pipefail
 rounds=${1:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-sanddune=${SANDDUNE:-$root/target/release/sanddune}
-if [ -z "${SANDDUNE:-}" ] && [ ! -x "$sanddune" ]; then
-    (cd "$root" && cargo build --release -q -p sanddune)
-fi
-image=${IMAGE:-sanddune-test:latest}
-docker image inspect "$image" >/dev/null || { echo "no $image: tests/images/build.sh docker" >&2; exit 1; }
-
-work=$(mktemp -d)
-server=
-trap '[ -n "$server" ] && kill "$server"; rm -rf "$work"' EXIT
-repo=$work/repo
-git init -q -b main "$repo"
-git -C "$repo" -c user.name=b -c user.email=b@b.invalid commit -q --allow-empty -m initial
-git -C "$repo" config user.name bench
-git -C "$repo" config user.email bench@sanddune.invalid
-export SANDDUNE_CACHE_DIR=$work/cache
+. "$root/host/benches/lib/docker_bench.sh"
+docker_bench_setup
+bench_repo
 export ANTHROPIC_API_KEY=sk-ant-bench-real-key
 
-addr=$(hostname -I | tr ' ' '\n' | grep -v '^127\.' | grep '\.' | head -1)
+addr=$(host_addr)
 head -c 100000000 /dev/urandom >"$work/100mb"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])')
+port=$(free_port)
 python3 - "$addr" "$port" "$work/100mb" <<'PY' &
 import http.server, sys
 addr, port, big = sys.argv[1], int(sys.argv[2]), sys.argv[3]
@@ -67,9 +54,6 @@ server=$!
 sleep 1
 export ANTHROPIC_BASE_URL=http://$addr:$port
 
-median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-now() { date +%s.%N; }
-
 run_once() { # $1: on|off, $2: prompt
     local flag=()
     [ "$1" = off ] && flag=(--no-gateway)
@@ -77,7 +61,6 @@ run_once() { # $1: on|off, $2: prompt
         --strategy merge-to-head --prompt "$2" --json "${flag[@]}" \
         --sandbox-opt image="$image" 2>>"$work/stderr"
 }
-said() { python3 -c 'import json,sys,re; print(re.search(r"([0-9.]+) \(exit 0\)", json.load(sys.stdin)["stdout"]).group(1))'; }
 
 : >"$work/run-on"; : >"$work/run-off"
 for _ in $(seq "$rounds"); do
