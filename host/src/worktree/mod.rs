@@ -133,8 +133,9 @@ impl Worktree {
             })
     }
 
-    /// Write to `out` the pack a sandbox with nothing needs for `tip` of
-    /// this worktree's branch, with `history` of it (see [`History`]).
+    /// Write into the directory `out` the pack, with its index, that a
+    /// sandbox with nothing needs for `tip` of this worktree's branch, with
+    /// `history` of it (see [`History`]).
     pub fn pack_branch(&self, tip: &str, history: History, out: &Path) -> Result<Pack> {
         pack::pack_branch(&self.path, tip, history, out)
     }

@@ -10,7 +10,7 @@
 use std::collections::{HashSet, VecDeque};
 use std::fs::File;
 use std::num::NonZeroU32;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
 use git2::{Oid, Repository};
@@ -51,10 +51,16 @@ impl std::str::FromStr for History {
     }
 }
 
-/// A pack written for a sandbox: its size, and the commits in it whose
-/// parents are not (the sandbox's `.git/shallow`).
+/// A pack written for a sandbox with its index, ready to be laid in its
+/// `.git/objects/pack/` as they are (so the sandbox runs no `index-pack`):
+/// the two files, their size, and the commits in the pack whose parents
+/// are not (the sandbox's `.git/shallow`).
 #[derive(Debug)]
 pub struct Pack {
+    /// `pack-<hash>.pack`, the name it keeps in the sandbox.
+    pub pack: PathBuf,
+    /// `pack-<hash>.idx`.
+    pub index: PathBuf,
     pub bytes: u64,
     pub shallow: Vec<String>,
 }
@@ -90,8 +96,8 @@ pub fn shallow_cut(
     Ok((included, shallow))
 }
 
-/// Write to `out` the pack a sandbox with nothing needs for `tip` of the
-/// repository at `dir`.
+/// Write into the directory `out` the pack, and its index, that a sandbox
+/// with nothing needs for `tip` of the repository at `dir`.
 pub fn pack_branch(dir: &Path, tip: &str, history: History, out: &Path) -> Result<Pack> {
     let (revs, shallow): (Vec<String>, Vec<String>) = match history {
         History::Full => (vec![tip.to_string()], vec![]),
@@ -111,22 +117,43 @@ pub fn pack_branch(dir: &Path, tip: &str, history: History, out: &Path) -> Resul
     };
     // rev-list names every object of those commits (--no-walk: of those
     // commits only, each with its whole tree); pack-objects packs them.
-    let list = out.with_extension("objects");
+    let list = out.join("objects");
     let mut args = vec!["rev-list", "--objects"];
     args.extend(revs.iter().map(String::as_str));
     run_to_file(dir, &args, None, &list)?;
     // No delta search among the tree's files (`--window=0`): it rarely
     // shrinks one tree and took more than half the time on the benchmark's;
-    // the repository's own deltas are still reused.
+    // the repository's own deltas are still reused. Written as
+    // `pack-<hash>.pack` and `.idx`, the hash printed.
+    let base = out.join("pack");
+    let base = base.to_str().ok_or_else(|| {
+        Error::Other(anyhow::anyhow!(
+            "a sync directory that is not UTF-8: {}",
+            out.display()
+        ))
+    })?;
+    let printed = out.join("hash");
     run_to_file(
         dir,
-        &["pack-objects", "--stdout", "-q", "--window=0"],
+        &["pack-objects", "-q", "--window=0", base],
         Some(&list),
-        out,
+        &printed,
     )?;
+    let hash = std::fs::read_to_string(&printed)
+        .map_err(|e| Error::Other(anyhow::anyhow!("read {}: {e}", printed.display())))?;
+    let hash = hash.trim();
+    if hash.is_empty() || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Error::Other(anyhow::anyhow!(
+            "git pack-objects named no pack: `{hash}`"
+        )));
+    }
     let _ = std::fs::remove_file(&list);
+    let pack = out.join(format!("pack-{hash}.pack"));
+    let index = out.join(format!("pack-{hash}.idx"));
     Ok(Pack {
-        bytes: size(out)?,
+        bytes: size(&pack)? + size(&index)?,
+        pack,
+        index,
         shallow,
     })
 }
