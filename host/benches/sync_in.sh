@@ -50,6 +50,8 @@ for i in range(n):
 PY
     git -C "$2" add -A
     git -C "$2" -c user.name=b -c user.email=b@b.invalid commit -q -m tree
+    # Packed, as a clone is: pack-objects reuses what is compressed.
+    git -C "$2" repack -adq
     git -C "$2" config user.name bench
     git -C "$2" config user.email bench@sanddune.invalid
 }
