@@ -220,17 +220,35 @@ async fn reclaim_unfinished_create(
     }
     let (loaded, spec) = load_for(repo, runtime, record).await?;
     let found = loaded.find(&spec).await?.unwrap_or_default();
+    let mut closed = 0;
     for state in &found {
-        loaded.reopen(&spec, state, None).await?.close().await?;
+        match loaded.reopen(&spec, state, None).await {
+            Ok(mut sandbox) => {
+                sandbox.close().await?;
+                closed += 1;
+            }
+            // Gone since `find`: dockerd rolls back a create whose client
+            // died mid-request (found by kill -9 at seeded points).
+            Err(e) => {
+                if loaded
+                    .find(&spec)
+                    .await?
+                    .unwrap_or_default()
+                    .contains(state)
+                {
+                    return Err(e);
+                }
+            }
+        }
     }
     forget_record(path, record);
-    Ok(if found.is_empty() {
+    Ok(if closed == 0 {
         Reclaimed::Cleared { provider, run_id }
     } else {
         Reclaimed::Found {
             provider,
             run_id,
-            count: found.len(),
+            count: closed,
         }
     })
 }
