@@ -106,6 +106,39 @@ fn merge_to_head_pushes_the_checked_out_branch_to_its_upstream() {
     );
 }
 
+/// Under merge-to-head the agent's commits land in your checkout. With
+/// `core.hooksPath` pointing into the tree (as husky sets it), a pre-push
+/// or reference-transaction hook the agent committed is one git would run
+/// on the host at a push. The host's push runs none; your own would.
+fn a_hook_the_agent_planted_never_runs_at_the_push() {
+    let repo = TestRepo::new();
+    let origin = remote(&repo, "origin");
+    repo.git(&["config", "core.hooksPath", "hooks"]);
+    let marker = repo.home.path().join("planted-hook-ran");
+    let plant = format!(
+        "FAKE:run:mkdir -p hooks && printf '#!/bin/sh\\ntouch {}\\n' >hooks/pre-push && chmod +x hooks/pre-push && cp -p hooks/pre-push hooks/reference-transaction && git add hooks && git commit -q -m hooks",
+        marker.display()
+    );
+    let out = run(
+        &repo,
+        &format!("add a note\n{plant}"),
+        &["--strategy", "merge-to-head", "--push"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let hook = repo.path().join("hooks/pre-push");
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&hook).unwrap().permissions());
+    assert!(
+        mode & 0o111 != 0,
+        "the planted hook is in the checkout, executable"
+    );
+    assert_eq!(tip(&origin, "main"), repo.git(&["rev-parse", "main"]));
+    assert!(!marker.exists(), "the planted hook ran at the host's push");
+    // The control: git's own push runs it.
+    repo.git(&["push", "-q", "origin", "main:refs/heads/control"]);
+    assert!(marker.exists(), "the planted hook is not one git runs");
+}
+
 fn an_unknown_remote_is_refused_before_anything_is_made() {
     let repo = TestRepo::new();
     remote(&repo, "origin");
@@ -309,6 +342,7 @@ fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(branch_strategy_pushes_the_branch_from_the_host),
         trial!(merge_to_head_pushes_the_checked_out_branch_to_its_upstream),
+        trial!(a_hook_the_agent_planted_never_runs_at_the_push),
         trial!(an_unknown_remote_is_refused_before_anything_is_made),
         trial!(a_rejected_push_keeps_the_commits_and_says_how_to_push_them),
         trial!(nothing_is_pushed_after_a_failed_check_or_without_commits),
