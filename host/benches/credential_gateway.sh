@@ -65,9 +65,7 @@ run_once() { # $1: on|off, $2: prompt
 : >"$work/run-on"; : >"$work/run-off"
 for _ in $(seq "$rounds"); do
     for arm in off on; do
-        start=$(now)
-        run_once "$arm" "add a line" >/dev/null
-        awk -v a="$(now)" -v b="$start" 'BEGIN {print a - b}' >>"$work/run-$arm"
+        timed "$work/run-$arm" run_once "$arm" "add a line"
     done
 done
 echo "run, --no-gateway:      median $(median <"$work/run-off") s over $rounds"

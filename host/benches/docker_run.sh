@@ -17,26 +17,11 @@ set -euo pipefail
 SANDDUNE_RUN_ARGS=${SANDDUNE_RUN_ARGS:-}
 rounds=${1:-5}
 root=$(cd "$(dirname "$0")/../.." && pwd)
-sanddune=${SANDDUNE:-$root/target/release/sanddune}
-if [ -z "${SANDDUNE:-}" ] && [ ! -x "$sanddune" ]; then
-    (cd "$root" && cargo build --release -q -p sanddune)
-fi
-image=sanddune-test:latest
-[ -x "$sanddune" ] || { echo "no binary at $sanddune: cargo build first" >&2; exit 1; }
-docker image inspect "$image" >/dev/null || { echo "no $image: tests/images/build.sh docker" >&2; exit 1; }
-
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-repo=$work/repo
-git init -q -b main "$repo"
-git -C "$repo" -c user.name=b -c user.email=b@b.invalid commit -q --allow-empty -m initial
-git -C "$repo" config user.name bench
-git -C "$repo" config user.email bench@sanddune.invalid
-export SANDDUNE_CACHE_DIR=$work/cache
+. "$root/host/benches/lib/docker_bench.sh"
+IMAGE=sanddune-test:latest docker_bench_setup
+bench_repo
 # claude-code's env requirement, as its users have it; the fake ignores it.
 export ANTHROPIC_API_KEY=sk-ant-bench-fake
-
-now() { date +%s.%N; }
 
 round=0
 sanddune_once() {
@@ -72,9 +57,8 @@ for _ in $(seq "$rounds"); do
     times_b+=("$(awk "BEGIN {print $t2 - $t1}")")
 done
 
-median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-ms=$(median "${times_s[@]}")
-mb=$(median "${times_b[@]}")
+ms=$(printf '%s\n' "${times_s[@]}" | median)
+mb=$(printf '%s\n' "${times_b[@]}" | median)
 commits=$(git -C "$repo" rev-list --count main)
 printf 'sanddune run --sandbox docker: median %.3f s over %d rounds\n' "$ms" "$rounds"
 printf 'bare shell sequence:           median %.3f s over %d rounds\n' "$mb" "$rounds"

@@ -40,9 +40,7 @@ run_once() { # $1: egress policy, $2: prompt
 : >"$work/allow" ; : >"$work/deny"
 for _ in $(seq "$rounds"); do
     for policy in allow deny; do
-        start=$(now)
-        run_once "$policy-all" "add a line" >/dev/null
-        awk -v a="$(now)" -v b="$start" 'BEGIN {print a - b}' >>"$work/$policy"
+        timed "$work/$policy" run_once "$policy-all" "add a line"
     done
 done
 echo "run, egress=allow-all: median $(median <"$work/allow") s over $rounds"

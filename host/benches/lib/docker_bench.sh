@@ -1,5 +1,5 @@
 # What the docker benches of one run's cost share (sourced by
-# egress_proxy.sh and credential_gateway.sh, with $root set): the release
+# docker_run.sh, egress_proxy.sh and credential_gateway.sh, with $root set): the release
 # binary, the test image, a scratch repository and the helpers that time
 # and read the runs.
 
@@ -31,6 +31,16 @@ bench_repo() {
 # One of the host's own addresses (not loopback), and a free port.
 host_addr() { hostname -I | tr ' ' '\n' | grep -v '^127\.' | grep '\.' | head -1; }
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("",0)); print(s.getsockname()[1])'; }
+
+# Run "$@" (its stdout dropped) and append its wall time, in seconds, to
+# the file $1.
+timed() {
+  local out=$1 start
+  shift
+  start=$(now)
+  "$@" >/dev/null
+  awk -v a="$(now)" -v b="$start" 'BEGIN {print a - b}' >>"$out"
+}
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 now() { date +%s.%N; }
