@@ -19,6 +19,7 @@ use sanddune::plugin::PluginRef;
 use sanddune::plugin::sandbox::{
     Command as SandboxCommand, ExecRequest, Sandbox, SandboxProvider, SandboxSpec,
 };
+use sanddune::run::{AgentOptions, BranchStrategy, LogMode, Prompt, RunOptions, SandboxOptions};
 
 /// `sanddune run` with the fake claude inside the test image; HOME in the
 /// container is the repo's fake home, mounted, so the fake's call log lands
@@ -1079,6 +1080,72 @@ fn podman_an_engine_that_stops_mid_run_fails_the_run_and_keeps_the_commit() {
     let _ = engine.wait();
 }
 
+/// The result comes back once the sandbox is stopped, not removed: the
+/// container is paused (nothing in it writes the worktree or the agent's
+/// git dir again), the commit is on the branch, and the close is the
+/// `Closing` the caller finishes, which removes the container.
+async fn the_result_comes_before_the_container_is_removed(engine: &str) {
+    require_engine(engine);
+    let repo = TestRepo::new();
+    let branch = unique("early");
+    let mut so = SandboxOptions::new(PluginRef::Builtin(engine.into()));
+    so.cwd = repo.path().to_path_buf();
+    so.runtime = Some(runtime());
+    so.log = LogMode::Terminal;
+    so.name = Some(branch.clone());
+    so.sandbox_config = vec![("image".into(), IMAGE.into())];
+    so.sandbox_config
+        .extend(fake_mounts(&repo).chunks(2).map(|opt| {
+            (
+                "mount".to_string(),
+                opt[1].trim_start_matches("mount=").to_string(),
+            )
+        }));
+    let mut agent = AgentOptions::new(
+        PluginRef::Builtin("claude-code".into()),
+        Prompt::Inline("add a note".into()),
+    );
+    agent.capture_sessions = false;
+    agent.agent_env = vec![("ANTHROPIC_API_KEY".into(), "sk-ant-sanddune-test".into())];
+    let options = RunOptions {
+        sandbox: so,
+        agent,
+        strategy: Some(BranchStrategy::Branch(branch.clone())),
+        resume_session: None,
+        check: None,
+        push: None,
+    };
+    let (result, closing) = sanddune::run::plan(options)
+        .await
+        .unwrap()
+        .run_to_result()
+        .await
+        .unwrap();
+    assert_eq!(result.commits.len(), 1);
+    assert_eq!(
+        repo.git(&["rev-list", "--count", &format!("main..{branch}")]),
+        "1"
+    );
+    let left = containers_with(engine, &format!("sanddune.name={branch}"));
+    assert_eq!(left.len(), 1, "the container is there until the close");
+    let state = Command::new(engine)
+        .args(["inspect", "-f", "{{.State.Status}}", &left[0]])
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&state.stdout).trim(), "paused");
+    assert!(!closing.is_done());
+    closing.finish().await.unwrap();
+    assert_no_container_left(engine, "name", &branch);
+}
+
+async fn docker_the_result_comes_before_the_container_is_removed() {
+    the_result_comes_before_the_container_is_removed("docker").await;
+}
+
+async fn podman_the_result_comes_before_the_container_is_removed() {
+    the_result_comes_before_the_container_is_removed("podman").await;
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(docker_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container),
@@ -1110,5 +1177,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_interactive_gives_the_agent_a_tty_in_the_container),
         trial!(podman_interactive_gives_the_agent_a_tty_in_the_container),
         trial!(podman_an_engine_that_stops_mid_run_fails_the_run_and_keeps_the_commit),
+        trial!(async docker_the_result_comes_before_the_container_is_removed),
+        trial!(async podman_the_result_comes_before_the_container_is_removed),
     ])
 }

@@ -286,3 +286,47 @@ async fn a_panicking_stream_event_callback_never_kills_the_run() {
     );
     sandbox.close().await.unwrap();
 }
+
+/// A run's result comes before its sandbox's close: the sandbox is still
+/// recorded (for `sanddune gc`, were the process killed now) and the run
+/// shows as `closing`; `finish` closes it and both records go.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_result_comes_before_the_sandbox_close_which_finish_does() {
+    let repo = TestRepo::new();
+    let options = sanddune::run::RunOptions {
+        sandbox: sandbox_options(&repo),
+        agent: agent(Prompt::Inline("fix the typo".into())),
+        strategy: Some(sanddune::run::BranchStrategy::MergeToHead),
+        resume_session: None,
+        check: None,
+        push: None,
+    };
+    let (result, closing) = sanddune::run::plan(options)
+        .await
+        .unwrap()
+        .run_to_result()
+        .await
+        .unwrap();
+    assert_eq!(result.branch, "main");
+    assert_eq!(
+        repo.git(&["log", "-1", "--format=%s", "main"]),
+        "Fix typo in README"
+    );
+    let git_dir = repo.path().join(".git");
+    let sandboxes = || {
+        std::fs::read_dir(git_dir.join("sanddune-sandboxes"))
+            .map(|d| d.count())
+            .unwrap_or(0)
+    };
+    assert_eq!(sandboxes(), 1, "the sandbox is recorded until it is closed");
+    let live = sanddune::run::registry::list(&git_dir);
+    assert_eq!(live.len(), 1);
+    assert_eq!(
+        live[0].record.state,
+        sanddune::run::registry::State::Closing
+    );
+    assert!(!closing.is_done());
+    closing.finish().await.unwrap();
+    assert_eq!(sandboxes(), 0);
+    assert!(sanddune::run::registry::list(&git_dir).is_empty());
+}

@@ -68,6 +68,11 @@ impl Brokered {
         }
     }
 
+    /// No process of this plugin instance is running.
+    pub(crate) fn is_idle(&self) -> bool {
+        self.inner.live.lock().unwrap().is_empty()
+    }
+
     pub(crate) fn reset(&self) {
         self.inner.cancelled.store(false, Ordering::SeqCst);
     }

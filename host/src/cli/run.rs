@@ -359,8 +359,14 @@ pub async fn run(args: RunArgs) -> Result<()> {
         };
         return super::best_of::run(args.best_of, options, candidates, how).await;
     }
-    let result = match crate::run::run(options).await {
-        Ok(result) => result,
+    // The result is shown as soon as it is known; the sandbox's close
+    // (`Closing`) finishes after it, before the process exits.
+    let outcome = match crate::run::plan(options).await {
+        Ok(planned) => planned.run_to_result().await,
+        Err(e) => Err(e),
+    };
+    let (result, closing) = match outcome {
+        Ok(done) => done,
         Err(Error::Output(e)) if args.json => {
             // The caller still gets the raw text and the commits.
             println!(
@@ -382,6 +388,7 @@ pub async fn run(args: RunArgs) -> Result<()> {
     } else {
         print_summary(&result, &args.cwd);
     }
+    closing.finish().await?;
     match &result.check {
         Some(check) if !check.passed => Err(Error::Agent(format!(
             "the check `{}` {}; the commits stay on {}",

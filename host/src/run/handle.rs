@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::capture::{self, HostSessions};
+use super::closing::Closing;
 use super::containment;
 use super::env::EnvMap;
 use super::invoker::SandboxInvoker;
@@ -423,12 +424,19 @@ impl SandboxHandle {
     /// Tear down the sandbox, and the worktree when this handle owns it
     /// (kept when dirty; its branch is kept).
     pub async fn close(mut self) -> Result<CloseResult> {
-        self.close_inner(false).await.map(|(close, _)| close)
+        let (close, _, later) = self.close_inner(false, false).await?;
+        debug_assert!(later.is_none(), "nothing is deferred here");
+        Ok(close)
     }
 
     /// `run`'s ending: close the sandbox, merge a merge-to-head branch
     /// when the run succeeded, and remove the worktree unless it is dirty.
-    pub(super) async fn teardown(mut self, result: Result<RunResult>) -> Result<RunResult> {
+    /// The sandbox's close is left to the returned [`Closing`] when the
+    /// run succeeded and the result no longer depends on it.
+    pub(super) async fn teardown(
+        mut self,
+        result: Result<RunResult>,
+    ) -> Result<(RunResult, Closing)> {
         // A failed check keeps the commits on the run's own branch.
         let checked = |r: &RunResult| r.check.as_ref().is_none_or(|c| c.passed);
         let merge = result.as_ref().is_ok_and(checked)
@@ -449,7 +457,7 @@ impl SandboxHandle {
             }
             self.owns_place = false;
         }
-        let (close, merged) = match self.close_inner(merge).await {
+        let (close, merged, later) = match self.close_inner(merge, result.is_ok()).await {
             Ok(closed) => closed,
             Err(e) => return Err(result.err().unwrap_or(e)),
         };
@@ -459,14 +467,28 @@ impl SandboxHandle {
         }
         result.preserved_worktree_path = close.preserved_worktree_path;
         result.timings = self.log.timings().phases();
-        Ok(result)
+        let closing = Closing::new(later, self.live.take(), self.log.clone());
+        Ok((result, closing))
     }
 
-    /// Returns what was kept and whether a merge happened.
-    async fn close_inner(&mut self, merge: bool) -> Result<(CloseResult, bool)> {
+    /// Returns what was kept, whether a merge happened, and the sandbox
+    /// when `defer` let its close wait (see [`Self::stopped`]).
+    async fn close_inner(
+        &mut self,
+        merge: bool,
+        defer: bool,
+    ) -> Result<(CloseResult, bool, Option<Sandbox>)> {
         let timings = self.log.timings().clone();
+        let mut later = None;
         let closed = match self.sandbox.take() {
-            Some(mut sandbox) => timings.time("sandbox close", sandbox.close()).await,
+            Some(mut sandbox) => {
+                if defer && self.stopped(&mut sandbox).await {
+                    later = Some(sandbox);
+                    Ok(())
+                } else {
+                    timings.time("sandbox close", sandbox.close()).await
+                }
+            }
             None => Ok(()),
         };
         if let Some(dir) = self.agent_git.take() {
@@ -478,12 +500,48 @@ impl SandboxHandle {
             &self.log,
         );
         self.log.finish();
-        if !self.owns_place {
-            return closed.map(|_| (CloseResult::default(), false));
+        let ended = if self.owns_place {
+            self.end_place(merge, closed.err()).await
+        } else {
+            closed.map(|_| (CloseResult::default(), false))
+        };
+        match ended {
+            Ok((close, merged)) => Ok((close, merged, later)),
+            Err(e) => {
+                // A failed ending reports nothing to do later.
+                if let Some(mut sandbox) = later {
+                    let _ = timings.time("sandbox close", sandbox.close()).await;
+                }
+                Err(e)
+            }
         }
+    }
+
+    /// Whether the run's result no longer depends on `sandbox`, so its
+    /// close can wait: an isolated sandbox's commits were synced out after
+    /// each iteration; a bind-mount one must first be stopped by the host,
+    /// as nothing may write the worktree or the agent's git dir once they
+    /// are read as final.
+    async fn stopped(&self, sandbox: &mut Sandbox) -> bool {
+        match self.plan.provider.info().kind {
+            SandboxKind::Isolated => true,
+            SandboxKind::BindMount => {
+                let timings = self.log.timings().clone();
+                timings.time("sandbox stop", sandbox.stop()).await
+            }
+        }
+    }
+
+    /// The worktree's ending once the sandbox is closed or stopped: merge
+    /// (unless `failure`), then release it unless it is dirty.
+    async fn end_place(
+        &mut self,
+        merge: bool,
+        mut failure: Option<Error>,
+    ) -> Result<(CloseResult, bool)> {
+        let timings = self.log.timings().clone();
         let repo = self.place.repo()?;
         let mut merged = false;
-        let mut failure = closed.err();
         if merge && failure.is_none() {
             let merging = std::time::Instant::now();
             match repo.merge_into_head(&self.place.branch) {

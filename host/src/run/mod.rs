@@ -20,6 +20,7 @@ mod agent_files;
 mod attach;
 pub mod capture;
 mod check;
+mod closing;
 mod containment;
 pub mod env;
 mod handle;
@@ -56,6 +57,7 @@ pub use crate::outcome::{self, Commit};
 pub use abort::AbortHandle;
 pub use attach::attach;
 pub use check::{Check, CheckResult, DEFAULT_CHECK_TIMEOUT};
+pub use closing::Closing;
 pub use handle::{CloseResult, SandboxHandle};
 pub use interactive::{InteractiveOptions, InteractiveResult, InteractiveSandbox, interactive};
 pub use iteration::{
@@ -370,10 +372,20 @@ impl PlannedRun {
         self.plan.agent.agent.name()
     }
 
-    /// Carry the plan out. The data path reads top to bottom: the run log
-    /// and the live-runs record, the place (worktree), the sandbox on it,
-    /// the agent's iterations, the check, then the strategy's ending.
+    /// Carry the plan out, the sandbox's close included.
     pub async fn run(self) -> Result<RunResult> {
+        let (result, closing) = self.run_to_result().await?;
+        closing.finish().await?;
+        Ok(result)
+    }
+
+    /// Carry the plan out up to its result, and hand back the sandbox's
+    /// close when the result no longer depends on it ([`Closing`]): the
+    /// caller shows the result, then finishes the close. The data path
+    /// reads top to bottom: the run log and the live-runs record, the
+    /// place (worktree), the sandbox on it, the agent's iterations, the
+    /// check, then the strategy's ending.
+    pub async fn run_to_result(self) -> Result<(RunResult, Closing)> {
         let process = timings::since_process_start();
         let PlannedRun {
             mut plan,
@@ -428,15 +440,22 @@ impl PlannedRun {
                 Err(e) => result = Err(e),
             }
         }
-        let mut done = handle.teardown(result).await?;
+        let (mut done, closing) = handle.teardown(result).await?;
         // A failed check merges nothing; nor does it push.
         if let Some(remote) = &plan.push
             && !done.commits.is_empty()
             && done.check.as_ref().is_none_or(|c| c.passed)
         {
-            done.pushed = Some(push(&root, remote, &done.branch, &abort).await?);
+            match push(&root, remote, &done.branch, &abort).await {
+                Ok(pushed) => done.pushed = Some(pushed),
+                Err(e) => {
+                    // The close the failure cuts short, done first.
+                    let _ = closing.finish().await;
+                    return Err(e);
+                }
+            }
         }
-        Ok(done)
+        Ok((done, closing))
     }
 }
 

@@ -34,6 +34,8 @@ pub enum State {
     Syncing,
     Checking,
     Merging,
+    /// The result is out; the sandbox is being torn down.
+    Closing,
 }
 
 impl State {
@@ -44,6 +46,7 @@ impl State {
             State::Syncing => "syncing",
             State::Checking => "checking",
             State::Merging => "merging",
+            State::Closing => "closing",
         }
     }
 }

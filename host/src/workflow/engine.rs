@@ -126,6 +126,35 @@ struct Context {
     workflow: Workflow,
     options: WorkflowOptions,
     runtime: PluginRuntime,
+    /// The sandbox closes items left for after their results: a lane is
+    /// free for the next item once its item's result is known. All are
+    /// finished before the workflow returns.
+    closings: std::sync::Mutex<tokio::task::JoinSet<Result<()>>>,
+}
+
+impl Context {
+    fn close_later(&self, closing: crate::run::Closing) {
+        if !closing.is_done() {
+            let mut closings = self.closings.lock().unwrap_or_else(|e| e.into_inner());
+            closings.spawn(closing.finish());
+        }
+    }
+
+    /// Finish every close left for later. A failure leaves a sandbox for
+    /// `sanddune gc`; the item's run log says so, and so does the host's log.
+    async fn finish_closings(&self) {
+        let mut closings =
+            std::mem::take(&mut *self.closings.lock().unwrap_or_else(|e| e.into_inner()));
+        while let Some(closed) = closings.join_next().await {
+            match closed {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => {
+                    tracing::warn!("a sandbox did not close after its item's result: {e}")
+                }
+                Err(e) => tracing::warn!("a sandbox's close did not end: {e}"),
+            }
+        }
+    }
 }
 
 impl Workflow {
@@ -168,6 +197,7 @@ impl Workflow {
             workflow: self.clone(),
             options,
             runtime,
+            closings: Default::default(),
         });
         let mut result = WorkflowResult {
             workflow: self.name.clone(),
@@ -261,7 +291,13 @@ impl Workflow {
                     }
                 },
                 StepKind::Merge { from } => {
-                    let queue = merge_step(&ctx, &step.name, from, &result)?;
+                    let queue = match merge_step(&ctx, &step.name, from, &result) {
+                        Ok(queue) => queue,
+                        Err(e) => {
+                            ctx.finish_closings().await;
+                            return Err(e);
+                        }
+                    };
                     step_result.merge = Some(queue);
                 }
             }
@@ -271,6 +307,7 @@ impl Workflow {
                 break;
             }
         }
+        ctx.finish_closings().await;
         if ctx.options.abort.is_aborted() {
             result.aborted = Some(ctx.options.abort.reason());
         }
@@ -465,7 +502,7 @@ async fn run_runs(
     }
     if !multi {
         let agent = agents.pop().expect("a step has a run");
-        let run = crate::run::run(RunOptions {
+        let planned = crate::run::plan(RunOptions {
             sandbox: so,
             agent,
             strategy,
@@ -474,6 +511,8 @@ async fn run_runs(
             push: None,
         })
         .await?;
+        let (run, closing) = planned.run_to_result().await?;
+        ctx.close_later(closing);
         record(result, run);
         return Ok(());
     }

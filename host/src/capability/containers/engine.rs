@@ -56,6 +56,28 @@ impl ContainerState {
         }
     }
 
+    /// Freeze every process of every container this instance created (the
+    /// engine's pause, the cgroup freezer), so nothing in them writes again;
+    /// `remove_all` still kills and removes them. False when it created none
+    /// or one would not pause (rootless cgroup v1 cannot): then nothing is
+    /// known to be stopped.
+    pub fn pause_all(&self) -> impl Future<Output = bool> + Send + 'static {
+        let ids = self.created.clone();
+        let client = self.client.clone();
+        async move {
+            let Some(docker) = client.filter(|_| !ids.is_empty()) else {
+                return false;
+            };
+            for id in ids {
+                if let Err(e) = docker.pause_container(&id).await {
+                    tracing::debug!("cannot pause container {id}: {e}");
+                    return false;
+                }
+            }
+            true
+        }
+    }
+
     /// The resource limits the containers this instance created have hit,
     /// read from their cgroups. (A future that owns what it needs: the
     /// state is not `Sync`.)

@@ -112,6 +112,23 @@ impl Sandbox {
         }
     }
 
+    /// Stop everything this sandbox runs without tearing it down, so what it
+    /// wrote can be read as final before `close`. True only when the host
+    /// knows it is all stopped: every process runs in a container the
+    /// provider made through the host, each is paused, the provider runs no
+    /// host process and may reach no network or cluster. False otherwise:
+    /// only `close` stops it then.
+    pub async fn stop(&mut self) -> bool {
+        let grants = &self.origin.grants;
+        let knowable = self.lane.is_none()
+            && !self.closed
+            && self.abandoned.is_none()
+            && grants.http.is_none()
+            && grants.pods.is_none()
+            && self.store.data().brokered.is_idle();
+        knowable && self.store.data().containers.pause_all().await
+    }
+
     /// Kills what this sandbox's provider is running, from anywhere: its
     /// current call returns and the sandbox stays usable.
     pub fn canceller(&self) -> Brokered {
