@@ -1081,9 +1081,9 @@ fn podman_an_engine_that_stops_mid_run_fails_the_run_and_keeps_the_commit() {
 }
 
 /// The result comes back once the sandbox is stopped, not removed: the
-/// container is paused (nothing in it writes the worktree or the agent's
-/// git dir again), the commit is on the branch, and the close is the
-/// `Closing` the caller finishes, which removes the container.
+/// container is paused, so the writer the agent left running in the
+/// background writes nothing more, the commit is on the branch, and the
+/// close is the `Closing` the caller finishes, which removes the container.
 async fn the_result_comes_before_the_container_is_removed(engine: &str) {
     require_engine(engine);
     let repo = TestRepo::new();
@@ -1103,7 +1103,10 @@ async fn the_result_comes_before_the_container_is_removed(engine: &str) {
         }));
     let mut agent = AgentOptions::new(
         PluginRef::Builtin("claude-code".into()),
-        Prompt::Inline("add a note".into()),
+        Prompt::Inline(
+            "add a note\nFAKE:run:(while :; do echo x >> BG.md; sleep 0.02; done) >/dev/null 2>&1 &"
+                .into(),
+        ),
     );
     agent.capture_sessions = false;
     agent.agent_env = vec![("ANTHROPIC_API_KEY".into(), "sk-ant-sanddune-test".into())];
@@ -1133,6 +1136,14 @@ async fn the_result_comes_before_the_container_is_removed(engine: &str) {
         .output()
         .unwrap();
     assert_eq!(String::from_utf8_lossy(&state.stdout).trim(), "paused");
+    // The writer's file left the worktree dirty, so it was kept; it stays
+    // as the result found it.
+    let kept = result.preserved_worktree_path.clone().expect("a dirty worktree is kept");
+    let written = || std::fs::read_to_string(format!("{kept}/BG.md")).unwrap();
+    let at_the_result = written();
+    assert!(!at_the_result.is_empty());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(written(), at_the_result, "a paused process wrote");
     assert!(!closing.is_done());
     closing.finish().await.unwrap();
     assert_no_container_left(engine, "name", &branch);
