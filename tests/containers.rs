@@ -1138,7 +1138,10 @@ async fn the_result_comes_before_the_container_is_removed(engine: &str) {
     assert_eq!(String::from_utf8_lossy(&state.stdout).trim(), "paused");
     // The writer's file left the worktree dirty, so it was kept; it stays
     // as the result found it.
-    let kept = result.preserved_worktree_path.clone().expect("a dirty worktree is kept");
+    let kept = result
+        .preserved_worktree_path
+        .clone()
+        .expect("a dirty worktree is kept");
     let written = || std::fs::read_to_string(format!("{kept}/BG.md")).unwrap();
     let at_the_result = written();
     assert!(!at_the_result.is_empty());

@@ -111,17 +111,41 @@ impl ContainerState {
 
 /// Connect to an engine and agree on an API version (Debian's engines speak
 /// 1.41). Builds and long execs stream: the client timeout is generous.
+/// The version is agreed once per socket and process: dockerd answers
+/// `/version` in 6-35 ms (it asks containerd and runc theirs), and a run
+/// connects in its preflight and again in its create. Later connects only
+/// ping (under a millisecond), so an engine that stopped is still found here.
 pub async fn connect_negotiated(engine: Engine) -> Result<Docker, String> {
+    static AGREED: std::sync::Mutex<Vec<(String, bollard::ClientVersion)>> =
+        std::sync::Mutex::new(Vec::new());
     let socket = engine_socket(engine);
+    let known = AGREED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(s, _)| *s == socket)
+        .map(|(_, v)| *v);
+    let unreachable = |e: bollard::errors::Error| {
+        format!("cannot reach {} at {socket}: {e}", engine_name(engine))
+    };
+    let silent = |e: bollard::errors::Error| {
+        format!("{} at {socket} does not answer: {e}", engine_name(engine))
+    };
+    if let Some(version) = known {
+        let docker = Docker::connect_with_unix(&socket, 600, &version).map_err(unreachable)?;
+        docker.ping().await.map_err(silent)?;
+        return Ok(docker);
+    }
     let docker = Docker::connect_with_unix(&socket, 600, bollard::API_DEFAULT_VERSION)
-        .map_err(|e| format!("cannot reach {} at {socket}: {e}", engine_name(engine)))?;
-    docker.negotiate_version().await.map_err(|e| {
-        format!(
-            "{} at {} does not answer: {e}",
-            engine_name(engine),
-            engine_socket(engine)
-        )
-    })
+        .map_err(unreachable)?
+        .negotiate_version()
+        .await
+        .map_err(silent)?;
+    AGREED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push((socket.clone(), docker.client_version()));
+    Ok(docker)
 }
 
 pub fn engine_name(engine: Engine) -> &'static str {
@@ -583,9 +607,35 @@ pub(crate) fn archive(host: &Path, name: &str) -> std::io::Result<Vec<u8>> {
     builder.into_inner()
 }
 
-/// Connect to `engine` and describe it and the host user.
+/// Connect to `engine` and describe it and the host user. The description
+/// is asked once per socket and process (`/version` and `/info` are each
+/// 6-35 ms on dockerd); it does not change while the engine answers.
 async fn connect(engine: Engine) -> Result<(Docker, EngineInfo), String> {
+    static DESCRIBED: std::sync::Mutex<Vec<(String, EngineInfo)>> =
+        std::sync::Mutex::new(Vec::new());
     let docker = connect_negotiated(engine).await?;
+    let socket = engine_socket(engine);
+    let known = DESCRIBED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .find(|(s, _)| *s == socket)
+        .map(|(_, info)| info.clone());
+    let info = match known {
+        Some(info) => info,
+        None => {
+            let info = describe(&docker, engine).await?;
+            DESCRIBED
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((socket, info.clone()));
+            info
+        }
+    };
+    Ok((docker, info))
+}
+
+async fn describe(docker: &Docker, engine: Engine) -> Result<EngineInfo, String> {
     let (version, info) = tokio::join!(docker.version(), docker.info());
     let version = version
         .map_err(|e| format!("{}: {e}", engine_name(engine)))?
@@ -601,15 +651,12 @@ async fn connect(engine: Engine) -> Result<(Docker, EngineInfo), String> {
         .and_then(|i| i.security_options)
         .is_some_and(|opts| opts.iter().any(|o| o.contains("rootless")))
         || (matches!(engine, Engine::Podman) && host_uid != 0);
-    Ok((
-        docker,
-        EngineInfo {
-            version,
-            host_uid,
-            host_gid,
-            rootless,
-        },
-    ))
+    Ok(EngineInfo {
+        version,
+        host_uid,
+        host_gid,
+        rootless,
+    })
 }
 
 /// The capability's calls, as the bindings of every WIT version make them.
