@@ -1,12 +1,24 @@
 #!/usr/bin/env bash
-# Times one `sanddune run --sandbox docker` (merge-to-head, the fake claude
-# committing one line) against the bare shell sequence of the same steps:
-# git worktree add, docker run, docker exec of the agent with the prompt on
-# stdin, docker rm -f, git merge, git worktree remove. Prints the medians of
-# N alternating rounds, their ratio (target: at most 1.10), and the median
-# of each phase of the sanddune run (its `timings`, as `--timings` prints).
+# What a docker run costs beside the bare floor of the same work, in one
+# run, interleaved round by round (issue 37's bench):
 #
-#   host/benches/docker_run.sh [rounds]     (default 5)
+# 1. One run: `sanddune run --sandbox docker` (merge-to-head, the fake
+#    claude committing one line) against the bare shell sequence of the
+#    same steps (git worktree add, docker run, docker exec of the agent with
+#    the prompt on stdin, docker rm -f, git merge, git worktree remove).
+#    The run is timed twice: to its result on stdout (what a user waits
+#    for: the sandbox's close comes after it, ADR 0034) and to its exit.
+#    Prints the medians, their ratios to the floor (target: the result at
+#    most 1.10x) and the median of each phase from the runs' `timings`.
+# 2. A fan-out: 16 items at --parallel 4, each committing one line on its
+#    own branch, as a `sanddune workflow run` (a plan step lists the items,
+#    then the fan-out step; timed from the plan's end to the exit) against
+#    the bare sequence of 16 items, four at a time (xargs -P 4).
+#
+# Warm sandboxes (a pool of started containers, issue 37 part 1) are not
+# built: there is no warm column yet.
+#
+#   host/benches/docker_run.sh [rounds] [fan-out rounds]    (default 5 and 3)
 #
 # $SANDDUNE_RUN_ARGS go to `sanddune run` (e.g. --no-capture-sessions: the
 # bare sequence captures no session).
@@ -16,6 +28,7 @@
 set -euo pipefail
 SANDDUNE_RUN_ARGS=${SANDDUNE_RUN_ARGS:-}
 rounds=${1:-5}
+fanout_rounds=${2:-3}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/host/benches/lib/docker_bench.sh"
 IMAGE=sanddune-test:latest docker_bench_setup
@@ -23,61 +36,168 @@ bench_repo
 # claude-code's env requirement, as its users have it; the fake ignores it.
 export ANTHROPIC_API_KEY=sk-ant-bench-fake
 
-round=0
-sanddune_once() {
-    round=$((round + 1))
-    "$sanddune" run --cwd "$repo" --sandbox docker --agent claude-code \
-        --strategy merge-to-head --prompt "add a line" --json \
-        --sandbox-opt image="$image" $SANDDUNE_RUN_ARGS >"$work/result-$round.json" 2>/dev/null
+# Runs "$@" and prints "SECONDS_TO_RESULT SECONDS_TO_EXIT": the result is
+# the --json object on stdout, whole once its closing brace is.
+to_result_and_exit() {
+    python3 - "$@" <<'PY'
+import subprocess, sys, time
+start = time.monotonic()
+with subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as p:
+    out, result = [], None
+    for line in p.stdout:
+        out.append(line)
+        if line.rstrip() == b"}" and result is None:
+            result = time.monotonic() - start
+    code = p.wait()
+end = time.monotonic() - start
+if code != 0:
+    sys.exit(f"exit {code}")
+sys.stderr.buffer.write(b"".join(out))
+print(f"{result:.4f} {end:.4f}")
+PY
 }
 
-bare_once() {
-    local name wt cid
-    name=bare-$RANDOM$RANDOM
+# Round $1's result goes to $work/result-$1.json.
+sanddune_once() {
+    to_result_and_exit "$sanddune" run --cwd "$repo" --sandbox docker --agent claude-code \
+        --strategy merge-to-head --prompt "add a line" --json \
+        --sandbox-opt image="$image" $SANDDUNE_RUN_ARGS 2>"$work/result-$1.json"
+}
+
+# One item of the bare sequence on branch $1, merged when $2 is "merge".
+bare_item() {
+    local name=$1 wt cid
     wt=$repo/.sanddune/worktrees/$name
     git -C "$repo" worktree add -q -b "sanddune/$name" "$wt"
     cid=$(docker run -d --label sanddune.bench=1 -v "$wt:$wt:z" -v "$repo/.git:$repo/.git:z" \
         -w "$wt" --user agent -e HOME=/home/agent --entrypoint sleep "$image" infinity)
-    echo "add a line" | docker exec -i -e HOME=/home/agent "$cid" \
+    printf 'add a line\nFAKE:file:%s.md\n' "$name" | docker exec -i -e HOME=/home/agent "$cid" \
         claude --print --output-format stream-json --verbose >/dev/null
     docker rm -f "$cid" >/dev/null
-    git -C "$repo" merge -q --ff-only "sanddune/$name"
+    if [ "${2:-}" = merge ]; then
+        git -C "$repo" merge -q --ff-only "sanddune/$name"
+    fi
     git -C "$repo" worktree remove "$wt"
-    git -C "$repo" branch -q -d "sanddune/$name"
+    if [ "${2:-}" = merge ]; then
+        git -C "$repo" branch -q -d "sanddune/$name"
+    fi
 }
 
+bare_once() { bare_item "bare-$RANDOM$RANDOM" merge; }
+
+echo "== one run, $rounds rounds (sanddune, then the floor, in each) =="
 # One untimed round each: the component cache and the engine's page cache.
-sanddune_once
+sanddune_once 0 >/dev/null
 bare_once
 
-times_s=() times_b=()
-for _ in $(seq "$rounds"); do
-    t0=$(now); sanddune_once; t1=$(now); bare_once; t2=$(now)
-    times_s+=("$(awk "BEGIN {print $t1 - $t0}")")
-    times_b+=("$(awk "BEGIN {print $t2 - $t1}")")
+: >"$work/s-result" && : >"$work/s-exit" && : >"$work/floor"
+for n in $(seq "$rounds"); do
+    read -r r e < <(sanddune_once "$n")
+    echo "$r" >>"$work/s-result"
+    echo "$e" >>"$work/s-exit"
+    timed "$work/floor" bare_once
 done
 
-ms=$(printf '%s\n' "${times_s[@]}" | median)
-mb=$(printf '%s\n' "${times_b[@]}" | median)
-commits=$(git -C "$repo" rev-list --count main)
-printf 'sanddune run --sandbox docker: median %.3f s over %d rounds\n' "$ms" "$rounds"
-printf 'bare shell sequence:           median %.3f s over %d rounds\n' "$mb" "$rounds"
-printf 'ratio: %.2fx (target <= 1.10x); %d commits landed on main\n' "$(awk "BEGIN {print $ms / $mb}")" "$commits"
+mr=$(median <"$work/s-result")
+me=$(median <"$work/s-exit")
+mb=$(median <"$work/floor")
+printf 'floor (bare shell sequence):     median %.3f s\n' "$mb"
+printf 'sanddune run, to its result:     median %.3f s  %.2fx the floor (target <= 1.10x)\n' "$mr" "$(awk "BEGIN {print $mr / $mb}")"
+printf 'sanddune run, to its exit:       median %.3f s  %.2fx the floor\n' "$me" "$(awk "BEGIN {print $me / $mb}")"
+printf 'warm sanddune run (pool of 2):   not built (issue 37 part 1)\n'
+printf '%d commits landed on main\n' "$(git -C "$repo" rev-list --count main)"
 
-# The timed rounds' phases (the first, untimed round is result-1).
+# The timed rounds' phases (the untimed round is result-0).
 python3 - "$work" "$rounds" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
 phases = {}
-for r in range(2, rounds + 2):
+for r in range(1, rounds + 1):
     with open(f"{work}/result-{r}.json") as f:
         for p in json.load(f)["timings"]:
             phases.setdefault(p["phase"], []).append(p["ms"])
-print("sanddune run phases, median ms over the timed rounds:")
-total = 0.0
+print("sanddune run phases, median ms over the timed rounds (process start includes plugin load):")
 for name, ms in phases.items():
-    m = statistics.median(ms)
-    total += m
-    print(f"  {name:<28} {m:8.1f}")
-print(f"  {'sum of phases':<28} {total:8.1f}")
+    print(f"  {name:<28} {statistics.median(ms):8.1f}")
+PY
+
+echo
+echo "== fan-out: 16 items at --parallel 4, $fanout_rounds rounds =="
+mkdir -p "$repo/.sanddune/workflows"
+items=$(seq -s, 1 16)
+cat >"$repo/.sanddune/workflows/fanout.toml" <<EOF
+[defaults]
+sandbox = "docker"
+agent = "claude-code"
+sandboxOptions = { image = "$image" }
+
+[[steps]]
+name = "plan"
+strategy = "head"
+prompt = "list the items\nFAKE:file:plan.md\nFAKE:say:<plan>[$items]</plan>"
+output = { tag = "plan", schemaFile = "plan.schema.json" }
+
+[[steps]]
+name = "implement"
+forEach = "plan"
+branch = "bench/{{args.ROUND}}-{{index}}"
+promptFile = "item.md"
+promptArgs = { N = "{{index}}" }
+
+[args]
+ROUND = "0"
+EOF
+echo '{"type": "array", "items": {"type": "integer"}}' >"$repo/.sanddune/plan.schema.json"
+printf 'add a line\nFAKE:file:item-{{N}}.md\n' >"$repo/.sanddune/item.md"
+git -C "$repo" add .sanddune
+git -C "$repo" commit -q -m "bench workflow"
+# Prints the fan-out step's seconds: the workflow's wall time less its
+# plan step's.
+fanout_once() {
+    python3 - "$sanddune" "$repo" "$1" <<'PY'
+import json, subprocess, sys, time
+bin, repo, n = sys.argv[1:]
+start = time.monotonic()
+out = subprocess.run([bin, "workflow", "run", "fanout", "--cwd", repo, "--parallel", "4",
+                      "--arg", f"ROUND={n}", "--json", "--trust"], capture_output=True)
+wall = time.monotonic() - start
+if out.returncode != 0:
+    sys.exit(out.stderr.decode())
+steps = json.loads(out.stdout)["steps"]
+plan = steps[0]["items"][0]["durationMs"] / 1000
+ok = sum(i["status"] == "succeeded" for i in steps[1]["items"])
+if ok != 16:
+    sys.exit(f"{ok} of 16 items succeeded")
+with open(f"{repo}/../fanout-{n}.json", "wb") as f:
+    f.write(out.stdout)
+print(f"{wall - plan:.4f}")
+PY
+}
+
+bare_fanout() {
+    seq 1 16 | xargs -P 4 -I{} bash -c "$(declare -f bare_item); repo=$repo image=$image bare_item fan-$1-{}"
+}
+
+fanout_once 0 >/dev/null
+: >"$work/fan-s" && : >"$work/fan-b"
+for n in $(seq "$fanout_rounds"); do
+    fanout_once "$n" >>"$work/fan-s"
+    timed "$work/fan-b" bare_fanout "$n"
+done
+fs=$(median <"$work/fan-s")
+fb=$(median <"$work/fan-b")
+printf 'floor (bare, xargs -P 4):        median %.3f s\n' "$fb"
+printf 'sanddune workflow, fan-out step: median %.3f s  %.2fx the floor\n' "$fs" "$(awk "BEGIN {print $fs / $fb}")"
+printf 'with a pool of warm sandboxes:   not built (issue 37 part 1)\n'
+python3 - "$work" "$fanout_rounds" <<'PY'
+import json, statistics, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+phases = {}
+for r in range(1, rounds + 1):
+    for item in json.load(open(f"{work}/fanout-{r}.json"))["steps"][1]["items"]:
+        for p in item["runs"][0]["timings"]:
+            phases.setdefault(p["phase"], []).append(p["ms"])
+print("fan-out item phases, median ms over the items of the timed rounds:")
+for name, ms in phases.items():
+    print(f"  {name:<28} {statistics.median(ms):8.1f}")
 PY
