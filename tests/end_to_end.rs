@@ -73,7 +73,7 @@ fn claude_code_in_test_isolated_merges_the_commit_to_head() {
             "iteration 1 sync out",
             "iteration 1 session capture",
             "status after",
-            "sandbox close",
+            // The sandbox's close comes after the result (ADR 0034).
             "merge",
             "worktree release"
         ]

@@ -184,6 +184,13 @@ fn parallel_planner_fans_out_and_the_queue_stops_at_the_first_conflict() {
         text.contains("merge sanddune/task-4: CONFLICT in shared.txt"),
         "{text}"
     );
+    // Items freed their lane at their result; every sandbox's close was
+    // done before the workflow returned (ADR 0034): no record is left.
+    let records = std::fs::read_dir(repo.path().join(".git/sanddune-sandboxes"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    assert_eq!(records, 0, "a sandbox was left unclosed");
+    assert!(sanddune::run::registry::list(&repo.path().join(".git")).is_empty());
 }
 
 fn parallel_planner_with_review_reviews_in_each_branchs_sandbox() {
