@@ -163,6 +163,17 @@ impl Setup {
             .unwrap_or_default()
     }
 
+    /// Removed worktrees' files still waiting under .sanddune/worktrees.
+    fn removed_left(&self) -> Vec<String> {
+        std::fs::read_dir(self.repo.path().join(".sanddune/worktrees"))
+            .map(|d| {
+                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.starts_with(".removed-"))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     fn scratch_dirs(&self) -> usize {
         std::fs::read_dir(self.tmp.path())
             .unwrap()
@@ -456,6 +467,11 @@ fn kill_9_at_seeded_points(setup: &Setup, after_gc: impl Fn(&Setup, u32)) {
             setup.locks().is_empty(),
             "{when}: a lock survived gc: {:?}\n{gc}",
             setup.locks()
+        );
+        assert!(
+            setup.removed_left().is_empty(),
+            "{when}: a removed worktree's files survived gc: {:?}\n{gc}",
+            setup.removed_left()
         );
         setup.check_sound(&when);
         assert!(

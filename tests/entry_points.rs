@@ -287,9 +287,10 @@ async fn a_panicking_stream_event_callback_never_kills_the_run() {
     sandbox.close().await.unwrap();
 }
 
-/// A run's result comes before its sandbox's close: the sandbox is still
-/// recorded (for `sanddune gc`, were the process killed now) and the run
-/// shows as `closing`; `finish` closes it and both records go.
+/// A run's result comes before its sandbox's close and its worktree's
+/// deletion: the sandbox is still recorded (for `sanddune gc`, were the
+/// process killed now), the worktree's files wait beside the worktrees,
+/// and the run shows as `closing`; `finish` does both and the records go.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_result_comes_before_the_sandbox_close_which_finish_does() {
     let repo = TestRepo::new();
@@ -319,6 +320,18 @@ async fn the_result_comes_before_the_sandbox_close_which_finish_does() {
             .unwrap_or(0)
     };
     assert_eq!(sandboxes(), 1, "the sandbox is recorded until it is closed");
+    // The worktree is gone for git, its files moved aside to be deleted.
+    assert_eq!(repo.git(&["worktree", "list"]).lines().count(), 1);
+    let worktrees = repo.path().join(".sanddune/worktrees");
+    let entries = || -> Vec<String> {
+        std::fs::read_dir(&worktrees)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    let aside = entries();
+    assert_eq!(aside.len(), 1, "{aside:?}");
+    assert!(aside[0].starts_with(".removed-run-"), "{aside:?}");
     let live = sanddune::run::registry::list(&git_dir);
     assert_eq!(live.len(), 1);
     assert_eq!(
@@ -328,5 +341,6 @@ async fn the_result_comes_before_the_sandbox_close_which_finish_does() {
     assert!(!closing.is_done());
     closing.finish().await.unwrap();
     assert_eq!(sandboxes(), 0);
+    assert_eq!(entries(), Vec::<String>::new(), "the files are deleted");
     assert!(sanddune::run::registry::list(&git_dir).is_empty());
 }

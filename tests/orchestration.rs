@@ -32,6 +32,14 @@ fn no_worktree_left(repo: &TestRepo) {
         1,
         "no worktree may be left"
     );
+    // Nor the files of one, moved aside to be deleted after the result.
+    let aside: Vec<_> = std::fs::read_dir(repo.path().join(".sanddune/worktrees"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".removed-"))
+        .collect();
+    assert!(aside.is_empty(), "{aside:?}");
 }
 
 // --- hooks -----------------------------------------------------------------
@@ -957,5 +965,41 @@ fn gc_removes_a_crashed_runs_clean_worktree_and_keeps_a_dirty_one() {
     assert_eq!(
         repo.git(&["branch", "--list", "crash/clean"]),
         "crash/clean"
+    );
+}
+
+/// A run killed between moving its removed worktree aside and deleting it
+/// (its result was out: ADR 0034) leaves the files beside the worktrees.
+/// `gc` deletes those of a dead process, through no link, and leaves a
+/// live process's, which is still deleting them.
+#[test]
+fn gc_deletes_the_files_of_a_removed_worktree_whose_run_is_gone() {
+    let repo = TestRepo::new();
+    let worktrees = repo.path().join(".sanddune/worktrees");
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let left = worktrees.join(format!(".removed-run-1.0.{dead}"));
+    let live = worktrees.join(format!(".removed-run-2.0.{}", std::process::id()));
+    let outside = repo.home.path().join("keep-me");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("file"), "mine").unwrap();
+    for dir in [&left, &live] {
+        std::fs::create_dir_all(dir.join("src")).unwrap();
+        std::fs::write(dir.join("src/main.rs"), "fn main() {}").unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("link")).unwrap();
+    }
+    let out = repo.sanddune(&["gc"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("deleted the files of 1 removed worktree"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!left.exists());
+    assert!(live.join("src/main.rs").exists(), "a live run's files stay");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("file")).unwrap(),
+        "mine"
     );
 }

@@ -161,6 +161,13 @@ pub async fn gc(args: GcArgs) -> Result<()> {
             );
             vec![]
         } else {
+            let deleted = repo.gc_removed_worktrees();
+            if deleted > 0 {
+                println!(
+                    "deleted the files of {deleted} removed worktree{} that a killed run had not deleted yet",
+                    if deleted == 1 { "" } else { "s" }
+                );
+            }
             repo.gc_worktrees()?
         };
         for orphan in orphans {

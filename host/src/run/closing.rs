@@ -1,57 +1,84 @@
-//! What a run leaves to do once its result is known: its sandbox's close.
+//! What a run leaves to do once its result is known: its sandbox's close
+//! and the deletion of its removed worktree's files.
 //!
 //! Removing a container takes about as long as the agent's first exec, and
-//! nothing in the result depends on it once the sandbox is stopped (see
-//! `SandboxHandle::stopped`). So [`super::PlannedRun::run_to_result`] hands
-//! the close back as a [`Closing`] and the caller prints the result first.
-//! Until it is finished the live-runs record says `closing` and the
-//! sandbox record stays, so a process killed in between leaves the sandbox
-//! to `sanddune gc`, like any killed run's.
+//! deleting a worktree as long as the tree is big; nothing in the result
+//! depends on either once the sandbox is stopped (see
+//! `SandboxHandle::stopped`) and the worktree moved aside (`Removed`). So
+//! [`super::PlannedRun::run_to_result`] hands them back as a [`Closing`]
+//! and the caller prints the result first. Until it is finished the
+//! live-runs record says `closing` and the sandbox record stays, so a
+//! process killed in between leaves the sandbox to `sanddune gc`, like any
+//! killed run's, and the files too.
 
 use super::log::RunLog;
 use super::registry::{self, Live};
 use crate::error::Result;
 use crate::plugin::sandbox::Sandbox;
+use crate::worktree::Removed;
 
-/// A run's sandbox close, left for after its result. [`Closing::finish`]
-/// does it; dropped unfinished, it is done in the background on the
-/// runtime (and left to `sanddune gc` if the process ends first).
+/// A run's sandbox close and worktree deletion, left for after its result.
+/// [`Closing::finish`] does them; dropped unfinished, they are done in the
+/// background on the runtime (and left to `sanddune gc` if the process
+/// ends first).
 #[must_use = "finish() closes the run's sandbox"]
 pub struct Closing {
     sandbox: Option<Sandbox>,
+    removed: Option<Removed>,
     live: Option<Live>,
     log: RunLog,
 }
 
 impl Closing {
-    pub(super) fn new(sandbox: Option<Sandbox>, live: Option<Live>, log: RunLog) -> Self {
-        if sandbox.is_some()
+    pub(super) fn new(sandbox: Option<Sandbox>, removed: Option<Removed>, log: RunLog) -> Self {
+        Self {
+            sandbox,
+            removed,
+            live: None,
+            log,
+        }
+    }
+
+    /// Hold the run's live-runs record until the closing is done.
+    pub(super) fn with_live(mut self, live: Option<Live>) -> Self {
+        if !self.is_done()
             && let Some(live) = &live
         {
             live.set_state(registry::State::Closing);
         }
-        Self { sandbox, live, log }
+        self.live = live;
+        self
     }
 
-    /// Nothing was left to do: the sandbox closed before the result.
+    /// Nothing was left to do.
     pub fn is_done(&self) -> bool {
-        self.sandbox.is_none()
+        self.sandbox.is_none() && self.removed.is_none()
     }
 
-    /// Close the sandbox. A failure is also in the run log; the sandbox's
-    /// record then says it is closing, and `sanddune gc` finishes it.
+    /// Close the sandbox, then delete the removed worktree's files. A
+    /// failure is also in the run log; a sandbox's record then says it is
+    /// closing, and `sanddune gc` finishes it.
     pub async fn finish(mut self) -> Result<()> {
-        let Some(mut sandbox) = self.sandbox.take() else {
-            return Ok(());
-        };
         let timings = self.log.timings().clone();
-        let closed = timings
-            .time("sandbox close (after the result)", sandbox.close())
-            .await;
-        if let Err(e) = &closed {
-            self.log.line(&format!(
-                "warning: the sandbox did not close after the result: {e} (`sanddune gc` removes what is left)"
-            ));
+        let mut closed = Ok(());
+        if let Some(mut sandbox) = self.sandbox.take() {
+            closed = timings
+                .time("sandbox close (after the result)", sandbox.close())
+                .await;
+            if let Err(e) = &closed {
+                self.log.line(&format!(
+                    "warning: the sandbox did not close after the result: {e} (`sanddune gc` removes what is left)"
+                ));
+            }
+        }
+        if let Some(removed) = self.removed.take() {
+            let deleted = tokio::task::spawn_blocking(move || removed.delete())
+                .await
+                .unwrap_or(Ok(()));
+            if let Err(e) = &deleted {
+                self.log.line(&format!("warning: {e}"));
+            }
+            closed = closed.and(deleted);
         }
         self.live = None;
         closed
@@ -60,17 +87,22 @@ impl Closing {
 
 impl Drop for Closing {
     fn drop(&mut self) {
-        let Some(mut sandbox) = self.sandbox.take() else {
+        let (sandbox, removed, live) = (self.sandbox.take(), self.removed.take(), self.live.take());
+        if sandbox.is_none() && removed.is_none() {
             return;
-        };
-        let live = self.live.take();
+        }
         if let Ok(rt) = tokio::runtime::Handle::try_current() {
             rt.spawn(async move {
-                let _ = sandbox.close().await;
+                if let Some(mut sandbox) = sandbox {
+                    let _ = sandbox.close().await;
+                }
+                if let Some(removed) = removed {
+                    let _ = tokio::task::spawn_blocking(move || removed.delete()).await;
+                }
                 drop(live);
             });
         }
-        // No runtime: the sandbox's own drop kills its processes and its
-        // containers' removal is left to gc.
+        // No runtime: the sandbox's own drop kills its processes; its
+        // containers and the removed files are left to gc.
     }
 }

@@ -26,7 +26,7 @@ use super::uncommitted;
 use super::{AgentOptions, Commit, RunResult, SandboxOptions};
 use crate::error::{Error, Result};
 use crate::plugin::sandbox::{Sandbox, SandboxKind};
-use crate::worktree::{AgentGitDir, Repo};
+use crate::worktree::{AgentGitDir, Removed, Repo};
 
 /// What closing a handle left behind.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -425,7 +425,7 @@ impl SandboxHandle {
     /// (kept when dirty; its branch is kept).
     pub async fn close(mut self) -> Result<CloseResult> {
         let (close, _, later) = self.close_inner(false, false).await?;
-        debug_assert!(later.is_none(), "nothing is deferred here");
+        debug_assert!(later.is_done(), "nothing is deferred here");
         Ok(close)
     }
 
@@ -467,17 +467,17 @@ impl SandboxHandle {
         }
         result.preserved_worktree_path = close.preserved_worktree_path;
         result.timings = self.log.timings().phases();
-        let closing = Closing::new(later, self.live.take(), self.log.clone());
-        Ok((result, closing))
+        Ok((result, later.with_live(self.live.take())))
     }
 
-    /// Returns what was kept, whether a merge happened, and the sandbox
-    /// when `defer` let its close wait (see [`Self::stopped`]).
+    /// Returns what was kept, whether a merge happened, and what `defer`
+    /// let wait: the sandbox's close (see [`Self::stopped`]) and the
+    /// deletion of the removed worktree's files.
     async fn close_inner(
         &mut self,
         merge: bool,
         defer: bool,
-    ) -> Result<(CloseResult, bool, Option<Sandbox>)> {
+    ) -> Result<(CloseResult, bool, Closing)> {
         let timings = self.log.timings().clone();
         let mut later = None;
         let closed = match self.sandbox.take() {
@@ -501,12 +501,16 @@ impl SandboxHandle {
         );
         self.log.finish();
         let ended = if self.owns_place {
-            self.end_place(merge, closed.err()).await
+            self.end_place(merge, closed.err(), defer).await
         } else {
-            closed.map(|_| (CloseResult::default(), false))
+            closed.map(|_| (CloseResult::default(), false, None))
         };
         match ended {
-            Ok((close, merged)) => Ok((close, merged, later)),
+            Ok((close, merged, removed)) => Ok((
+                close,
+                merged,
+                Closing::new(later, removed, self.log.clone()),
+            )),
             Err(e) => {
                 // A failed ending reports nothing to do later.
                 if let Some(mut sandbox) = later {
@@ -533,12 +537,14 @@ impl SandboxHandle {
     }
 
     /// The worktree's ending once the sandbox is closed or stopped: merge
-    /// (unless `failure`), then release it unless it is dirty.
+    /// (unless `failure`), then release it unless it is dirty; with
+    /// `defer`, a removed worktree's files are returned to delete later.
     async fn end_place(
         &mut self,
         merge: bool,
         mut failure: Option<Error>,
-    ) -> Result<(CloseResult, bool)> {
+        defer: bool,
+    ) -> Result<(CloseResult, bool, Option<Removed>)> {
         let timings = self.log.timings().clone();
         let repo = self.place.repo()?;
         let mut merged = false;
@@ -551,15 +557,21 @@ impl SandboxHandle {
             timings.record("merge", merging.elapsed());
         }
         let mut close = CloseResult::default();
+        let mut removed = None;
         if let Some(wt) = &self.place.worktree {
             let releasing = std::time::Instant::now();
-            close.preserved_worktree_path = place::release_worktree(&repo, wt, merged)?;
+            let (kept, aside) = place::release_worktree_later(&repo, wt, merged)?;
+            close.preserved_worktree_path = kept;
+            removed = aside;
             timings.record("worktree release", releasing.elapsed());
         }
         self.owns_place = false;
+        if let Some(removed) = removed.take_if(|_| !defer || failure.is_some()) {
+            removed.delete()?;
+        }
         match failure {
             Some(e) => Err(e),
-            None => Ok((close, merged)),
+            None => Ok((close, merged, removed)),
         }
     }
 }

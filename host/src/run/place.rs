@@ -13,7 +13,7 @@ use super::plan::source_branch;
 use super::strategy::BranchStrategy;
 use crate::error::{Error, Result};
 use crate::hooks::HostHook;
-use crate::worktree::{LOGS_DIR, Repo, Worktree, WorktreeOrigin, worktree_name};
+use crate::worktree::{LOGS_DIR, Removed, Repo, Worktree, WorktreeOrigin, worktree_name};
 
 /// The run log; in file mode under `.sanddune/logs/`, kept out of the
 /// user's `git status`.
@@ -143,12 +143,25 @@ pub(super) async fn prepare_place(
 /// temporary branch goes after a merge or when nothing was committed on
 /// it; otherwise it is the user's work and stays.
 pub(super) fn release_worktree(repo: &Repo, wt: &Worktree, merged: bool) -> Result<Option<String>> {
+    let (kept, removed) = release_worktree_later(repo, wt, merged)?;
+    if let Some(removed) = removed {
+        removed.delete()?;
+    }
+    Ok(kept)
+}
+
+/// [`release_worktree`], leaving a removed worktree's files to be deleted
+/// later (`Removed`).
+pub(super) fn release_worktree_later(
+    repo: &Repo,
+    wt: &Worktree,
+    merged: bool,
+) -> Result<(Option<String>, Option<Removed>)> {
     let committed = repo
         .commits_since(&wt.base, &wt.branch)
         .map(|c| !c.is_empty())
         .unwrap_or(true);
     let keep_branch = !wt.temporary || (!merged && committed);
-    Ok(repo
-        .close_worktree(wt, keep_branch)?
-        .map(|p| p.display().to_string()))
+    let (kept, removed) = repo.close_worktree_later(wt, keep_branch)?;
+    Ok((kept.map(|p| p.display().to_string()), removed))
 }

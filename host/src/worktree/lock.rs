@@ -252,7 +252,7 @@ fn contention(name: &str, path: &Path, h: &LockHolder) -> Error {
 
 /// `kill(pid, 0)`: only "no such process" means dead; a process of another
 /// user (EPERM) is alive.
-fn process_alive(pid: u32) -> bool {
+pub(super) fn process_alive(pid: u32) -> bool {
     // 0 and values beyond pid_t would address process groups or nothing.
     let Ok(pid) = libc::pid_t::try_from(pid) else {
         return false;

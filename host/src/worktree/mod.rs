@@ -827,13 +827,29 @@ impl Repo {
         worktree: &Worktree,
         keep_branch: bool,
     ) -> Result<Option<PathBuf>> {
+        let (kept, removed) = self.close_worktree_later(worktree, keep_branch)?;
+        if let Some(removed) = removed {
+            removed.delete()?;
+        }
+        Ok(kept)
+    }
+
+    /// [`Self::close_worktree`], with a clean worktree's files moved out
+    /// of the way instead of deleted: the worktree is gone for git and its
+    /// name free at once, and [`Removed::delete`], which takes as long as
+    /// the tree is big, can come later.
+    pub fn close_worktree_later(
+        &self,
+        worktree: &Worktree,
+        keep_branch: bool,
+    ) -> Result<(Option<PathBuf>, Option<Removed>)> {
         if worktree.path.exists() && self.is_dirty(worktree)? {
             worktree.lock.release()?;
-            return Ok(Some(worktree.path.clone()));
+            return Ok((Some(worktree.path.clone()), None));
         }
-        {
+        let removed = {
             let _git = GitLock::acquire(&self.git_dir())?;
-            self.remove_worktree(&worktree.name, &worktree.path)?;
+            let removed = self.remove_worktree_later(&worktree.name, &worktree.path)?;
             if worktree.temporary
                 && !keep_branch
                 && let Ok(mut b) = self.repo.find_branch(&worktree.branch, BranchType::Local)
@@ -841,9 +857,36 @@ impl Repo {
                 b.delete()
                     .map_err(|e| git_err("delete temporary branch", e))?;
             }
-        }
+            removed
+        };
         worktree.lock.release()?;
-        Ok(None)
+        Ok((None, removed))
+    }
+}
+
+/// Where a removed worktree's files wait to be deleted, beside the
+/// worktrees: `.removed-<name>.<n>.<pid>` (no branch's worktree name
+/// begins with a dot; the process is judged alive as a worktree lock's is). [`Removed::delete`] deletes them; `sanddune gc`
+/// deletes those whose process is gone.
+#[must_use = "delete() deletes the removed worktree's files"]
+#[derive(Debug)]
+pub struct Removed(PathBuf);
+
+const REMOVED_PREFIX: &str = ".removed-";
+
+impl Removed {
+    /// Delete the files, following no link.
+    pub fn delete(self) -> Result<()> {
+        remove_dir(&self.0)
+    }
+
+    /// Whether `file_name` is a removed worktree of a process that is gone.
+    fn orphaned(file_name: &str) -> bool {
+        file_name
+            .strip_prefix(REMOVED_PREFIX)
+            .and_then(|rest| rest.rsplit_once('.'))
+            .and_then(|(_, pid)| pid.parse().ok())
+            .is_some_and(|pid| !lock::process_alive(pid))
     }
 }
 
@@ -941,6 +984,53 @@ impl Repo {
             admin.join("HEAD.lock"),
         ];
         lock::clear_stale_git_locks(&locks, began, &what)
+    }
+
+    /// [`Self::remove_worktree`], with the working tree moved aside to be
+    /// deleted later (see [`Removed`]) when it can be; removed in place
+    /// when it cannot. Call under the git lock.
+    fn remove_worktree_later(&self, name: &str, path: &Path) -> Result<Option<Removed>> {
+        let dir = self.root.join(WORKTREES_DIR);
+        let own = dir.join(name);
+        if path != own || crate::own_dir::linked(&own, 3) {
+            // Refused, naming it, by the removal in place.
+            return self.remove_worktree(name, path).map(|()| None);
+        }
+        static NTH: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let nth = NTH.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let aside = dir.join(format!(
+            "{REMOVED_PREFIX}{name}.{nth}.{}",
+            std::process::id()
+        ));
+        if std::fs::rename(&own, &aside).is_err() {
+            return self.remove_worktree(name, path).map(|()| None);
+        }
+        // The working tree is gone for git now: prune its admin dir only.
+        let admin = self.git_dir().join("worktrees").join(name);
+        let pruned = self.repo.find_worktree(name).and_then(|wt| {
+            let mut opts = WorktreePruneOptions::new();
+            opts.valid(true).working_tree(false);
+            wt.prune(Some(&mut opts))
+        });
+        if let Err(e) = pruned {
+            tracing::debug!("libgit2 could not prune worktree {name}: {e}; removing it");
+            remove_dir(&admin)?;
+        }
+        Ok(Some(Removed(aside)))
+    }
+
+    /// The files of removed worktrees whose process is gone (killed
+    /// between moving them aside and deleting them). Returns how many.
+    pub fn gc_removed_worktrees(&self) -> usize {
+        let Ok(entries) = std::fs::read_dir(self.root.join(WORKTREES_DIR)) else {
+            return 0;
+        };
+        entries
+            .flatten()
+            .filter(|e| e.file_name().to_str().is_some_and(Removed::orphaned))
+            .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+            .filter(|e| remove_dir(&e.path()).is_ok())
+            .count()
     }
 
     /// Remove a worktree: git's admin dir, then the working tree. Call
