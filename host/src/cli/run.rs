@@ -388,7 +388,11 @@ pub async fn run(args: RunArgs) -> Result<()> {
     } else {
         print_summary(&result, &args.cwd);
     }
-    closing.finish().await?;
+    closing.finish().await.map_err(|e| {
+        Error::Plugin(format!(
+            "after the result above: {e}; `sanddune gc` removes what is left"
+        ))
+    })?;
     match &result.check {
         Some(check) if !check.passed => Err(Error::Agent(format!(
             "the check `{}` {}; the commits stay on {}",

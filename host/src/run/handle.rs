@@ -431,8 +431,9 @@ impl SandboxHandle {
 
     /// `run`'s ending: close the sandbox, merge a merge-to-head branch
     /// when the run succeeded, and remove the worktree unless it is dirty.
-    /// The sandbox's close is left to the returned [`Closing`] when the
-    /// run succeeded and the result no longer depends on it.
+    /// When the run succeeded, what the result no longer depends on is
+    /// left to the returned [`Closing`]: the sandbox's close and the
+    /// deletion of the removed worktree's files.
     pub(super) async fn teardown(
         mut self,
         result: Result<RunResult>,
@@ -567,7 +568,11 @@ impl SandboxHandle {
         }
         self.owns_place = false;
         if let Some(removed) = removed.take_if(|_| !defer || failure.is_some()) {
-            removed.delete()?;
+            let deleted = removed.delete();
+            // A failure already on hand is the one to report.
+            if failure.is_none() {
+                deleted?;
+            }
         }
         match failure {
             Some(e) => Err(e),
