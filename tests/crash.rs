@@ -152,26 +152,25 @@ impl Setup {
         }
     }
 
-    /// Worktree lock files under .sanddune/worktrees.
-    fn locks(&self) -> Vec<String> {
+    /// The names under .sanddune/worktrees that `keep` accepts.
+    fn worktree_entries(&self, keep: impl Fn(&str) -> bool) -> Vec<String> {
         std::fs::read_dir(self.repo.path().join(".sanddune/worktrees"))
             .map(|d| {
                 d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.ends_with(".lock"))
+                    .filter(|n| keep(n))
                     .collect()
             })
             .unwrap_or_default()
     }
 
-    /// Removed worktrees' files still waiting under .sanddune/worktrees.
+    /// Worktree lock files.
+    fn locks(&self) -> Vec<String> {
+        self.worktree_entries(|n| n.ends_with(".lock"))
+    }
+
+    /// Removed worktrees' files still waiting to be deleted.
     fn removed_left(&self) -> Vec<String> {
-        std::fs::read_dir(self.repo.path().join(".sanddune/worktrees"))
-            .map(|d| {
-                d.map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-                    .filter(|n| n.starts_with(".removed-"))
-                    .collect()
-            })
-            .unwrap_or_default()
+        self.worktree_entries(|n| n.starts_with(".removed-"))
     }
 
     fn scratch_dirs(&self) -> usize {

@@ -87,22 +87,22 @@ impl Closing {
 
 impl Drop for Closing {
     fn drop(&mut self) {
-        let (sandbox, removed, live) = (self.sandbox.take(), self.removed.take(), self.live.take());
-        if sandbox.is_none() && removed.is_none() {
+        if self.is_done() {
             return;
-        }
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn(async move {
-                if let Some(mut sandbox) = sandbox {
-                    let _ = sandbox.close().await;
-                }
-                if let Some(removed) = removed {
-                    let _ = tokio::task::spawn_blocking(move || removed.delete()).await;
-                }
-                drop(live);
-            });
         }
         // No runtime: the sandbox's own drop kills its processes; its
         // containers and the removed files are left to gc.
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let rest = Closing {
+            sandbox: self.sandbox.take(),
+            removed: self.removed.take(),
+            live: self.live.take(),
+            log: self.log.clone(),
+        };
+        rt.spawn(async move {
+            let _ = rest.finish().await;
+        });
     }
 }

@@ -109,6 +109,29 @@ impl ContainerState {
     }
 }
 
+/// What this process learned of the engine at each socket, kept for its
+/// life.
+struct PerSocket<T>(std::sync::Mutex<Vec<(String, T)>>);
+
+impl<T: Clone> PerSocket<T> {
+    const fn new() -> Self {
+        Self(std::sync::Mutex::new(Vec::new()))
+    }
+
+    fn get(&self, socket: &str) -> Option<T> {
+        let known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        known
+            .iter()
+            .find(|(s, _)| s == socket)
+            .map(|(_, v)| v.clone())
+    }
+
+    fn put(&self, socket: String, value: T) {
+        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        known.push((socket, value));
+    }
+}
+
 /// Connect to an engine and agree on an API version (Debian's engines speak
 /// 1.41). Builds and long execs stream: the client timeout is generous.
 /// The version is agreed once per socket and process: dockerd answers
@@ -116,15 +139,9 @@ impl ContainerState {
 /// connects in its preflight and again in its create. Later connects only
 /// ping (under a millisecond), so an engine that stopped is still found here.
 pub async fn connect_negotiated(engine: Engine) -> Result<Docker, String> {
-    static AGREED: std::sync::Mutex<Vec<(String, bollard::ClientVersion)>> =
-        std::sync::Mutex::new(Vec::new());
+    static AGREED: PerSocket<bollard::ClientVersion> = PerSocket::new();
     let socket = engine_socket(engine);
-    let known = AGREED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|(s, _)| *s == socket)
-        .map(|(_, v)| *v);
+    let known = AGREED.get(&socket);
     let unreachable = |e: bollard::errors::Error| {
         format!("cannot reach {} at {socket}: {e}", engine_name(engine))
     };
@@ -141,10 +158,7 @@ pub async fn connect_negotiated(engine: Engine) -> Result<Docker, String> {
         .negotiate_version()
         .await
         .map_err(silent)?;
-    AGREED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((socket.clone(), docker.client_version()));
+    AGREED.put(socket, docker.client_version());
     Ok(docker)
 }
 
@@ -611,24 +625,15 @@ pub(crate) fn archive(host: &Path, name: &str) -> std::io::Result<Vec<u8>> {
 /// is asked once per socket and process (`/version` and `/info` are each
 /// 6-35 ms on dockerd); it does not change while the engine answers.
 async fn connect(engine: Engine) -> Result<(Docker, EngineInfo), String> {
-    static DESCRIBED: std::sync::Mutex<Vec<(String, EngineInfo)>> =
-        std::sync::Mutex::new(Vec::new());
+    static DESCRIBED: PerSocket<EngineInfo> = PerSocket::new();
     let docker = connect_negotiated(engine).await?;
     let socket = engine_socket(engine);
-    let known = DESCRIBED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .iter()
-        .find(|(s, _)| *s == socket)
-        .map(|(_, info)| info.clone());
+    let known = DESCRIBED.get(&socket);
     let info = match known {
         Some(info) => info,
         None => {
             let info = describe(&docker, engine).await?;
-            DESCRIBED
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .push((socket, info.clone()));
+            DESCRIBED.put(socket, info.clone());
             info
         }
     };
