@@ -374,6 +374,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {
         side_by_side: 1,
         git_shield: None,
         gateway: None,
+        setup: vec![],
     }
 }
 
@@ -1160,6 +1161,177 @@ async fn podman_the_result_comes_before_the_container_is_removed() {
     the_result_comes_before_the_container_is_removed("podman").await;
 }
 
+/// Prepared snapshots (ADR 0035), through `sanddune run` as a user runs
+/// it: the first run with `snapshot=auto` runs its set-up and keeps the
+/// sandbox as an image (with what the set-up wrote in the worktree, and
+/// none of the run's env); the next starts from it and skips the set-up;
+/// a changed input runs it again. `snapshot ls`, `rm` and gc's age see them.
+fn a_snapshot_skips_the_set_up_until_an_input_changes(engine: &str) {
+    require_engine(engine);
+    let repo = TestRepo::new();
+    let write = |path: &str, text: &str| {
+        let path = repo.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    write(".gitignore", "deps/\n");
+    write("deps.lock", "left-pad 1.0\n");
+    write(
+        ".sanddune/config.toml",
+        r#"[sandboxOptions]
+snapshot = "auto"
+"snapshot.inputs" = "deps.lock"
+
+[[hooks.sandbox.onSandboxReady]]
+command = "echo prepared > /opt/prepared"
+sudo = true
+
+[[hooks.sandbox.onSandboxReady]]
+command = "mkdir -p deps && date +%s%N > deps/stamp && echo ran >> $HOME/setup-runs"
+"#,
+    );
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "a lockfile and a set-up"]);
+    let runs = || {
+        std::fs::read_to_string(repo.home.path().join("setup-runs"))
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let ls = || {
+        let out = repo.sanddune(&["snapshot", "ls"]);
+        assert!(out.status.success(), "{}", stderr(&out));
+        common::stdout(&out)
+            .lines()
+            .filter(|l| l.starts_with(engine))
+            .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    let run = |prompt: &str| {
+        // Under head: the worktree is the repository, so what the set-up
+        // wrote there stays to be seen.
+        let image = format!("image={IMAGE}");
+        let mut args = vec!["run", "--sandbox", engine, "--agent", "claude-code"];
+        args.extend(["--prompt", prompt, "--sandbox-opt", &image]);
+        args.extend([
+            "--env",
+            "SANDDUNE_TEST_SECRET=hunter2",
+            "--trust",
+            "--log",
+            "terminal",
+        ]);
+        let mounts = fake_mounts(&repo);
+        args.extend(mounts.iter().map(String::as_str));
+        let out = repo.sanddune(&args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+
+    let first = run("first");
+    assert!(
+        first.contains("snapshot: kept the prepared sandbox as sanddune-snapshot:"),
+        "{first}"
+    );
+    assert!(first.contains("with deps from the worktree"), "{first}");
+    assert_eq!(runs(), 1);
+    let kept = ls();
+    assert_eq!(kept.len(), 1, "{kept:?}");
+    let stamp = std::fs::read_to_string(repo.path().join("deps/stamp")).unwrap();
+    // The agent had the run's env; the image has none of it.
+    let calls = repo.calls("claude");
+    assert_eq!(
+        calls[0]["env"]["SANDDUNE_TEST_SECRET"], "hunter2",
+        "{calls:?}"
+    );
+    let env = Command::new(engine)
+        .args([
+            "image",
+            "inspect",
+            "--format",
+            "{{json .Config.Env}}",
+            &kept[0],
+        ])
+        .output()
+        .unwrap();
+    let env = String::from_utf8_lossy(&env.stdout).to_string();
+    assert!(
+        env.contains("PATH=") && !env.contains("hunter2") && !env.contains("SANDDUNE_TEST"),
+        "{env}"
+    );
+    // The image holds what the set-up wrote in the container and in the worktree.
+    let inside = Command::new(engine)
+        .args(["run", "--rm", "--entrypoint", "sh", &kept[0], "-c"])
+        .arg("cat /opt/prepared /var/lib/sanddune/snapshot/worktree/deps/stamp")
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&inside.stdout),
+        format!("prepared\n{stamp}")
+    );
+
+    // The next run starts from it: no set-up, the worktree's files back.
+    std::fs::remove_dir_all(repo.path().join("deps")).unwrap();
+    let second = run("second");
+    assert!(
+        second.contains("snapshot: started from prepared image"),
+        "{second}"
+    );
+    assert!(
+        second.contains("its set-up (2 sandbox hook(s)) is skipped"),
+        "{second}"
+    );
+    assert_eq!(runs(), 1, "the set-up did not run again");
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("deps/stamp")).unwrap(),
+        stamp
+    );
+    assert_eq!(ls(), kept, "nothing new kept");
+
+    // A changed input runs the set-up again and keeps another.
+    write("deps.lock", "left-pad 1.1\n");
+    repo.git(&["commit", "-qam", "bump"]);
+    let third = run("third");
+    assert!(
+        third.contains("snapshot: kept the prepared sandbox"),
+        "{third}"
+    );
+    assert_eq!(runs(), 2);
+    let both = ls();
+    assert_eq!(both.len(), 2, "{both:?}");
+
+    // gc removes those past the age given; rm removes by id, or all.
+    let out = repo.sanddune(&["gc", "--snapshot-max-age", "1d"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(ls().len(), 2, "none is a day old");
+    let out = repo.sanddune(&["snapshot", "rm", &both[1]]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(ls(), &both[..1]);
+    let out = repo.sanddune(&["snapshot", "rm", "0123456789ab"]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("no snapshot is 0123456789ab"),
+        "{}",
+        stderr(&out)
+    );
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = repo.sanddune(&["gc", "--snapshot-max-age", "0s"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        common::stdout(&out).contains(&format!("removed {engine} snapshot {}", both[0])),
+        "{}",
+        common::stdout(&out)
+    );
+    assert!(ls().is_empty());
+}
+
+fn docker_a_snapshot_skips_the_set_up_until_an_input_changes() {
+    a_snapshot_skips_the_set_up_until_an_input_changes("docker");
+}
+
+fn podman_a_snapshot_skips_the_set_up_until_an_input_changes() {
+    a_snapshot_skips_the_set_up_until_an_input_changes("podman");
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(docker_run_commits_on_the_branch_with_the_stdin_prompt_and_removes_its_container),
@@ -1193,5 +1365,7 @@ fn main() -> std::process::ExitCode {
         trial!(podman_an_engine_that_stops_mid_run_fails_the_run_and_keeps_the_commit),
         trial!(async docker_the_result_comes_before_the_container_is_removed),
         trial!(async podman_the_result_comes_before_the_container_is_removed),
+        trial!(docker_a_snapshot_skips_the_set_up_until_an_input_changes),
+        trial!(podman_a_snapshot_skips_the_set_up_until_an_input_changes),
     ])
 }

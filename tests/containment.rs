@@ -45,6 +45,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)], side_by_side: u3
         side_by_side,
         git_shield: None,
         gateway: None,
+        setup: vec![],
     }
 }
 

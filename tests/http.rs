@@ -193,6 +193,7 @@ async fn sandbox(rt: &PluginRuntime) -> (Sandbox, tempfile::TempDir) {
         side_by_side: 1,
         git_shield: None,
         gateway: None,
+        setup: vec![],
     };
     (provider.create(&spec).await.unwrap(), dir)
 }

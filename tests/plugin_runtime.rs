@@ -42,6 +42,7 @@ fn spec(dir: &std::path::Path, config: &[(&str, &str)]) -> SandboxSpec {
         side_by_side: 1,
         git_shield: None,
         gateway: None,
+        setup: vec![],
     }
 }
 

@@ -61,6 +61,30 @@ impl Hooks {
             && self.devcontainer.is_empty()
     }
 
+    /// The set-up run in the sandbox, in the order it runs (the dev
+    /// container's hooks, then sandbox.onSandboxReady), each as `sudo?
+    /// command`: what a prepared snapshot stands for.
+    pub fn sandbox_setup(&self) -> Vec<String> {
+        self.devcontainer
+            .iter()
+            .map(|named| &named.hook)
+            .chain(&self.sandbox_on_sandbox_ready)
+            .map(|hook| {
+                let sudo = if hook.sudo { "sudo " } else { "" };
+                format!("{sudo}{}", hook.command)
+            })
+            .collect()
+    }
+
+    /// These hooks without the ones that run in the sandbox.
+    pub fn host_only(&self) -> Hooks {
+        Hooks {
+            host_on_worktree_ready: self.host_on_worktree_ready.clone(),
+            host_on_sandbox_ready: self.host_on_sandbox_ready.clone(),
+            ..Hooks::default()
+        }
+    }
+
     /// Every hook's command, host hooks first.
     pub fn commands(&self) -> impl Iterator<Item = &String> {
         self.host_on_worktree_ready

@@ -47,6 +47,7 @@ pub async fn sandbox(
         side_by_side: 1,
         git_shield: None,
         gateway: None,
+        setup: vec![],
     };
     let sandbox = provider.create(&spec).await.unwrap();
     (runtime, sandbox)

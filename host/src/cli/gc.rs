@@ -7,7 +7,8 @@
 //! process (`sanddune.owner` = pid:start-time), and every worktree a run
 //! uses carries a lock naming its process. One whose process is gone is an
 //! orphan; a live run's containers and worktrees are left alone, and an
-//! orphaned worktree with uncommitted work is kept.
+//! orphaned worktree with uncommitted work is kept. The repository's
+//! prepared snapshots past their age (`--snapshot-max-age`) go too.
 
 use std::collections::HashMap;
 
@@ -33,6 +34,11 @@ pub struct GcArgs {
     /// or no credentials): the commits it made since its last sync are lost.
     #[arg(long)]
     forget_unreachable: bool,
+    /// Remove this repository's prepared snapshots (`snapshot=auto`) older
+    /// than this, and those of repositories that are gone: a number and s,
+    /// m, h or d.
+    #[arg(long, default_value = "7d", value_parser = super::snapshot::parse_age)]
+    snapshot_max_age: std::time::Duration,
     #[command(flatten)]
     approval: super::ApprovalArgs,
 }
@@ -133,6 +139,8 @@ pub async fn gc(args: GcArgs) -> Result<()> {
         "{removed} orphaned container{} removed",
         if removed == 1 { "" } else { "s" }
     );
+    let git_dir = repo.as_ref().map(Repo::git_dir);
+    super::snapshot::remove_older_than(args.snapshot_max_age, git_dir.as_deref()).await;
     if let Some(repo) = &repo {
         for run in crate::run::registry::clear_dead(&repo.git_dir()) {
             println!(

@@ -20,6 +20,7 @@ mod ps;
 mod reference;
 mod run;
 mod scaffold;
+mod snapshot;
 mod stop;
 mod table;
 mod trust;
@@ -80,6 +81,11 @@ enum Commands {
     Stop(stop::StopArgs),
     /// Clean up after crashed runs: their sandboxes, containers, worktrees and run records.
     Gc(gc::GcArgs),
+    /// The prepared snapshots runs with --sandbox-opt snapshot=auto kept: ls, rm.
+    Snapshot {
+        #[command(subcommand)]
+        command: snapshot::SnapshotCommands,
+    },
     /// The shell's completion script (bash, zsh, fish, powershell, elvish):
     /// commands, flags, plugin, workflow and live run names.
     Completions(completions::CompletionsArgs),
@@ -189,6 +195,7 @@ pub fn main() -> i32 {
             Commands::Attach(args) => attach::attach(args).await,
             Commands::Stop(args) => stop::stop(args).await,
             Commands::Gc(args) => gc::gc(args).await,
+            Commands::Snapshot { command } => snapshot::snapshot(command).await,
             Commands::Completions(args) => completions::completions(args),
             Commands::Trust(args) => trust::trust(args),
             Commands::Devcontainer { command } => devcontainer::devcontainer(command).await,

@@ -39,6 +39,7 @@ pub mod reclaim;
 pub mod registry;
 mod sandbox_record;
 mod setup;
+mod snapshot;
 pub mod strategy;
 pub mod structured;
 pub mod sync;

@@ -113,6 +113,7 @@ pub(super) async fn check_sandbox_provider(
         side_by_side: 1,
         git_shield: None,
         gateway: None,
+        setup: vec![],
     };
     let refuse = |why: String, hint: &str| {
         Error::input(format!(

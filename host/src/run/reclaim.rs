@@ -280,6 +280,7 @@ pub(super) async fn load_for(
         side_by_side: 1,
         git_shield: None,
         gateway: None,
+        setup: vec![],
     };
     Ok((loaded, spec))
 }

@@ -1,8 +1,10 @@
 //! A planned sandbox started on its place: created, the repository synced
 //! in (isolated providers) or the agent's git dir made (containers on host
-//! paths), then the onSandboxReady hooks.
+//! paths), then the onSandboxReady hooks, or a prepared snapshot in their
+//! place.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 
 use super::env::EnvMap;
 use super::hook_runner;
@@ -10,9 +12,10 @@ use super::identity;
 use super::log::RunLog;
 use super::place::{Place, hook_log};
 use super::plan::{self, SandboxPlan};
-use super::{sandbox_record, sync};
+use super::{sandbox_record, snapshot, sync};
 use crate::capability::containers::GitShield;
 use crate::error::Result;
+use crate::hooks::Hooks;
 use crate::plugin::PluginRef;
 use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider, SandboxSpec};
 use crate::worktree::{AgentGitDir, LOGS_DIR, SHARED_OBJECTS, WORKTREES_DIR};
@@ -110,6 +113,57 @@ fn say_gateway(plan: &SandboxPlan, log: &RunLog) {
     }
 }
 
+/// The hooks to run under the sandbox's prepared snapshot (ADR 0035): the
+/// host's only when it started from one (whose worktree files are copied
+/// back first), all of them otherwise; and when it may be kept as one
+/// after them, what the worktree held before.
+async fn snapshot_setup(
+    sandbox: &mut Sandbox,
+    hooks: &Hooks,
+    worktree: &Path,
+    log: &RunLog,
+) -> (Hooks, Option<BTreeSet<String>>) {
+    let Some(snapshot) = sandbox.snapshot() else {
+        return (hooks.clone(), None);
+    };
+    let setup = hooks.sandbox_setup();
+    if let Some(image) = snapshot.restored() {
+        let short = image.trim_start_matches("sha256:");
+        let short = &short[..short.len().min(12)];
+        return match snapshot::restore(sandbox, worktree).await {
+            Ok(()) => {
+                log.line(&format!(
+                    "snapshot: started from prepared image {short}: its set-up ({} sandbox hook(s)) is skipped",
+                    setup.len()
+                ));
+                (hooks.host_only(), None)
+            }
+            Err(e) => {
+                log.line(&format!(
+                    "warning: snapshot: image {short} did not give back its worktree files ({e}); running the set-up"
+                ));
+                (hooks.clone(), None)
+            }
+        };
+    }
+    if !snapshot.may_keep() {
+        return (hooks.clone(), None);
+    }
+    if setup.is_empty() {
+        log.line("snapshot=auto: no set-up runs in the sandbox (no sandbox hooks), so there is nothing to keep");
+        return (hooks.clone(), None);
+    }
+    match snapshot::untracked(worktree) {
+        Ok(before) => (hooks.clone(), Some(before)),
+        Err(e) => {
+            log.line(&format!(
+                "warning: snapshot: the prepared sandbox will not be kept: {e}"
+            ));
+            (hooks.clone(), None)
+        }
+    }
+}
+
 /// Create the planned sandbox on `place`, sync the repository in
 /// (isolated), install the commit trailer's hook (see `identity`), then run
 /// the onSandboxReady hooks. A failure closes the sandbox.
@@ -132,6 +186,7 @@ pub(super) async fn start_sandbox(
         side_by_side: o.side_by_side,
         git_shield,
         gateway: plan.gateway.gateway.clone(),
+        setup: o.hooks.sandbox_setup(),
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
     say_gateway(plan, log);
@@ -177,14 +232,15 @@ pub(super) async fn start_sandbox(
             Some(trailer) => Some(identity::install_trailer_hook(&mut sandbox, trailer).await?),
             None => None,
         };
-        if !o.hooks.host_on_sandbox_ready.is_empty()
-            || !o.hooks.sandbox_on_sandbox_ready.is_empty()
-            || !o.hooks.devcontainer.is_empty()
+        let (hooks, keep_after) = snapshot_setup(&mut sandbox, &o.hooks, place.path(), log).await;
+        if !hooks.host_on_sandbox_ready.is_empty()
+            || !hooks.sandbox_on_sandbox_ready.is_empty()
+            || !hooks.devcontainer.is_empty()
         {
             log.status("running onSandboxReady hooks");
         }
         hook_runner::run_on_sandbox_ready(
-            &o.hooks,
+            &hooks,
             place.path(),
             &mut sandbox,
             &o.abort,
@@ -192,6 +248,11 @@ pub(super) async fn start_sandbox(
         )
         .await?;
         timings.record("hooks", hooks_start.elapsed());
+        if let Some(before) = keep_after {
+            let start = std::time::Instant::now();
+            snapshot::keep(&mut sandbox, place.path(), &before, log).await;
+            timings.record("snapshot keep", start.elapsed());
+        }
         Ok(hooks_dir)
     };
     match ready.await {

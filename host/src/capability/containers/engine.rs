@@ -23,6 +23,7 @@ use super::policy::{
     ContainerGrant, PLUGIN_LABEL, RUN_LABEL, check_spec, container_labels, labelled_mine,
     readable_source, split_container_path, writable_target,
 };
+use super::snapshot::Kept;
 use super::{ContainerSpec, Engine, EngineInfo, ExecOptions, ExecStatus, InteractiveExecOptions};
 use crate::capability::PluginState;
 use crate::capability::egress::PROXY_PORT;
@@ -75,6 +76,22 @@ impl ContainerState {
                 }
             }
             true
+        }
+    }
+
+    /// Commit the container `grant`'s snapshot may keep, as that snapshot
+    /// (see `Snapshot::keep`).
+    pub fn keep_snapshot(
+        &self,
+        grant: &ContainerGrant,
+    ) -> impl Future<Output = Result<Kept, String>> + Send + 'static {
+        let client = self.client.clone();
+        let snapshot = grant.snapshot.clone();
+        async move {
+            match (client, snapshot) {
+                (Some(docker), Some(snapshot)) => snapshot.keep(&docker).await,
+                _ => Err("this sandbox keeps no snapshot".into()),
+            }
         }
     }
 
@@ -404,6 +421,20 @@ impl Ctx {
             env.push("NO_PROXY=localhost,127.0.0.1,::1".into());
             env.push("no_proxy=localhost,127.0.0.1,::1".into());
         }
+        // A container that may be kept as a snapshot gets the run's env per
+        // exec: the engine would copy its config's into the image.
+        let (image, committable) = match &self.grant.snapshot {
+            Some(snapshot) => snapshot
+                .choose_image(&self.docker, &spec.image, spec.user.as_deref())
+                .await
+                .map_err(|e| (e, None))?,
+            None => (spec.image.clone(), false),
+        };
+        let exec_env = if committable {
+            std::mem::take(&mut env)
+        } else {
+            vec![]
+        };
         let mut host_config = HostConfig {
             binds: Some(binds),
             network_mode,
@@ -412,7 +443,7 @@ impl Ctx {
         };
         containment.limits.apply(&mut host_config);
         let body = ContainerCreateBody {
-            image: Some(spec.image.clone()),
+            image: Some(image),
             cmd: (!spec.cmd.is_empty()).then_some(spec.cmd),
             entrypoint: spec.entrypoint,
             user: spec.user,
@@ -472,9 +503,26 @@ impl Ctx {
             Err(e) => Err(e),
         };
         match contained {
-            Ok(()) => Ok((id, link)),
+            Ok(()) => {
+                if let Some(snapshot) = self.grant.snapshot.as_ref().filter(|_| committable) {
+                    snapshot.created(&id, exec_env);
+                }
+                Ok((id, link))
+            }
             Err(e) => Err((e, Some(id))),
         }
+    }
+
+    /// An exec's env: the run's first when the container holds none of it
+    /// (see `Snapshot::exec_env`), then the exec's own, which wins.
+    fn exec_env(&self, container: &str, own: Vec<(String, String)>) -> Vec<(String, String)> {
+        let Some(snapshot) = &self.grant.snapshot else {
+            return own;
+        };
+        let mut env = snapshot.exec_env(container);
+        env.retain(|(k, _)| !own.iter().any(|(o, _)| o == k));
+        env.extend(own);
+        env
     }
 
     /// Check the engine kept the limits (rootless engines on cgroup v1
@@ -733,7 +781,13 @@ impl PluginState {
             Ok(ctx) => {
                 let brokered = self.brokered.clone();
                 match ctx.owned(&container).await {
-                    Ok(id) => exec(&ctx.docker, &brokered, &id, options, tx).await,
+                    Ok(id) => {
+                        let options = ExecOptions {
+                            env: ctx.exec_env(&id, options.env),
+                            ..options
+                        };
+                        exec(&ctx.docker, &brokered, &id, options, tx).await
+                    }
                     Err(e) => Err(e),
                 }
             }
@@ -751,7 +805,13 @@ impl PluginState {
             Ok(ctx) => {
                 let brokered = self.brokered.clone();
                 match ctx.owned(&container).await {
-                    Ok(id) => exec_interactive(&ctx.docker, &brokered, &id, options).await,
+                    Ok(id) => {
+                        let options = InteractiveExecOptions {
+                            env: ctx.exec_env(&id, options.env),
+                            ..options
+                        };
+                        exec_interactive(&ctx.docker, &brokered, &id, options).await
+                    }
                     Err(e) => Err(e),
                 }
             }

@@ -14,6 +14,8 @@
 //! `containment` is the user's policy on top: `limits` and the egress
 //! policy (`capability::egress`), which the host applies to every container.
 //! `keep_id` serializes the creates a rootless Podman cannot take at once.
+//! `snapshot` keeps a prepared container as an image a later one starts
+//! from.
 
 mod containment;
 mod engine;
@@ -21,6 +23,7 @@ mod exec;
 mod keep_id;
 mod limits;
 mod policy;
+pub mod snapshot;
 
 pub use containment::Containment;
 pub use engine::{

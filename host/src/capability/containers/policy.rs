@@ -4,9 +4,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::ContainerSpec;
 use super::containment::Containment;
+use super::snapshot::Snapshot;
 use crate::capability::link::MOUNT as LINK_MOUNT;
 
 /// Label keys the host sets on every container it creates for a plugin.
@@ -37,6 +39,9 @@ pub struct ContainerGrant {
     /// The agent git dir laid over the repository's (ADR 0025); set for
     /// every sandbox on a git worktree.
     pub git_shield: Option<GitShield>,
+    /// The sandbox's prepared snapshot, under `snapshot=auto`: its first
+    /// container may start from one, or be kept as one.
+    pub snapshot: Option<Arc<Snapshot>>,
 }
 
 /// What keeps the repository's git dir out of the sandbox's reach: every
@@ -464,6 +469,7 @@ mod tests {
             writable: vec![worktree.clone()],
             containment: Containment::default(),
             git_shield: None,
+            snapshot: None,
         };
         Fixture {
             _dir: dir,

@@ -95,6 +95,7 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         side_by_side: 1,
         git_shield: None,
         gateway: None,
+        setup: vec![],
     };
     let sandbox = match provider.create(&spec).await {
         Ok(sandbox) => sandbox,

@@ -3,8 +3,10 @@
 //! the user's declared mounts).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::spec::{ProviderConfig, SandboxSpec};
+use crate::capability::containers::snapshot::{Snapshot, SnapshotOptions};
 use crate::capability::containers::{Containment, GitShield};
 use crate::capability::{
     Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant, PodGrant,
@@ -24,12 +26,21 @@ pub(super) fn for_sandbox(
 ) -> Result<Grants> {
     let (worktree, env) = (spec.worktree.as_path(), &spec.env);
     let containers = if caps.containers {
-        Some(container_grant(
+        let mut grant = container_grant(
             spec,
             scratch,
             &resolved.mounts,
             resolved.containment.clone(),
-        )?)
+        )?;
+        grant.snapshot = resolved.snapshot.as_ref().map(|options| {
+            Arc::new(Snapshot::new(
+                options,
+                &spec.setup,
+                &spec.worktree,
+                &spec.git_dir,
+            ))
+        });
+        Some(grant)
     } else {
         None
     };
@@ -74,6 +85,8 @@ pub(super) struct Resolved {
     pub(super) mounts: Vec<PathBuf>,
     /// The limits and egress policy a container provider's grant applies.
     pub(super) containment: Containment,
+    /// The snapshot options, under `snapshot=auto`.
+    pub(super) snapshot: Option<SnapshotOptions>,
 }
 
 /// Resolve the user's declared mounts (see [`resolve_mounts`]) and, for a
@@ -88,6 +101,7 @@ pub(super) fn resolve(
     info: &ProviderInfo,
 ) -> Result<Resolved> {
     let (mut config, mounts) = resolve_mounts(&spec.config)?;
+    let snapshot = take_snapshot(&mut config, caps, info)?;
     let mut containment = take_containment(&mut config, caps, info)?;
     containment.share_memory(spec.side_by_side);
     if caps.containers {
@@ -97,7 +111,29 @@ pub(super) fn resolve(
         config,
         mounts,
         containment,
+        snapshot,
     })
+}
+
+/// The snapshot options of `config` (ADR 0035), taken out of it for a
+/// provider with the containers capability; refused for any other, whose
+/// sandbox the host cannot commit.
+pub(super) fn take_snapshot(
+    config: &mut ProviderConfig,
+    caps: &Capabilities,
+    info: &ProviderInfo,
+) -> Result<Option<SnapshotOptions>> {
+    if !caps.containers {
+        if let Some((key, value)) = config.iter().find(|(k, _)| SnapshotOptions::is_key(k)) {
+            return Err(Error::input(format!(
+                "sandbox provider `{}` cannot keep a snapshot ({key}={value}): only providers that run containers through the host (docker, podman) can; nothing was created",
+                info.name
+            )));
+        }
+        return Ok(None);
+    }
+    SnapshotOptions::take_from(config)
+        .map_err(|e| Error::input(format!("sandbox provider `{}`: {e}", info.name)))
 }
 
 /// The containment keys of `config`, taken out of it for a provider with
@@ -206,6 +242,7 @@ fn container_grant(
         readable,
         writable,
         containment,
+        snapshot: None,
     })
 }
 

@@ -2,11 +2,13 @@
 //! how it ends.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use wasmtime::Store;
 use wasmtime::component::ResourceAny;
 
 use super::{CLOSING, flatten, instantiate, with_refusals};
+use crate::capability::containers::snapshot::{Kept, Snapshot};
 use crate::capability::containers::{Containment, LimitHit};
 use crate::capability::{Brokered, Grants, PluginState};
 use crate::error::{Error, Result};
@@ -127,6 +129,25 @@ impl Sandbox {
             && grants.pods.is_none()
             && self.store.data().brokered.is_idle();
         knowable && self.store.data().containers.pause_all().await
+    }
+
+    /// The prepared snapshot this sandbox's container may start from or be
+    /// kept as (`snapshot=auto`, ADR 0035).
+    pub fn snapshot(&self) -> Option<Arc<Snapshot>> {
+        self.origin.grants.containers.as_ref()?.snapshot.clone()
+    }
+
+    /// Commit the sandbox's container as its snapshot: a failure says why,
+    /// and changes nothing else.
+    pub async fn keep_snapshot(&mut self) -> Result<Kept> {
+        let Some(grant) = &self.origin.grants.containers else {
+            return Err(Error::Plugin(format!(
+                "sandbox `{}` runs no container to keep",
+                self.name
+            )));
+        };
+        let keep = self.store.data().containers.keep_snapshot(grant);
+        keep.await.map_err(Error::Plugin)
     }
 
     /// Kills what this sandbox's provider is running, from anywhere: its

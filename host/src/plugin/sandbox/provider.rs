@@ -142,9 +142,11 @@ impl SandboxProvider {
 
     /// Refuse, before anything is created, containment options (`egress`,
     /// `cpus`, `memory`, ...) this provider cannot have enforced or that do
-    /// not parse (ADR 0022).
+    /// not parse (ADR 0022), and snapshot options it cannot keep (ADR 0035).
     pub fn check_containment(&self, config: &[(String, String)]) -> Result<()> {
-        grants::take_containment(&mut config.to_vec(), &self.capabilities(), &self.info)?;
+        let mut config = config.to_vec();
+        grants::take_snapshot(&mut config, &self.capabilities(), &self.info)?;
+        grants::take_containment(&mut config, &self.capabilities(), &self.info)?;
         Ok(())
     }
 

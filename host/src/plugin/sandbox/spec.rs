@@ -31,6 +31,10 @@ pub struct SandboxSpec {
     /// The run's credential gateway, which a container sandbox reaches
     /// through its link; `None` where the run keeps no key outside.
     pub gateway: Option<Arc<Gateway>>,
+    /// The set-up run in the sandbox once it is up (its hooks, each as
+    /// `sudo? command`): what a prepared snapshot skips, so part of its key
+    /// (ADR 0035). Empty where there is none.
+    pub setup: Vec<String>,
 }
 
 impl SandboxSpec {

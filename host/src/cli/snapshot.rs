@@ -1,0 +1,259 @@
+//! `sanddune snapshot ls|rm`: the prepared snapshots (ADR 0035) that runs
+//! with `--sandbox-opt snapshot=auto` kept, in Docker and in Podman; and the
+//! age past which `sanddune gc` removes them.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use clap::{Args, Subcommand};
+
+use crate::capability::containers::snapshot::{self, SnapshotImage};
+use crate::capability::containers::{Engine, connect_negotiated, engine_name};
+use crate::error::{Error, Result};
+use crate::worktree::Repo;
+
+#[derive(Subcommand)]
+pub enum SnapshotCommands {
+    /// List the snapshots kept for this repository (--all: for every one).
+    Ls(LsArgs),
+    /// Remove snapshots by id or tag (as `ls` prints them), or --all of this
+    /// repository's.
+    Rm(RmArgs),
+}
+
+#[derive(Args)]
+pub struct LsArgs {
+    /// The repository (default: the current one).
+    #[arg(long, default_value = ".")]
+    cwd: PathBuf,
+    /// Every repository's snapshots.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Args)]
+pub struct RmArgs {
+    /// Image ids (a prefix of 12 or more hex digits) or tags.
+    #[arg(required_unless_present = "all")]
+    snapshots: Vec<String>,
+    /// All of this repository's snapshots.
+    #[arg(long, conflicts_with = "snapshots")]
+    all: bool,
+    /// The repository (default: the current one).
+    #[arg(long, default_value = ".")]
+    cwd: PathBuf,
+}
+
+pub async fn snapshot(command: SnapshotCommands) -> Result<()> {
+    match command {
+        SnapshotCommands::Ls(args) => ls(args).await,
+        SnapshotCommands::Rm(args) => rm(args).await,
+    }
+}
+
+/// The repository's git dir as the snapshots label it.
+fn repo_label(cwd: &Path) -> Result<String> {
+    Ok(Repo::discover(cwd)?.git_dir().display().to_string())
+}
+
+/// Each engine that answers, with its snapshots (of `repo`, when given).
+async fn engines(repo: Option<&str>) -> Vec<(Engine, bollard::Docker, Vec<SnapshotImage>)> {
+    let mut found = Vec::new();
+    for engine in [Engine::Docker, Engine::Podman] {
+        let Ok(docker) = connect_negotiated(engine).await else {
+            continue;
+        };
+        match snapshot::list(&docker).await {
+            Ok(images) => {
+                let images = images
+                    .into_iter()
+                    .filter(|s| repo.is_none_or(|r| s.repo == r))
+                    .collect();
+                found.push((engine, docker, images));
+            }
+            Err(e) => eprintln!("{}: {e}", engine_name(engine)),
+        }
+    }
+    found
+}
+
+fn short(id: &str) -> &str {
+    let id = id.trim_start_matches("sha256:");
+    &id[..id.len().min(12)]
+}
+
+async fn ls(args: LsArgs) -> Result<()> {
+    let repo = if args.all {
+        None
+    } else {
+        Some(repo_label(&args.cwd)?)
+    };
+    let now = now();
+    let mut any = false;
+    for (engine, _, images) in engines(repo.as_deref()).await {
+        for s in images {
+            if !any {
+                println!(
+                    "ENGINE  ID            TAG                                    AGE       SIZE     FROM"
+                );
+                any = true;
+            }
+            let tag = s.tags.first().map_or("<none>", String::as_str);
+            println!(
+                "{:<7} {:<13} {:<38} {:<9} {:<8} {}{}",
+                engine_name(engine),
+                short(&s.id),
+                tag,
+                age(now - s.created),
+                format!("{} MB", s.size / 1_000_000),
+                s.base,
+                if args.all {
+                    format!("  ({})", s.repo)
+                } else {
+                    String::new()
+                }
+            );
+        }
+    }
+    if !any {
+        println!(
+            "no snapshots (a run with --sandbox-opt snapshot=auto keeps one after its set-up)"
+        );
+    }
+    Ok(())
+}
+
+async fn rm(args: RmArgs) -> Result<()> {
+    let repo = repo_label(&args.cwd)?;
+    let mut wanted: Vec<&str> = args.snapshots.iter().map(String::as_str).collect();
+    let mut failed = 0;
+    for (engine, docker, images) in engines(if args.all { Some(&repo) } else { None }).await {
+        for s in images {
+            let named = wanted
+                .iter()
+                .position(|w| names(&s, w))
+                .map(|i| wanted.remove(i));
+            if !args.all && named.is_none() {
+                continue;
+            }
+            match snapshot::remove(&docker, &s.id).await {
+                Ok(()) => println!("removed {} snapshot {}", engine_name(engine), short(&s.id)),
+                Err(e) => {
+                    failed += 1;
+                    eprintln!("{}: {e}", engine_name(engine));
+                }
+            }
+        }
+    }
+    if !wanted.is_empty() {
+        return Err(Error::input(format!(
+            "no snapshot is {}: `sanddune snapshot ls --all` lists them",
+            wanted.join(", ")
+        )));
+    }
+    if failed > 0 {
+        return Err(Error::Plugin(format!(
+            "{failed} snapshot(s) could not be removed (see above)"
+        )));
+    }
+    Ok(())
+}
+
+/// Whether `name` (an id prefix of 12 or more, or a tag) names `s`.
+fn names(s: &SnapshotImage, name: &str) -> bool {
+    let id = s.id.trim_start_matches("sha256:");
+    let name_id = name.trim_start_matches("sha256:");
+    (name_id.len() >= 12 && id.starts_with(name_id))
+        || s.tags.iter().any(|t| {
+            // Podman names a bare repository as Docker Hub's or localhost's.
+            let bare = t
+                .trim_start_matches("localhost/")
+                .trim_start_matches("docker.io/library/");
+            t == name || bare == name
+        })
+}
+
+/// Remove the snapshots older than `max_age` of the repository whose git
+/// dir is `repo` (of every repository outside one), and of repositories
+/// that are gone, in each engine that answers; a line for each. What
+/// `sanddune gc` does with them.
+pub async fn remove_older_than(max_age: Duration, repo: Option<&Path>) -> usize {
+    let now = now();
+    let mut removed = 0;
+    for (engine, docker, images) in engines(None).await {
+        for s in images {
+            let ours = repo.is_none_or(|r| Path::new(&s.repo) == r || !Path::new(&s.repo).exists());
+            if !ours || (now - s.created) as u64 <= max_age.as_secs() {
+                continue;
+            }
+            match snapshot::remove(&docker, &s.id).await {
+                Ok(()) => {
+                    removed += 1;
+                    println!(
+                        "removed {} snapshot {} ({} old)",
+                        engine_name(engine),
+                        short(&s.id),
+                        age(now - s.created)
+                    );
+                }
+                Err(e) => eprintln!("{}: {e}", engine_name(engine)),
+            }
+        }
+    }
+    removed
+}
+
+fn now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64)
+}
+
+/// `90s`, `5m`, `3h`, `2d`.
+fn age(secs: i64) -> String {
+    match secs.max(0) {
+        s if s < 120 => format!("{s}s"),
+        s if s < 7200 => format!("{}m", s / 60),
+        s if s < 172_800 => format!("{}h", s / 3600),
+        s => format!("{}d", s / 86_400),
+    }
+}
+
+/// A duration as `gc --snapshot-max-age` takes it: a number and a unit
+/// (`s`, `m`, `h`, `d`).
+pub fn parse_age(text: &str) -> std::result::Result<Duration, String> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (number, unit) = text.split_at(split);
+    let number: u64 = number
+        .parse()
+        .map_err(|_| format!("`{text}`: expected a number and a unit, like 7d or 12h"))?;
+    let secs = match unit {
+        "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86_400,
+        _ => return Err(format!("`{text}`: the unit must be s, m, h or d")),
+    };
+    Ok(Duration::from_secs(number * secs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ages_parse_with_a_unit_and_print_short() {
+        assert_eq!(parse_age("7d").unwrap(), Duration::from_secs(7 * 86_400));
+        assert_eq!(parse_age("0s").unwrap(), Duration::ZERO);
+        assert_eq!(parse_age("90m").unwrap(), Duration::from_secs(5400));
+        assert!(parse_age("7").unwrap_err().contains("unit"));
+        assert!(parse_age("d").unwrap_err().contains("number"));
+        assert!(parse_age("1w").unwrap_err().contains("s, m, h or d"));
+        assert_eq!(age(30), "30s");
+        assert_eq!(age(3 * 3600), "3h");
+        assert_eq!(age(3 * 86_400), "3d");
+    }
+}
