@@ -478,8 +478,10 @@ fn a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists() {
         inspect.contains("containment (applied by the host") && inspect.contains("memory=SIZE"),
         "{inspect}"
     );
+    assert!(inspect.contains("snapshot=auto|off"), "{inspect}");
     let inspect = stdout(&repo.sanddune(&["plugin", "inspect", "test-isolated"]));
     assert!(!inspect.contains("containment"), "{inspect}");
+    assert!(!inspect.contains("snapshot="), "{inspect}");
     for opt in ["egress=none", "memory=1g"] {
         let out = repo.sanddune(&[
             "run",
@@ -501,6 +503,45 @@ fn a_provider_that_cannot_enforce_a_policy_refuses_it_before_anything_exists() {
             repo.git(&["branch", "--list", "nope"]).is_empty(),
             "a branch was made"
         );
+    }
+    // Nor can it keep a snapshot: only the host commits a container.
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        "test-isolated",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "x",
+        "--sandbox-opt",
+        "snapshot=auto",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot keep a snapshot (snapshot=auto)"),
+        "{}",
+        stderr(&out)
+    );
+    // A snapshot option that does not parse is refused by name.
+    for (opt, says) in [
+        ("snapshot=on", "snapshot must be auto or off"),
+        ("snapshot.inputs=../x", "not a relative path inside"),
+    ] {
+        let out = repo.sanddune(&[
+            "run",
+            "--sandbox",
+            "docker",
+            "--agent",
+            "claude-code",
+            "--prompt",
+            "x",
+            "--sandbox-opt",
+            "snapshot=auto",
+            "--sandbox-opt",
+            opt,
+        ]);
+        assert_eq!(out.status.code(), Some(2), "{opt}: {}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{opt}: {}", stderr(&out));
     }
     let out = repo.sanddune(&[
         "run",

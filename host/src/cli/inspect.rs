@@ -77,6 +77,9 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 println!(
                     "containment (applied by the host, docs/security.md): egress=allow-all|none|deny-all|DOMAINS, cpus=N, memory=SIZE, pids=N, disk=SIZE"
                 );
+                println!(
+                    "snapshot (kept by the host, docs/guide/snapshots.md): snapshot=auto|off, snapshot.inputs=PATH[,PATH...]"
+                );
             }
             println!("requests:");
             println!("  programs:   {}", list(&caps.programs));
