@@ -724,6 +724,83 @@ fn docker_as_a_non_root_user_a_planted_hook_never_runs_as_them() {
     a_planted_hook_never_runs_as_the_user("docker", image, &[]);
 }
 
+/// A prepared snapshot (ADR 0035) as a non-root user: kept after the
+/// set-up, started from by the next run, and what it brings back into the
+/// worktree is the user's.
+fn a_snapshot_is_kept_and_started_from_as_the_user(engine: &str, image: &str) {
+    let user = user();
+    let repo = repo_of(&user);
+    std::fs::write(repo.path().join(".gitignore"), "deps/\n").unwrap();
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        r#"[sandboxOptions]
+snapshot = "auto"
+
+[[hooks.sandbox.onSandboxReady]]
+command = "echo prepared > /opt/prepared"
+sudo = true
+
+[[hooks.sandbox.onSandboxReady]]
+command = "mkdir -p deps && date +%s%N > deps/stamp"
+"#,
+    )
+    .unwrap();
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-qm", "a set-up"]);
+    let out = Command::new("chown")
+        .args(["-R", &format!("{}:", user.name)])
+        .arg(repo.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let (image, mounts) = (format!("image={image}"), mounts(&repo));
+    let run = || {
+        // Under head, so what the set-up wrote stays in the repository.
+        let mut args = vec!["run", "--sandbox", engine, "--agent", "claude-code"];
+        args.extend(["--prompt", "fix the typo", "--sandbox-opt", &image]);
+        args.extend(["--trust", "--log", "terminal"]);
+        for m in &mounts {
+            args.extend(["--sandbox-opt", m.as_str()]);
+        }
+        let out = sanddune_as(&user, &repo, &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let first = run();
+    assert!(
+        first.contains("snapshot: kept the prepared sandbox"),
+        "{first}"
+    );
+    let stamp = std::fs::read_to_string(repo.path().join("deps/stamp")).unwrap();
+    std::fs::remove_dir_all(repo.path().join("deps")).unwrap();
+    let second = run();
+    assert!(
+        second.contains("snapshot: started from prepared image"),
+        "{second}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(repo.path().join("deps/stamp")).unwrap(),
+        stamp
+    );
+    assert_eq!(not_owned_by(&user, repo.path()), Vec::<String>::new());
+    let out = sanddune_as(&user, &repo, &["snapshot", "rm", "--all"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        common::stdout(&out).contains(&format!("removed {engine} snapshot")),
+        "{}",
+        common::stdout(&out)
+    );
+}
+
+fn rootless_podman_a_snapshot_is_kept_and_started_from_as_the_user() {
+    a_snapshot_is_kept_and_started_from_as_the_user("podman", "sanddune-test:latest");
+}
+
+fn docker_as_a_non_root_user_a_snapshot_is_kept_and_started_from() {
+    a_snapshot_is_kept_and_started_from_as_the_user("docker", "sanddune-test-non-root:latest");
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(rootless_podman_a_planted_hook_never_runs_as_the_user),
@@ -740,6 +817,8 @@ fn main() -> std::process::ExitCode {
         trial!(docker_as_a_non_root_user_the_gateway_keeps_the_key_outside),
         trial!(rootless_podman_the_gateway_keeps_the_key_outside),
         trial!(rootless_podman_applies_a_memory_limit_or_refuses_it),
+        trial!(rootless_podman_a_snapshot_is_kept_and_started_from_as_the_user),
+        trial!(docker_as_a_non_root_user_a_snapshot_is_kept_and_started_from),
         trial!(docker_as_a_non_root_user_a_dev_containers_remote_user_gets_their_uid),
         trial!(docker_as_a_non_root_user_a_templates_style_dev_container_runs_as_the_labels_user),
         trial!(docker_as_a_non_root_user_a_dev_container_without_the_uid_update_is_refused),
