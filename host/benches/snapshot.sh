@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What a prepared snapshot saves (issue 37 part 3, ADR 0035): a docker run
 # whose set-up hook takes 20 s and writes 2,000 files into the worktree
-# (`npm ci` in miniature), cold (the set-up runs, and the sandbox is kept
+# (`npm ci` in miniature; both figures are arguments), cold (the set-up runs, and the sandbox is kept
 # as a snapshot) and then from the snapshot (the set-up is skipped, its
 # worktree files copied back), interleaved round by round with the same
 # run with no set-up at all (the floor).
@@ -10,13 +10,15 @@
 # command (`date` inside the sandbox, the same clock). Target: from a
 # matching snapshot, under 1 s.
 #
-#   host/benches/snapshot.sh [rounds] [set-up seconds]    (default 5 and 20)
+#   host/benches/snapshot.sh [rounds] [set-up seconds] [worktree files]
+#                                                (default 5, 20 and 2000)
 #
 # Needs docker, the test image (tests/images/build.sh docker), python3, and
 # the release binary (built here if missing; $SANDDUNE for another one).
 set -euo pipefail
 rounds=${1:-5}
 setup_secs=${2:-20}
+files=${3:-2000}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 . "$root/host/benches/lib/docker_bench.sh"
 IMAGE=sanddune-test:latest docker_bench_setup
@@ -34,7 +36,7 @@ snapshot = "auto"
 "snapshot.inputs" = "deps.lock"
 
 [[hooks.sandbox.onSandboxReady]]
-command = "sleep $setup_secs && mkdir -p node_modules && for i in \$(seq 2000); do echo \$i > node_modules/f\$i; done"
+command = "sleep $setup_secs && mkdir -p node_modules && for i in \$(seq $files); do echo \$i > node_modules/f\$i; done"
 timeoutMs = 600000
 TOML
 printf 'node_modules/\n' >"$repo/.gitignore"
@@ -56,7 +58,7 @@ run_once() {
     awk -v s="$start" -v a="$said" -v e="$end" 'BEGIN {printf "%.3f %.3f\n", a - s, e - s}'
 }
 
-echo "cold (the ${setup_secs} s set-up runs, and the sandbox is kept):"
+echo "cold (the ${setup_secs} s set-up runs, writes $files worktree files, and the sandbox is kept):"
 read -r agent total < <(run_once "$repo" 0 cold)
 echo "  agent start ${agent} s, whole run ${total} s"
 : >"$work/snap-agent"; : >"$work/snap-total"; : >"$work/floor-agent"; : >"$work/floor-total"
