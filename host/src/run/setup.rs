@@ -127,10 +127,14 @@ async fn snapshot_setup(
         return (hooks.clone(), None);
     };
     let setup = hooks.sandbox_setup();
-    if let Some(image) = snapshot.restored() {
-        let short = image.trim_start_matches("sha256:");
+    if let Some(restored) = snapshot.restored() {
+        let short = restored.image.trim_start_matches("sha256:");
         let short = &short[..short.len().min(12)];
-        return match snapshot::restore(sandbox, worktree).await {
+        let back = match restored.worktree_files {
+            true => snapshot::restore(sandbox, worktree).await,
+            false => Ok(()),
+        };
+        return match back {
             Ok(()) => {
                 log.line(&format!(
                     "snapshot: started from prepared image {short}: its set-up ({} sandbox hook(s)) is skipped",

@@ -101,7 +101,7 @@ pub(super) async fn keep(
             )
             .await?;
         }
-        let kept = sandbox.keep_snapshot().await?;
+        let kept = sandbox.keep_snapshot(!added.is_empty()).await?;
         Ok::<_, Error>((kept, added))
     };
     match kept.await {

@@ -84,12 +84,13 @@ impl ContainerState {
     pub fn keep_snapshot(
         &self,
         grant: &ContainerGrant,
+        worktree_files: bool,
     ) -> impl Future<Output = Result<Kept, String>> + Send + 'static {
         let client = self.client.clone();
         let snapshot = grant.snapshot.clone();
         async move {
             match (client, snapshot) {
-                (Some(docker), Some(snapshot)) => snapshot.keep(&docker).await,
+                (Some(docker), Some(snapshot)) => snapshot.keep(&docker, worktree_files).await,
                 _ => Err("this sandbox keeps no snapshot".into()),
             }
         }

@@ -33,7 +33,8 @@ pub const STASH: &str = "/var/lib/sanddune/snapshot/worktree";
 /// first 20 hex digits.
 pub const REPOSITORY: &str = "sanddune-snapshot";
 /// The label of a snapshot image: its key, the repository's git dir it was
-/// made for and the image it was made from (see [`label_value`]).
+/// made for, the image it was made from and whether it keeps worktree files
+/// (see [`label_value`]).
 pub const KEY_LABEL: &str = "sanddune.snapshot";
 
 /// The snapshot options of a sandbox, when `snapshot=auto`.
@@ -109,8 +110,8 @@ struct State {
     base: Option<String>,
     /// The full key, once the create computed it.
     key: Option<String>,
-    /// The snapshot image the container started from, when one matched.
-    restored: Option<String>,
+    /// The snapshot the container started from, when one matched.
+    restored: Option<Restored>,
     /// The container that may be committed, and the env its execs get.
     container: Option<(String, Vec<String>)>,
 }
@@ -145,8 +146,8 @@ impl Snapshot {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// The snapshot image the sandbox started from, if one matched.
-    pub fn restored(&self) -> Option<String> {
+    /// The snapshot the sandbox started from, if one matched.
+    pub fn restored(&self) -> Option<Restored> {
         self.state().restored.clone()
     }
 
@@ -198,9 +199,12 @@ impl Snapshot {
         let mut state = self.state();
         state.base = Some(image.to_string());
         state.key = Some(key);
-        state.restored = found.clone();
-        Ok(match found {
-            Some(snapshot) => (snapshot, false),
+        state.restored = found.map(|s| Restored {
+            image: s.id,
+            worktree_files: s.worktree_files,
+        });
+        Ok(match &state.restored {
+            Some(snapshot) => (snapshot.image.clone(), false),
             None => (image.to_string(), true),
         })
     }
@@ -211,10 +215,11 @@ impl Snapshot {
         self.state().container = Some((container.to_string(), env));
     }
 
-    /// Commit the container as this sandbox's snapshot. Without a pause: the
+    /// Commit the container as this sandbox's snapshot, `worktree_files`
+    /// saying whether it holds some in [`STASH`]. Without a pause: the
     /// set-up is over and the agent has not started, so nothing writes (a
     /// rootless engine on cgroup v1 could not pause it anyway).
-    pub(super) async fn keep(&self, docker: &Docker) -> Result<Kept, String> {
+    pub(super) async fn keep(&self, docker: &Docker, worktree_files: bool) -> Result<Kept, String> {
         let (container, key, base) = {
             let state = self.state();
             match (&state.container, &state.key, &state.base) {
@@ -233,7 +238,10 @@ impl Snapshot {
         // One label, of hex digits and dots: Podman's compatible API takes
         // labels only as a change (a Dockerfile `LABEL`), one per change,
         // and reads its value without unquoting.
-        let label = format!("{KEY_LABEL}={}", label_value(&key, &self.repo, &base));
+        let label = format!(
+            "{KEY_LABEL}={}",
+            label_value(&key, &self.repo, &base, worktree_files)
+        );
         // What the container changed besides its files goes back to the
         // image's (Docker; Podman keeps the container's, which every
         // create names anyway).
@@ -283,6 +291,15 @@ pub struct Kept {
     pub size: i64,
 }
 
+/// The snapshot a sandbox started from.
+#[derive(Clone, Debug)]
+pub struct Restored {
+    /// Its image id.
+    pub image: String,
+    /// Whether it keeps worktree files to copy back.
+    pub worktree_files: bool,
+}
+
 /// A snapshot image in an engine.
 #[derive(Clone, Debug)]
 pub struct SnapshotImage {
@@ -291,15 +308,16 @@ pub struct SnapshotImage {
     pub tags: Vec<String>,
     pub repo: String,
     pub base: String,
+    pub worktree_files: bool,
     /// Seconds since the epoch.
     pub created: i64,
     pub size: i64,
 }
 
-/// The newest snapshot image with `key`, by id.
-async fn newest(docker: &Docker, key: &str) -> Result<Option<String>, String> {
+/// The newest snapshot image with `key`.
+async fn newest(docker: &Docker, key: &str) -> Result<Option<SnapshotImage>, String> {
     let found = list(docker).await?;
-    Ok(found.into_iter().find(|s| s.key == key).map(|s| s.id))
+    Ok(found.into_iter().find(|s| s.key == key))
 }
 
 /// Every snapshot image in the engine, newest first.
@@ -314,10 +332,11 @@ pub async fn list(docker: &Docker) -> Result<Vec<SnapshotImage>, String> {
     let mut found: Vec<SnapshotImage> = images
         .into_iter()
         .filter_map(|i| {
-            let (key, repo, base) = parse_label(i.labels.get(KEY_LABEL)?)?;
+            let (key, repo, base, worktree_files) = parse_label(i.labels.get(KEY_LABEL)?)?;
             Some(SnapshotImage {
                 repo,
                 base,
+                worktree_files,
                 id: i.id,
                 key,
                 tags: i.repo_tags,
@@ -343,18 +362,35 @@ pub async fn remove(docker: &Docker, id: &str) -> Result<(), String> {
     }
 }
 
-/// `KEY.REPO.BASE`, the last two in hex: nothing to quote.
-fn label_value(key: &str, repo: &str, base: &str) -> String {
-    format!("{key}.{}.{}", hex(repo.as_bytes()), hex(base.as_bytes()))
+/// `KEY.REPO.BASE.W`, the repository and base in hex (nothing to quote),
+/// `W` `w` when it keeps worktree files, else `-`.
+fn label_value(key: &str, repo: &str, base: &str, worktree_files: bool) -> String {
+    let w = if worktree_files { "w" } else { "-" };
+    format!(
+        "{key}.{}.{}.{w}",
+        hex(repo.as_bytes()),
+        hex(base.as_bytes())
+    )
 }
 
-/// The key, repository and base image a snapshot's label names.
-fn parse_label(value: &str) -> Option<(String, String, String)> {
+/// The key, repository, base image and worktree files a snapshot's label
+/// names.
+fn parse_label(value: &str) -> Option<(String, String, String, bool)> {
     let mut parts = value.split('.');
     let (key, repo, base) = (parts.next()?, parts.next()?, parts.next()?);
+    let worktree_files = match parts.next()? {
+        "w" => true,
+        "-" => false,
+        _ => return None,
+    };
     let text = |h: &str| String::from_utf8(unhex(h)?).ok();
     let full = key.len() == 64 && key.bytes().all(|b| b.is_ascii_hexdigit());
-    (full && parts.next().is_none()).then_some((key.to_string(), text(repo)?, text(base)?))
+    (full && parts.next().is_none()).then_some((
+        key.to_string(),
+        text(repo)?,
+        text(base)?,
+        worktree_files,
+    ))
 }
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
@@ -414,22 +450,21 @@ mod tests {
     #[test]
     fn the_label_names_key_repository_and_base_whatever_their_characters() {
         let key = "ab".repeat(32);
-        let value = label_value(&key, "/src/my \"repo\"/.git", "sanddune:x y");
-        assert!(
-            value.bytes().all(|b| b.is_ascii_hexdigit() || b == b'.'),
-            "{value}"
-        );
-        assert_eq!(
-            parse_label(&value),
-            Some((
-                key.clone(),
-                "/src/my \"repo\"/.git".into(),
-                "sanddune:x y".into()
-            ))
-        );
+        let repo = "/src/my \"repo\"/.git";
+        for files in [true, false] {
+            let value = label_value(&key, repo, "sanddune:x y", files);
+            let plain = |b: u8| b.is_ascii_hexdigit() || b"-.w".contains(&b);
+            assert!(value.bytes().all(plain), "{value}");
+            assert_eq!(
+                parse_label(&value),
+                Some((key.clone(), repo.into(), "sanddune:x y".into(), files))
+            );
+        }
         assert_eq!(parse_label(""), None);
-        assert_eq!(parse_label(&format!("{key}.zz.00")), None);
-        assert_eq!(parse_label("short.00.00"), None);
+        assert_eq!(parse_label(&format!("{key}.zz.00.w")), None);
+        assert_eq!(parse_label(&format!("{key}.00.00")), None);
+        assert_eq!(parse_label(&format!("{key}.00.00.x")), None);
+        assert_eq!(parse_label("short.00.00.w"), None);
     }
 
     #[test]

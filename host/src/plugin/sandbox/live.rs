@@ -137,16 +137,21 @@ impl Sandbox {
         self.origin.grants.containers.as_ref()?.snapshot.clone()
     }
 
-    /// Commit the sandbox's container as its snapshot: a failure says why,
-    /// and changes nothing else.
-    pub async fn keep_snapshot(&mut self) -> Result<Kept> {
+    /// Commit the sandbox's container as its snapshot, which holds worktree
+    /// files when `worktree_files`: a failure says why, and changes nothing
+    /// else.
+    pub async fn keep_snapshot(&mut self, worktree_files: bool) -> Result<Kept> {
         let Some(grant) = &self.origin.grants.containers else {
             return Err(Error::Plugin(format!(
                 "sandbox `{}` runs no container to keep",
                 self.name
             )));
         };
-        let keep = self.store.data().containers.keep_snapshot(grant);
+        let keep = self
+            .store
+            .data()
+            .containers
+            .keep_snapshot(grant, worktree_files);
         keep.await.map_err(Error::Plugin)
     }
 
