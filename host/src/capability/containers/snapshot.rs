@@ -82,6 +82,30 @@ impl SnapshotOptions {
     }
 }
 
+/// The sha256 of a regular file's contents; None for anything else. A
+/// FIFO an earlier agent left in the worktree is opened without blocking
+/// and read as missing.
+fn digest_of(path: &Path) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .ok()?;
+    if !file.metadata().ok()?.is_file() {
+        return None;
+    }
+    let mut hasher = Sha256::new();
+    let mut buf = vec![0; 64 << 10];
+    loop {
+        match file.read(&mut buf).ok()? {
+            0 => return Some(hex(&hasher.finalize())),
+            n => hasher.update(&buf[..n]),
+        }
+    }
+}
+
 /// An input is a plain relative path inside the repository.
 fn check_input(path: &str) -> Result<(), String> {
     if path.starts_with('/') || path.split('/').any(|p| p == ".." || p.is_empty()) {
@@ -130,9 +154,9 @@ impl Snapshot {
         for input in &options.inputs {
             let path = worktree.join(input);
             let digest = crate::repo_path::inside(worktree, &path)
-                .then(|| std::fs::read(&path).ok())
+                .then(|| digest_of(&path))
                 .flatten()
-                .map_or_else(|| "missing".to_string(), |data| hex(&Sha256::digest(data)));
+                .unwrap_or_else(|| "missing".to_string());
             material.push_str(&format!("input {input:?} {digest}\n"));
         }
         Snapshot {
@@ -488,6 +512,14 @@ mod tests {
         std::fs::remove_file(wt.join("lock")).unwrap();
         let missing = material(&["npm ci"]);
         std::os::unix::fs::symlink("/etc/hostname", wt.join("lock")).unwrap();
+        assert_eq!(missing, material(&["npm ci"]));
+        // A FIFO is neither waited on nor read.
+        std::fs::remove_file(wt.join("lock")).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(wt.join("lock"))
+            .status()
+            .unwrap();
+        assert!(made.success());
         assert_eq!(missing, material(&["npm ci"]));
     }
 }
