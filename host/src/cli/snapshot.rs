@@ -7,7 +7,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use clap::{Args, Subcommand};
 
-use crate::capability::containers::snapshot::{self, SnapshotImage};
+use crate::capability::containers::snapshot::{self, SnapshotImage, short_id};
 use crate::capability::containers::{Engine, connect_negotiated, engine_name};
 use crate::error::{Error, Result};
 use crate::worktree::Repo;
@@ -77,11 +77,6 @@ async fn engines(repo: Option<&str>) -> Vec<(Engine, bollard::Docker, Vec<Snapsh
     found
 }
 
-fn short(id: &str) -> &str {
-    let id = id.trim_start_matches("sha256:");
-    &id[..id.len().min(12)]
-}
-
 async fn ls(args: LsArgs) -> Result<()> {
     let repo = if args.all {
         None
@@ -102,7 +97,7 @@ async fn ls(args: LsArgs) -> Result<()> {
             println!(
                 "{:<7} {:<13} {:<38} {:<9} {:<8} {}{}",
                 engine_name(engine),
-                short(&s.id),
+                short_id(&s.id),
                 tag,
                 age(now - s.created),
                 format!("{} MB", s.size / 1_000_000),
@@ -137,7 +132,11 @@ async fn rm(args: RmArgs) -> Result<()> {
                 continue;
             }
             match snapshot::remove(&docker, &s.id).await {
-                Ok(()) => println!("removed {} snapshot {}", engine_name(engine), short(&s.id)),
+                Ok(()) => println!(
+                    "removed {} snapshot {}",
+                    engine_name(engine),
+                    short_id(&s.id)
+                ),
                 Err(e) => {
                     failed += 1;
                     eprintln!("{}: {e}", engine_name(engine));
@@ -192,7 +191,7 @@ pub async fn remove_older_than(max_age: Duration, repo: Option<&Path>) -> usize 
                     println!(
                         "removed {} snapshot {} ({} old)",
                         engine_name(engine),
-                        short(&s.id),
+                        short_id(&s.id),
                         age(now - s.created)
                     );
                 }

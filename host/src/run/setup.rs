@@ -14,6 +14,7 @@ use super::place::{Place, hook_log};
 use super::plan::{self, SandboxPlan};
 use super::{sandbox_record, snapshot, sync};
 use crate::capability::containers::GitShield;
+use crate::capability::containers::snapshot::short_id;
 use crate::error::Result;
 use crate::hooks::Hooks;
 use crate::plugin::PluginRef;
@@ -128,8 +129,7 @@ async fn snapshot_setup(
     };
     let setup = hooks.sandbox_setup();
     if let Some(restored) = snapshot.restored() {
-        let short = restored.image.trim_start_matches("sha256:");
-        let short = &short[..short.len().min(12)];
+        let short = short_id(&restored.image);
         let back = match restored.worktree_files {
             true => snapshot::restore(sandbox, worktree).await,
             false => Ok(()),

@@ -12,7 +12,7 @@
 //! its config, which the engine copies into the image.
 
 use std::collections::HashMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use bollard::Docker;
@@ -121,8 +121,12 @@ fn check_input(path: &str) -> Result<(), String> {
 /// and the run.
 #[derive(Debug)]
 pub struct Snapshot {
-    /// The set-up commands and the inputs' digests, in order.
+    /// The repository and the set-up commands, in order.
     material: String,
+    /// The inputs' paths, and the worktree they are read from when the
+    /// first create needs the key (not in a preflight, `find` or gc).
+    inputs: Vec<String>,
+    worktree: PathBuf,
     /// The repository's git dir, labelled on the image.
     repo: String,
     state: Mutex<State>,
@@ -142,28 +146,37 @@ struct State {
 
 impl Snapshot {
     /// A snapshot for a sandbox whose set-up is `setup` (the sandbox hooks,
-    /// in order) in the worktree `worktree`, with `options`' inputs read
-    /// from it. An input that is missing or leaves the worktree counts as
-    /// missing: the key still changes when it appears.
+    /// in order) in the worktree `worktree`, with `options`' inputs there.
     pub fn new(options: &SnapshotOptions, setup: &[String], worktree: &Path, repo: &Path) -> Self {
         // Per repository: another one's set-up output is never restored here.
         let mut material = format!("sanddune snapshot 1\nrepository {repo:?}\n");
         for command in setup {
             material.push_str(&format!("setup {command:?}\n"));
         }
-        for input in &options.inputs {
-            let path = worktree.join(input);
-            let digest = crate::repo_path::inside(worktree, &path)
+        Snapshot {
+            material,
+            inputs: options.inputs.clone(),
+            worktree: worktree.to_path_buf(),
+            repo: repo.display().to_string(),
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// What the key is made of besides the image: the set-up and the
+    /// inputs' digests. An input that is missing, not a regular file or
+    /// leaves the worktree counts as missing: the key still changes when
+    /// it appears.
+    fn material(&self) -> String {
+        let mut material = self.material.clone();
+        for input in &self.inputs {
+            let path = self.worktree.join(input);
+            let digest = crate::repo_path::inside(&self.worktree, &path)
                 .then(|| digest_of(&path))
                 .flatten()
                 .unwrap_or_else(|| "missing".to_string());
             material.push_str(&format!("input {input:?} {digest}\n"));
         }
-        Snapshot {
-            material,
-            repo: repo.display().to_string(),
-            state: Mutex::new(State::default()),
-        }
+        material
     }
 
     fn state(&self) -> std::sync::MutexGuard<'_, State> {
@@ -215,7 +228,7 @@ impl Snapshot {
         let id = inspect.id.unwrap_or_default();
         let material = format!(
             "{}image {id}\nuser {:?}\n",
-            self.material,
+            self.material(),
             user.unwrap_or("")
         );
         let key = hex(&Sha256::digest(material.as_bytes()));
@@ -425,6 +438,12 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
         .collect()
 }
 
+/// An image id as people read it: 12 hex digits, no `sha256:`.
+pub fn short_id(id: &str) -> &str {
+    let id = id.trim_start_matches("sha256:");
+    &id[..id.len().min(12)]
+}
+
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -501,7 +520,7 @@ mod tests {
         };
         let material = |setup: &[&str]| {
             let setup: Vec<String> = setup.iter().map(|s| s.to_string()).collect();
-            Snapshot::new(&options, &setup, wt, wt).material
+            Snapshot::new(&options, &setup, wt, wt).material()
         };
         let first = material(&["npm ci"]);
         assert_eq!(first, material(&["npm ci"]));
