@@ -27,6 +27,7 @@ const BUILTIN: &[(&str, &str)] = &[
     ("vercel", "sanddune-plugin-vercel"),
     ("daytona", "sanddune-plugin-daytona"),
     ("kubernetes", "sanddune-plugin-kubernetes"),
+    ("bubblewrap", "sanddune-plugin-bubblewrap"),
 ];
 
 /// Components built only for the tests (not embedded).
@@ -49,7 +50,7 @@ const TEST_ONLY: &[(&str, &str)] = &[
         "third-party-preflight",
         "sanddune-test-plugin-third-party-preflight",
     ),
-    // Built against the frozen wit/v0.1 to v0.5: older components keep
+    // Built against the frozen wit/v0.1 to v0.6: older components keep
     // loading.
     ("v0-1-sandbox", "sanddune-test-plugin-v0-1-sandbox"),
     ("v0-1-agent", "sanddune-test-plugin-v0-1-agent"),
@@ -61,6 +62,8 @@ const TEST_ONLY: &[(&str, &str)] = &[
     ("v0-4-agent", "sanddune-test-plugin-v0-4-agent"),
     ("v0-5-sandbox", "sanddune-test-plugin-v0-5-sandbox"),
     ("v0-5-agent", "sanddune-test-plugin-v0-5-agent"),
+    ("v0-6-sandbox", "sanddune-test-plugin-v0-6-sandbox"),
+    ("v0-6-agent", "sanddune-test-plugin-v0-6-agent"),
 ];
 
 fn main() {

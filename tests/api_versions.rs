@@ -1,6 +1,6 @@
 //! Components built against an older release of the WIT package keep
 //! loading and running: the test guests are built from the frozen
-//! `wit/v0.1/` to `wit/v0.5/` snapshots, the built-ins from the current
+//! `wit/v0.1/` to `wit/v0.6/` snapshots, the built-ins from the current
 //! `wit/`. The WASI packages the frozen releases import stay the ones
 //! they were released with.
 
@@ -9,11 +9,11 @@ mod common;
 use common::{TestRepo, plugin_file, stderr, stdout};
 
 /// The frozen releases, each with a sandbox and an agent test guest.
-const FROZEN: [&str; 5] = ["0.1", "0.2", "0.3", "0.4", "0.5"];
+const FROZEN: [&str; 6] = ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6"];
 /// The current release, which the built-ins speak.
-const CURRENT: &str = "0.6";
-const ALL: [&str; 6] = [
-    FROZEN[0], FROZEN[1], FROZEN[2], FROZEN[3], FROZEN[4], CURRENT,
+const CURRENT: &str = "0.7";
+const ALL: [&str; 7] = [
+    FROZEN[0], FROZEN[1], FROZEN[2], FROZEN[3], FROZEN[4], FROZEN[5], CURRENT,
 ];
 
 /// The `kind` ("sandbox" or "agent") provider of contract `version`: a test

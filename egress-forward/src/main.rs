@@ -9,16 +9,35 @@
 //!
 //! It prints `ready` once every port listens, then nothing: the host may
 //! stop reading its output.
+//!
+//! `sanddune-egress-forward PORT=SOCKET... -- PROGRAM ARGS...` instead runs
+//! PROGRAM once every port listens, prints nothing (the output is the
+//! program's), and ends with it, passing on its exit code. A bubblewrap jail
+//! has a network namespace per command, so each command brings its own.
 
 use std::io::{Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::process::ExitCode;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Command, ExitCode};
 use std::thread;
 
 fn main() -> ExitCode {
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let program = match args.iter().position(|a| a == "--") {
+        Some(at) => {
+            let program = args.split_off(at + 1);
+            args.pop();
+            if program.is_empty() {
+                eprintln!("sanddune-egress-forward: nothing to run after `--`");
+                return ExitCode::from(2);
+            }
+            Some(program)
+        }
+        None => None,
+    };
     let mut routes = Vec::new();
-    for arg in std::env::args().skip(1) {
+    for arg in args {
         match parse(&arg) {
             Some(route) => routes.push(route),
             None => {
@@ -49,16 +68,35 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     }
-    println!("ready");
-    let _ = std::io::stdout().flush();
     let accepting: Vec<_> = listeners
         .into_iter()
         .map(|(listener, socket)| thread::spawn(move || accept(listener, socket)))
         .collect();
+    if let Some(program) = program {
+        return run(&program);
+    }
+    println!("ready");
+    let _ = std::io::stdout().flush();
     for thread in accepting {
         let _ = thread.join();
     }
     ExitCode::SUCCESS
+}
+
+/// Run `argv` with this process's stdio and end with its code, or 128 plus
+/// the signal that ended it, as a shell reports one.
+fn run(argv: &[String]) -> ExitCode {
+    match Command::new(&argv[0]).args(&argv[1..]).status() {
+        Ok(status) => match (status.code(), status.signal()) {
+            (Some(code), _) => ExitCode::from(code as u8),
+            (None, Some(signal)) => ExitCode::from(128u8.wrapping_add(signal as u8)),
+            (None, None) => ExitCode::FAILURE,
+        },
+        Err(e) => {
+            eprintln!("sanddune-egress-forward: cannot run `{}`: {e}", argv[0]);
+            ExitCode::from(127)
+        }
+    }
 }
 
 fn parse(arg: &str) -> Option<(u16, String)> {

@@ -80,6 +80,11 @@ impl SandboxLink {
         })
     }
 
+    /// The directory on the host.
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
     /// The engine's bind of the directory: `host:/run/sanddune:ro`.
     pub fn bind(&self) -> String {
         format!("{}:{MOUNT}:ro", self.dir.path().display())

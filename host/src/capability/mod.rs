@@ -7,6 +7,7 @@ pub(crate) mod exec_mark;
 pub mod filesystem;
 pub mod gateway;
 pub mod http;
+pub mod jail;
 pub mod link;
 pub mod logging;
 pub mod output;
@@ -47,6 +48,10 @@ pub struct Grants {
     pub http: Option<HttpGrant>,
     /// The `pods` capability, confined to this grant; None: refused.
     pub pods: Option<PodGrant>,
+    /// The `jail` capability (0.7): the sandbox's paths, git shield and
+    /// containment, held as a container provider's grant holds them;
+    /// None: refused.
+    pub jail: Option<ContainerGrant>,
 }
 
 /// Limits that bound a plugin that computes or allocates without end.
@@ -68,6 +73,7 @@ pub struct PluginState {
     pub brokered: Brokered,
     pub(crate) containers: ContainerState,
     pub(crate) pods: PodState,
+    pub(crate) jail: jail::JailState,
     pub(crate) http: HttpState,
     wasi: WasiCtx,
     pub(crate) table: ResourceTable,
@@ -91,6 +97,7 @@ impl PluginState {
             brokered,
             containers: ContainerState::default(),
             pods: PodState::default(),
+            jail: jail::JailState::default(),
             http,
             wasi,
             table: ResourceTable::new(),

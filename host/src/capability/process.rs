@@ -162,11 +162,8 @@ fn check_granted(plugin: &str, programs: &[String], program: &str) -> Result<(),
 
 fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
     check_granted(&state.plugin, &state.grants.programs, &opts.program)?;
-    if state.brokered.is_cancelled() {
-        return Err("the run was cancelled: no new processes".into());
-    }
     let mut cmd = tokio::process::Command::new(&opts.program);
-    cmd.args(&opts.args).env_clear().process_group(0);
+    cmd.args(&opts.args).env_clear();
     for key in BASE_ENV {
         if let Some(v) = std::env::var_os(key) {
             cmd.env(key, v);
@@ -178,8 +175,25 @@ fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
     if let Some(cwd) = &opts.cwd {
         cmd.current_dir(cwd);
     }
+    start(state, cmd, &opts.program, opts.terminal, opts.timeout_ms)
+}
+
+/// Start `cmd` (its program, arguments, env and cwd set) as a brokered
+/// child in a process group of its own: the `process` capability's
+/// spawns and the `jail` capability's `bwrap`.
+pub(crate) fn start(
+    state: &PluginState,
+    mut cmd: tokio::process::Command,
+    program: &str,
+    terminal: bool,
+    timeout_ms: Option<u64>,
+) -> Result<Child, String> {
+    if state.brokered.is_cancelled() {
+        return Err("the run was cancelled: no new processes".into());
+    }
+    cmd.process_group(0);
     let mut lent_terminal = None;
-    if opts.terminal {
+    if terminal {
         cmd.stdin(Stdio::inherit())
             .stdout(Stdio::inherit())
             .stderr(Stdio::inherit());
@@ -191,7 +205,7 @@ fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
     }
     let mut proc = cmd
         .spawn()
-        .map_err(|e| format!("cannot start `{}`: {e}", opts.program))?;
+        .map_err(|e| format!("cannot start `{program}`: {e}"))?;
     let pgid = proc.id().map(|p| p as i32).unwrap_or(0);
     let kill = Arc::new(Kill {
         pgid,
@@ -223,7 +237,7 @@ fn spawn(state: &PluginState, opts: SpawnOptions) -> Result<Child, String> {
         tx
     });
     let (exited, exited_rx) = oneshot::channel();
-    if let Some(ms) = opts.timeout_ms {
+    if let Some(ms) = timeout_ms {
         let kill = kill.clone();
         tokio::spawn(async move {
             tokio::select! {

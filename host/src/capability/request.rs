@@ -54,10 +54,14 @@ pub struct Capabilities {
     /// false, so records without it read as before.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pods: bool,
+    /// Programs in a bubblewrap jail the host builds (0.7). Left out of a
+    /// record when false, so records without it read as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub jail: bool,
 }
 
 /// The syntax of one item, for errors.
-pub const ITEM_SYNTAX: &str = "program=NAME, scratch-dir, worktree=read-only|read-write, env=KEY, containers, pods, http=https://HOST[:PORT] or http-option=OPTION";
+pub const ITEM_SYNTAX: &str = "program=NAME, scratch-dir, worktree=read-only|read-write, env=KEY, containers, pods, jail, http=https://HOST[:PORT] or http-option=OPTION";
 
 impl Capabilities {
     /// The set a plugin's requests describe; an unknown kind or a malformed
@@ -100,8 +104,9 @@ impl Capabilities {
             ("scratch-dir", "") => self.scratch_dir = true,
             ("containers", "") => self.containers = true,
             ("pods", "") => self.pods = true,
+            ("jail", "") => self.jail = true,
             (
-                "program" | "env" | "worktree" | "scratch-dir" | "containers" | "pods"
+                "program" | "env" | "worktree" | "scratch-dir" | "containers" | "pods" | "jail"
                 | "http-option",
                 _,
             ) => {
@@ -131,6 +136,9 @@ impl Capabilities {
         }
         if self.pods {
             items.push("pods".into());
+        }
+        if self.jail {
+            items.push("jail".into());
         }
         items.extend(self.http.iter().map(|o| item("http", o)));
         items.extend(self.http_options.iter().map(|o| item("http-option", o)));
@@ -167,6 +175,7 @@ impl Capabilities {
             env_keys: keep(&asked.env_keys, &self.env_keys),
             containers: asked.containers && self.containers,
             pods: asked.pods && self.pods,
+            jail: asked.jail && self.jail,
         }
     }
 }

@@ -19,6 +19,7 @@ const WIT: &[(&str, &str)] = &[
         include_str!("../../../wit/containers.wit"),
     ),
     ("pods.wit", include_str!("../../../wit/pods.wit")),
+    ("jail.wit", include_str!("../../../wit/jail.wit")),
     ("sandbox.wit", include_str!("../../../wit/sandbox.wit")),
     ("agent.wit", include_str!("../../../wit/agent.wit")),
     ("worlds.wit", include_str!("../../../wit/worlds.wit")),

@@ -16,6 +16,7 @@ use super::log::RunLog;
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
 use super::{AgentOptions, Prompt, RunOptions, SandboxOptions, prerequisites, sync};
 use crate::capability::gateway::{self, Gateway, Reach};
+use crate::capability::jail::shares_host_network;
 use crate::error::{Error, Result};
 use crate::hooks::HostHook;
 use crate::plugin::agent::{AgentProvider, CommandRequest};
@@ -147,6 +148,13 @@ impl Loaded {
         let reach = match self.provider.capabilities() {
             _ if !self.options.credential_gateway => None,
             caps if caps.containers => Some(Reach::Link),
+            // A jail on the host's network reaches a loopback port; one
+            // with a network of its own, its link.
+            caps if caps.jail => Some(if shares_host_network(&self.config) {
+                Reach::Loopback
+            } else {
+                Reach::Link
+            }),
             // Its programs run on the host: a loopback port reaches it.
             caps if !caps.programs.is_empty() => Some(Reach::Loopback),
             _ => None,

@@ -35,7 +35,8 @@ fn agent_git_dir(
     provider: &SandboxProvider,
     place: &Place,
 ) -> Result<(Option<AgentGitDir>, Option<GitShield>)> {
-    if provider.info().kind == SandboxKind::Isolated || !provider.capabilities().containers {
+    let caps = provider.capabilities();
+    if provider.info().kind == SandboxKind::Isolated || !(caps.containers || caps.jail) {
         return Ok((None, None));
     }
     let repo = place.repo()?;

@@ -35,7 +35,7 @@ pub use policy::{
     ContainerGrant, GitShield, NAME_LABEL, OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, check_spec,
     owner_alive, owner_id, process_start,
 };
-pub(crate) use policy::{readable_source, split_container_path, writable_target};
+pub(crate) use policy::{checked_binds, readable_source, split_container_path, writable_target};
 
 /// Which engine to speak to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

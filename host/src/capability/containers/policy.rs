@@ -6,9 +6,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::ContainerSpec;
 use super::containment::Containment;
 use super::snapshot::Snapshot;
+use super::{ContainerSpec, Mount};
 use crate::capability::link::MOUNT as LINK_MOUNT;
 
 /// Label keys the host sets on every container it creates for a plugin.
@@ -223,8 +223,17 @@ pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<St
             "refused: label `{key}`: labels starting with `sanddune.` are set by the host"
         ));
     }
+    checked_binds(&spec.mounts, grant)?
+        .iter()
+        .map(Bind::engine_string)
+        .collect()
+}
+
+/// The binds `mounts` ask for, each checked against the grant, with the
+/// git dir shielded (ADR 0025): what a container or a jail gets.
+pub(crate) fn checked_binds(mounts: &[Mount], grant: &ContainerGrant) -> Result<Vec<Bind>, String> {
     let mut binds = Vec::new();
-    for m in &spec.mounts {
+    for m in mounts {
         check_bind_paths(&m.source, &m.target)?;
         if !m.target.starts_with('/') {
             return Err(format!(
@@ -265,7 +274,7 @@ pub fn check_spec(spec: &ContainerSpec, grant: &ContainerGrant) -> Result<Vec<St
     if let Some(shield) = &grant.git_shield {
         shield_git_dir(&mut binds, shield);
     }
-    binds.iter().map(Bind::engine_string).collect()
+    Ok(binds)
 }
 
 /// A bind is `source:target:options`: a `:` or `,` in a path would smuggle
@@ -283,10 +292,10 @@ fn check_bind_paths(source: &str, target: &str) -> Result<(), String> {
 }
 
 /// One bind mount, checked.
-struct Bind {
-    source: PathBuf,
-    target: PathBuf,
-    read_only: bool,
+pub(crate) struct Bind {
+    pub(crate) source: PathBuf,
+    pub(crate) target: PathBuf,
+    pub(crate) read_only: bool,
     relabel: bool,
 }
 

@@ -44,6 +44,16 @@ pub(super) fn for_sandbox(
     } else {
         None
     };
+    let jail = if caps.jail {
+        Some(container_grant(
+            spec,
+            scratch,
+            &resolved.mounts,
+            resolved.containment.clone(),
+        )?)
+    } else {
+        None
+    };
     let pods = if caps.pods {
         Some(pod_grant(spec, scratch, &resolved.config)?)
     } else {
@@ -66,6 +76,7 @@ pub(super) fn for_sandbox(
             .collect(),
         containers,
         pods,
+        jail,
         http: {
             let origins = http_origins?;
             if origins.is_empty() {
@@ -103,8 +114,10 @@ pub(super) fn resolve(
     let (mut config, mounts) = resolve_mounts(&spec.config)?;
     let snapshot = take_snapshot(&mut config, caps, info)?;
     let mut containment = take_containment(&mut config, caps, info)?;
-    containment.share_memory(spec.side_by_side);
     if caps.containers {
+        containment.share_memory(spec.side_by_side);
+    }
+    if caps.containers || caps.jail {
         containment.gateway = spec.gateway.clone();
     }
     Ok(Resolved {
@@ -137,14 +150,24 @@ pub(super) fn take_snapshot(
 }
 
 /// The containment keys of `config`, taken out of it for a provider with
-/// the containers capability; refused for one that neither has it nor
-/// takes the key itself.
+/// the containers or the jail capability; refused for one that neither has
+/// one nor takes the key itself. A jail takes the egress policy only.
 pub(super) fn take_containment(
     config: &mut ProviderConfig,
     caps: &Capabilities,
     info: &ProviderInfo,
 ) -> Result<Containment> {
     let refuse = |why: String| Error::input(format!("sandbox provider `{}`: {why}", info.name));
+    if caps.jail && !caps.containers {
+        let containment = Containment::take_from(config).map_err(refuse)?;
+        if !containment.limits.is_empty() {
+            return Err(refuse(format!(
+                "cannot enforce {}: a jail's limits need a cgroup your user may manage, which sanddune does not set up for a jail yet; use docker or podman for limits; nothing was created",
+                containment.limits
+            )));
+        }
+        return Ok(containment);
+    }
     if !caps.containers {
         if let Some((key, value)) = config
             .iter()

@@ -97,12 +97,14 @@ impl Sandbox {
     }
 
     /// The user's limits and egress policy on this sandbox, when its
-    /// provider runs containers through the host (which applies them).
+    /// provider runs containers or jails through the host (which applies
+    /// them).
     pub fn containment(&self) -> Option<&Containment> {
-        self.origin
-            .grants
+        let grants = &self.origin.grants;
+        grants
             .containers
             .as_ref()
+            .or(grants.jail.as_ref())
             .map(|g| &g.containment)
     }
 

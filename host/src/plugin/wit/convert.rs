@@ -150,7 +150,7 @@ macro_rules! shared_conversions {
 /// imports wasi:http. Expanded inside a version module like
 /// `shared_conversions!`.
 macro_rules! since_0_2 {
-    ($($pods:ident)?) => {
+    ($($imports:ident),*) => {
         /// This version's imports, beside WASI: the sanddune interfaces one by one
         /// (the world's own `add_to_linker` would want wasi:http's host traits on
         /// `PluginState`), then wasi:http through the `http` capability.
@@ -167,7 +167,7 @@ macro_rules! since_0_2 {
             output::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
             process::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
             containers::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;
-            $($pods::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;)?
+            $($imports::add_to_linker::<_, HasSelf<PluginState>>(sandbox, get)?;)*
             crate::capability::http::add_to_linker(sandbox)?;
             AgentPlugin::add_to_linker::<_, HasSelf<PluginState>>(agent, get)
         }

@@ -6,7 +6,7 @@
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, ResourceAny};
 
-use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6};
+use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6, v0_7};
 use crate::capability::PluginState;
 use crate::plugin::api;
 
@@ -23,6 +23,7 @@ macro_rules! each {
             $enum::V0_4($b) => $body,
             $enum::V0_5($b) => $body,
             $enum::V0_6($b) => $body,
+            $enum::V0_7($b) => $body,
         }
     };
 }
@@ -63,6 +64,11 @@ macro_rules! instantiate {
                     .instantiate_async($store)
                     .await?,
             ),
+            ApiVersion::V0_7 => Self::V0_7(
+                v0_7::$pre_type::new($pre.clone())?
+                    .instantiate_async($store)
+                    .await?,
+            ),
         })
     };
 }
@@ -74,6 +80,7 @@ pub enum SandboxBindings {
     V0_4(v0_4::SandboxPlugin),
     V0_5(v0_5::SandboxPlugin),
     V0_6(v0_6::SandboxPlugin),
+    V0_7(v0_7::SandboxPlugin),
 }
 
 impl SandboxBindings {
@@ -135,6 +142,11 @@ impl SandboxBindings {
                 .call_find(s, &o.clone().into())
                 .await
                 .map(Some),
+            Self::V0_7(b) => b
+                .sanddune_plugin_sandbox_provider()
+                .call_find(s, &o.clone().into())
+                .await
+                .map(Some),
         }
     }
 
@@ -151,6 +163,11 @@ impl SandboxBindings {
                 .call_preflight(s, &o.clone().into())
                 .await
                 .map(|r| Some(r.map_err(Into::into))),
+            Self::V0_7(b) => b
+                .sanddune_plugin_sandbox_provider()
+                .call_preflight(s, &o.clone().into())
+                .await
+                .map(|r| Some(r.map_err(Into::into))),
             _ => Ok(None),
         }
     }
@@ -163,6 +180,7 @@ pub enum AgentBindings {
     V0_4(v0_4::AgentPlugin),
     V0_5(v0_5::AgentPlugin),
     V0_6(v0_6::AgentPlugin),
+    V0_7(v0_7::AgentPlugin),
 }
 
 impl AgentBindings {
@@ -253,6 +271,12 @@ impl AgentBindings {
                     .await
             }
             Self::V0_6(b) => {
+                b.sanddune_plugin_agent_provider()
+                    .stream_parser()
+                    .call_constructor(s, &r.clone().into())
+                    .await
+            }
+            Self::V0_7(b) => {
                 b.sanddune_plugin_agent_provider()
                     .stream_parser()
                     .call_constructor(s, &r.clone().into())

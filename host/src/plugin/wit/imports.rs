@@ -341,3 +341,46 @@ macro_rules! pods_imports {
         }
     };
 }
+
+/// The `jail` capability (since 0.7), for a version whose world imports it;
+/// `jail` names that version's interface.
+macro_rules! jail_imports {
+    () => {
+        impl jail::Host for PluginState {
+            async fn probe(&mut self) -> wasmtime::Result<Result<jail::JailInfo, String>> {
+                let probe = match self.jail_probe() {
+                    Ok(probe) => probe,
+                    Err(e) => return Ok(Err(e)),
+                };
+                Ok(probe.await.map(|i| jail::JailInfo { version: i.version }))
+            }
+
+            async fn spawn(
+                &mut self,
+                o: jail::JailOptions,
+            ) -> wasmtime::Result<Result<Resource<Child>, String>> {
+                let options = crate::capability::jail::JailOptions {
+                    argv: o.argv,
+                    cwd: o.cwd,
+                    env: env_pairs(o.env),
+                    binds: o
+                        .binds
+                        .into_iter()
+                        .map(|b| crate::capability::containers::Mount {
+                            source: b.source,
+                            target: b.target,
+                            read_only: b.read_only,
+                            selinux_relabel: false,
+                        })
+                        .collect(),
+                    timeout_ms: o.timeout_ms,
+                    terminal: o.terminal,
+                };
+                match self.jail_spawn(options) {
+                    Ok(child) => Ok(Ok(self.table.push(child)?)),
+                    Err(e) => Ok(Err(e)),
+                }
+            }
+        }
+    };
+}

@@ -71,6 +71,7 @@ impl sandbox::ProviderInfo {
             env_keys: caps.env_keys,
             containers: caps.containers,
             pods: false,
+            jail: false,
         };
         Ok(api::ProviderInfo {
             name: self.name,

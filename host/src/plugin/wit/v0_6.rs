@@ -1,12 +1,12 @@
-//! `sanddune:plugin@0.6.x` (`wit/`): the current version. What it adds to
-//! 0.5: the sandbox provider's `preflight` (its up-front checks, run by the
-//! host before anything is created) and the `container-engine` its info
-//! declares (ADR 0027).
+//! `sanddune:plugin@0.6.x` (`wit/v0.6/`, frozen). What it added to 0.5:
+//! the sandbox provider's `preflight` (its up-front checks, run by the host
+//! before anything is created) and the `container-engine` its info declares
+//! (ADR 0027). It differs from 0.7 in the sandbox world: no `jail`.
 
 mod generated {
     wasmtime::component::bindgen!({
         world: "sandbox-plugin",
-        path: "../wit",
+        path: "../wit/v0.6",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
@@ -22,7 +22,7 @@ mod generated {
 mod agent_generated {
     wasmtime::component::bindgen!({
         world: "agent-plugin",
-        path: "../wit",
+        path: "../wit/v0.6",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
