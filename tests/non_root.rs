@@ -3,84 +3,16 @@
 //! through the `docker` group with an image built for the user's UID. The
 //! files the agent writes must belong to the user.
 //!
-//! Needs root (the tests switch user with runuser) and the user that
-//! `tests/images/non-root-user.sh` sets up, named in
-//! SANDDUNE_TEST_NON_ROOT_USER (`.ci/run` does both). Without it each test
-//! is ignored, with the reason; with `CI` set that is a failure.
+//! Needs root and the non-root test user (see `common::non_root`).
 
 mod common;
 
-use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Command;
 
+use common::non_root::*;
 use common::servers;
-use common::trials::{self, skip, trial};
+use common::trials::{self, trial};
 use common::{TestRepo, USER_EMAIL, USER_NAME, stderr};
-
-/// The non-root user and its runtime dir, when set up.
-#[derive(Clone)]
-struct User {
-    name: String,
-    uid: u32,
-    runtime_dir: String,
-}
-
-fn user() -> User {
-    let name = std::env::var("SANDDUNE_TEST_NON_ROOT_USER").ok();
-    let uid = name.as_ref().and_then(|n| {
-        let out = Command::new("id").args(["-u", n]).output().ok()?;
-        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
-    });
-    match (name, uid) {
-        (Some(name), Some(uid)) => User {
-            name,
-            uid,
-            runtime_dir: format!("/run/user/{uid}"),
-        },
-        _ => skip(
-            "no non-root test user (run tests/images/non-root-user.sh as root and set SANDDUNE_TEST_NON_ROOT_USER)",
-        ),
-    }
-}
-
-/// A test repository the user owns.
-fn repo_of(user: &User) -> TestRepo {
-    let repo = TestRepo::new();
-    for dir in [repo.path(), repo.home.path()] {
-        let out = Command::new("chown")
-            .args(["-R", &format!("{}:", user.name)])
-            .arg(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", stderr(&out));
-    }
-    repo
-}
-
-/// `sanddune` as the user in its repository: its own runtime dir (where
-/// rootless Podman's socket is) and its own component cache.
-fn sanddune_as(user: &User, repo: &TestRepo, args: &[&str]) -> Output {
-    sanddune_as_with(user, repo, args, &[])
-}
-
-/// [`sanddune_as`] with `env` set too, as the user's shell would have it.
-fn sanddune_as_with(user: &User, repo: &TestRepo, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = repo.command(args);
-    cmd.envs(env.iter().copied());
-    cmd.env("XDG_RUNTIME_DIR", &user.runtime_dir)
-        .env("SANDDUNE_CACHE_DIR", repo.home.path().join("cache"))
-        .env_remove("CONTAINER_HOST")
-        .env_remove("DOCKER_HOST");
-    let line = format!(
-        "cd '{}' && {}",
-        repo.path().display(),
-        common::shell_line(&cmd)
-    );
-    Command::new("runuser")
-        .args(["-u", &user.name, "--", "sh", "-c", &line])
-        .output()
-        .unwrap()
-}
 
 /// The run of the fake claude in `image`, its call log and HOME mounted
 /// from the test's home (see tests/containers.rs).
@@ -119,31 +51,6 @@ fn mounts(repo: &TestRepo) -> Vec<String> {
             common::fakes_dir().display()
         ),
     ]
-}
-
-/// git as root (the test) in the user's repository.
-fn git(repo: &TestRepo, args: &[&str]) -> String {
-    common::git(
-        repo.path(),
-        &[&["-c", "safe.directory=*"][..], args].concat(),
-    )
-}
-
-/// Paths under `dir` that the user does not own.
-fn not_owned_by(user: &User, dir: &Path) -> Vec<String> {
-    let out = Command::new("find")
-        .arg(dir)
-        .args(["-not", "-user", &user.uid.to_string()])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(String::from)
-        .collect()
-}
-
-fn branch(prefix: &str) -> String {
-    format!("{prefix}-{}", std::process::id())
 }
 
 fn commits_as_the_user(engine: &str, image: &str) {
@@ -229,93 +136,6 @@ fn docker_as_a_non_root_user_refuses_an_image_of_another_uid_with_the_fix() {
     assert!(err.contains("sanddune docker build-image"), "{err}");
     assert!(repo.calls("claude").is_empty(), "the agent ran");
     assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1);
-}
-
-/// As a user in the docker group or on rootless Podman, the proxied
-/// policies hold as they do for root: the listed loopback server is
-/// reached through the proxy, another is refused and counted, and a raw
-/// TCP connect (a program that ignores the proxy variables) reaches
-/// nothing; `deny-all` refuses the listed one too; `none` has no proxy.
-fn egress_as_a_non_root_user(engine: &str, image: &str) {
-    let user = user();
-    let repo = repo_of(&user);
-    // On every address: the proxy reaches them at the host's loopback, a
-    // raw connect would have to use the host's routable address.
-    let any = std::net::Ipv4Addr::UNSPECIFIED.into();
-    let listed = format!("127.0.0.1:{}", servers::serve(any, "listed"));
-    let other = format!("127.0.0.1:{}", servers::serve(any, "other"));
-    let raw = format!(
-        "{}:{}",
-        servers::host_address(),
-        listed.rsplit_once(':').unwrap().1
-    );
-    let (host, port) = raw.rsplit_once(':').unwrap();
-    // `--noproxy ''`: the proxy variables leave 127.0.0.1 out, meaning the
-    // sandbox's own loopback; these servers are on the host's.
-    let prompt = format!(
-        "fix the typo\nFAKE:run:curl -sS --noproxy '' --max-time 20 http://{listed}/\n\
-         FAKE:run:curl -s --noproxy '' --max-time 20 -o /dev/null -w %{{http_code}} http://{other}/\n\
-         FAKE:run:python3 -c 'import socket; socket.create_connection((\"{host}\", {port}), timeout=5)' 2>&1 | tail -n 1"
-    );
-    let (image, mounts) = (format!("image={image}"), mounts(&repo));
-    let run = |policy: &str| {
-        let branch = branch(&format!(
-            "{engine}-egress-{}",
-            policy.replace([':', '.'], "-")
-        ));
-        let mut args = run_args(engine, &image, &branch, &mounts);
-        let at = args.iter().position(|a| *a == "fix the typo").unwrap();
-        args[at] = &prompt;
-        let egress = format!("egress={policy}");
-        args.extend(["--sandbox-opt", &egress, "--json"]);
-        let out = sanddune_as(&user, &repo, &args);
-        assert!(out.status.success(), "egress={policy}: {}", stderr(&out));
-        let result: serde_json::Value =
-            serde_json::from_str(&String::from_utf8_lossy(&out.stdout)).unwrap();
-        assert_eq!(
-            git(&repo, &["log", "-1", "--format=%s", &branch]),
-            "Fix typo in README"
-        );
-        result
-    };
-
-    let result = run(&listed);
-    let text = result["stdout"].as_str().unwrap();
-    assert!(
-        text.contains("listed (exit 0)"),
-        "the listed server: {text}"
-    );
-    assert!(text.contains(" 403 (exit 0)"), "the other server: {text}");
-    assert!(
-        text.contains("Network is unreachable"),
-        "a raw connect: {text}"
-    );
-    let denied = result["deniedEgress"].as_array().unwrap();
-    assert_eq!(denied.len(), 1, "{denied:?}");
-    assert_eq!(
-        format!(
-            "{}:{}",
-            denied[0]["host"].as_str().unwrap(),
-            denied[0]["port"]
-        ),
-        other
-    );
-
-    let result = run("deny-all");
-    let text = result["stdout"].as_str().unwrap();
-    assert!(
-        !text.contains("listed (exit 0)"),
-        "deny-all reached it: {text}"
-    );
-    assert!(text.contains("Network is unreachable"), "{text}");
-    assert_eq!(result["deniedEgress"].as_array().unwrap().len(), 2);
-
-    let result = run("none");
-    let text = result["stdout"].as_str().unwrap();
-    assert!(
-        !text.contains("listed (exit 0)") && !text.contains(" 403"),
-        "{text}"
-    );
 }
 
 /// `egress.setup`: a set-up hook reaches what the agent then cannot, and
@@ -442,11 +262,13 @@ fn rootless_podman_the_gateway_keeps_the_key_outside() {
 }
 
 fn docker_as_a_non_root_user_egress_policies_hold() {
-    egress_as_a_non_root_user("docker", "sanddune-test-non-root:latest");
+    let options = image_and_mounts("sanddune-test-non-root:latest");
+    egress_policies_hold_as_the_user("docker", &options);
 }
 
 fn rootless_podman_egress_policies_hold() {
-    egress_as_a_non_root_user("podman", "sanddune-test:latest");
+    let options = image_and_mounts("sanddune-test:latest");
+    egress_policies_hold_as_the_user("podman", &options);
 }
 
 /// A limit rootless podman cannot apply (cgroup v1) is refused, never
@@ -637,91 +459,31 @@ fn docker_as_a_non_root_user_a_dev_container_without_the_uid_update_is_refused()
 /// `strategy`: nothing it plants in the git dir runs as the user, during
 /// the run or in the user's next git commands, and the user's credential
 /// stays out.
-fn a_planted_hook_never_runs_as_the_user(engine: &str, image: &str, strategy: &[&str]) {
-    use common::hostile::*;
-    let user = user();
-    let (repo, markers) = hostile_repo();
-    for dir in [repo.path(), repo.home.path(), markers.path()] {
-        let out = Command::new("chown")
-            .args(["-R", &format!("{}:", user.name)])
-            .arg(dir)
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{}", stderr(&out));
-    }
-    let before = git_dir_state(&repo);
-    let prompt = format!(
-        "add a note\nFAKE:run:sh attack.sh {}",
-        markers.path().display()
-    );
-    let (image, mounts) = (format!("image={image}"), mounts(&repo));
-    let mut args = vec![
-        "run",
-        "--sandbox",
-        engine,
-        "--agent",
-        "claude-code",
-        "--prompt",
-        &prompt,
-        "--json",
-        "--sandbox-opt",
-        &image,
-    ];
-    for m in &mounts {
-        args.extend(["--sandbox-opt", m.as_str()]);
-    }
-    args.extend_from_slice(strategy);
-    let out = sanddune_as(&user, &repo, &args);
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(text.contains("attack done"), "the attack ran: {text}");
-    assert!(
-        !text.contains("SECRET-TOKEN-42"),
-        "the credential leaked: {text}"
-    );
-    let branch = match strategy {
-        ["--branch", name] => *name,
-        _ => "main",
-    };
-    assert_eq!(
-        git(&repo, &["log", "-1", "--format=%s", branch]),
-        "Add a note"
-    );
-    assert_eq!(git_dir_state(&repo), before, "the git dir changed");
-    assert_eq!(markers_left(markers.path()), Vec::<String>::new());
-    let as_user = |args: &[&str]| {
-        let out = Command::new("runuser")
-            .args(["-u", &user.name, "--", "git", "-C"])
-            .arg(repo.path())
-            .args(args)
-            .env("HOME", repo.home.path())
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", stderr(&out));
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    users_next_git_commands(&repo, &as_user);
-    assert_eq!(markers_left(markers.path()), Vec::<String>::new());
+/// The image option and the mounts of a docker or podman run.
+fn image_and_mounts(image: &str) -> impl Fn(&TestRepo) -> Vec<String> {
+    move |repo| [vec![format!("image={image}")], mounts(repo)].concat()
 }
 
 fn rootless_podman_a_planted_hook_never_runs_as_the_user() {
-    a_planted_hook_never_runs_as_the_user("podman", "sanddune-test:latest", &[]);
+    let options = image_and_mounts("sanddune-test:latest");
+    a_planted_hook_never_runs_as_the_user("podman", &options, &[]);
 }
 
 fn rootless_podman_merge_to_head_a_planted_hook_never_runs_as_the_user() {
     let strategy = ["--strategy", "merge-to-head"];
-    a_planted_hook_never_runs_as_the_user("podman", "sanddune-test:latest", &strategy);
+    let options = image_and_mounts("sanddune-test:latest");
+    a_planted_hook_never_runs_as_the_user("podman", &options, &strategy);
 }
 
 fn rootless_podman_branch_a_planted_hook_never_runs_as_the_user() {
     let strategy = ["--branch", "hostile"];
-    a_planted_hook_never_runs_as_the_user("podman", "sanddune-test:latest", &strategy);
+    let options = image_and_mounts("sanddune-test:latest");
+    a_planted_hook_never_runs_as_the_user("podman", &options, &strategy);
 }
 
 fn docker_as_a_non_root_user_a_planted_hook_never_runs_as_them() {
-    let image = "sanddune-test-non-root:latest";
-    a_planted_hook_never_runs_as_the_user("docker", image, &[]);
+    let options = image_and_mounts("sanddune-test-non-root:latest");
+    a_planted_hook_never_runs_as_the_user("docker", &options, &[]);
 }
 
 /// A prepared snapshot (ADR 0035) as a non-root user: kept after the

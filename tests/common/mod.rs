@@ -5,6 +5,7 @@
 pub mod engines;
 pub mod hostile;
 pub mod live;
+pub mod non_root;
 pub mod servers;
 pub mod tmux;
 // Its macro is unused in the suites on the built-in harness.
@@ -28,9 +29,13 @@ pub fn cache_dir() -> PathBuf {
     Path::new(env!("CARGO_TARGET_TMPDIR")).join("component-cache")
 }
 
-/// The fake agent executables.
+/// The fake agent executables, as a path without `..` (a jail binds it at
+/// the same path, where a link to it must resolve).
 pub fn fakes_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fakes")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/fakes")
+        .canonicalize()
+        .unwrap()
 }
 
 pub fn git(dir: &Path, args: &[&str]) -> String {
