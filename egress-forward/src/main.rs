@@ -10,32 +10,27 @@
 //! It prints `ready` once every port listens, then nothing: the host may
 //! stop reading its output.
 //!
-//! `sanddune-egress-forward PORT=SOCKET... -- PROGRAM ARGS...` instead runs
-//! PROGRAM once every port listens, prints nothing (the output is the
-//! program's), and ends with it, passing on its exit code. A bubblewrap jail
-//! has a network namespace per command, so each command brings its own.
+//! `sanddune-egress-forward PORT=SOCKET... -- PROGRAM ARGS...` instead
+//! starts a forwarder of its own (a child, in a process group of its own so
+//! that a terminal's Ctrl-C is the program's alone), waits for its `ready`,
+//! then becomes PROGRAM. A bubblewrap jail has a network namespace per
+//! command, so each command brings its own forwarder, which ends with the
+//! jail.
 
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream};
 use std::os::unix::net::UnixStream;
-use std::os::unix::process::ExitStatusExt;
-use std::process::{Command, ExitCode};
+use std::os::unix::process::CommandExt;
+use std::process::{Command, ExitCode, Stdio};
 use std::thread;
 
 fn main() -> ExitCode {
     let mut args: Vec<String> = std::env::args().skip(1).collect();
-    let program = match args.iter().position(|a| a == "--") {
-        Some(at) => {
-            let program = args.split_off(at + 1);
-            args.pop();
-            if program.is_empty() {
-                eprintln!("sanddune-egress-forward: nothing to run after `--`");
-                return ExitCode::from(2);
-            }
-            Some(program)
-        }
-        None => None,
-    };
+    if let Some(at) = args.iter().position(|a| a == "--") {
+        let program = args.split_off(at + 1);
+        args.pop();
+        return forward_then_run(&args, &program);
+    }
     let mut routes = Vec::new();
     for arg in args {
         match parse(&arg) {
@@ -72,9 +67,6 @@ fn main() -> ExitCode {
         .into_iter()
         .map(|(listener, socket)| thread::spawn(move || accept(listener, socket)))
         .collect();
-    if let Some(program) = program {
-        return run(&program);
-    }
     println!("ready");
     let _ = std::io::stdout().flush();
     for thread in accepting {
@@ -83,20 +75,34 @@ fn main() -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// Run `argv` with this process's stdio and end with its code, or 128 plus
-/// the signal that ended it, as a shell reports one.
-fn run(argv: &[String]) -> ExitCode {
-    match Command::new(&argv[0]).args(&argv[1..]).status() {
-        Ok(status) => match (status.code(), status.signal()) {
-            (Some(code), _) => ExitCode::from(code as u8),
-            (None, Some(signal)) => ExitCode::from(128u8.wrapping_add(signal as u8)),
-            (None, None) => ExitCode::FAILURE,
-        },
-        Err(e) => {
-            eprintln!("sanddune-egress-forward: cannot run `{}`: {e}", argv[0]);
-            ExitCode::from(127)
-        }
+/// Start the forwarder for `routes` as a child, wait for its `ready`, then
+/// become `program`: its pid, its exit code and its signals are the
+/// program's own.
+fn forward_then_run(routes: &[String], program: &[String]) -> ExitCode {
+    let Some(name) = program.first() else {
+        eprintln!("sanddune-egress-forward: nothing to run after `--`");
+        return ExitCode::from(2);
+    };
+    let me = std::env::current_exe().unwrap_or_else(|_| "/proc/self/exe".into());
+    let server = Command::new(me)
+        .args(routes)
+        .process_group(0)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .spawn();
+    let mut line = String::new();
+    let ready = server.is_ok_and(|mut child| {
+        child.stdout.take().is_some_and(|out| {
+            BufReader::new(out).read_line(&mut line).is_ok() && line.trim() == "ready"
+        })
+    });
+    if !ready {
+        // The forwarder said why on stderr, which is ours.
+        return ExitCode::from(1);
     }
+    let e = Command::new(name).args(&program[1..]).exec();
+    eprintln!("sanddune-egress-forward: cannot run `{name}`: {e}");
+    ExitCode::from(127)
 }
 
 fn parse(arg: &str) -> Option<(u16, String)> {

@@ -30,6 +30,12 @@ const SYSTEM_LINKS: &[&str] = &["/bin", "/sbin", "/lib", "/lib32", "/lib64", "/l
 /// `/etc`: bound under `egress=allow-all`, the one policy with DNS.
 const RESOLVER_DIRS: &[&str] = &["/run/systemd/resolve", "/run/resolvconf"];
 
+/// Under the terminal, bwrap ignores the keyboard's signals (it would die of
+/// a Ctrl-C, and the jail with it) and the program gets them back: `env`
+/// resets them to their defaults before it runs the program.
+const KEYBOARD_SIGNALS: [libc::c_int; 3] = [libc::SIGINT, libc::SIGQUIT, libc::SIGTSTP];
+const DEFAULT_SIGNALS: [&str; 2] = ["env", "--default-signal=INT,QUIT,TSTP"];
+
 /// What to run in a jail (the WIT's `jail-options`).
 #[derive(Clone, Debug, Default)]
 pub struct JailOptions {
@@ -123,6 +129,9 @@ impl PluginState {
             args.extend(bind_args(how, &bind.source, &bind.target));
         }
         args.extend(["--chdir".into(), options.cwd.clone(), "--".into()]);
+        if options.terminal {
+            args.extend(DEFAULT_SIGNALS.map(String::from));
+        }
         if let Some(link) = link {
             // The forwarder listens in the jail's own network namespace,
             // then runs the program and ends with it.
@@ -151,7 +160,7 @@ impl PluginState {
             cmd.env("NO_PROXY", "localhost,127.0.0.1,::1")
                 .env("no_proxy", "localhost,127.0.0.1,::1");
         }
-        die_with_sanddune(&mut cmd);
+        die_with_sanddune(&mut cmd, options.terminal);
         super::process::start(self, cmd, "bwrap", options.terminal, options.timeout_ms)
     }
 
@@ -315,12 +324,20 @@ fn find_bwrap() -> Result<PathBuf, String> {
 
 /// Should sanddune die without ending the jail (SIGKILL gives it no chance),
 /// bwrap gets SIGKILL too, and `--die-with-parent` ends everything inside.
-fn die_with_sanddune(cmd: &mut tokio::process::Command) {
-    // SAFETY: prctl is async-signal-safe. The signal follows the thread
-    // that forks: a runtime worker, alive as long as the run.
+/// Under the terminal bwrap ignores the keyboard's signals (see
+/// [`KEYBOARD_SIGNALS`]).
+fn die_with_sanddune(cmd: &mut tokio::process::Command, terminal: bool) {
+    // SAFETY: prctl and signal are async-signal-safe. The death signal
+    // follows the thread that forks: a runtime worker, alive as long as
+    // the run.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            if terminal {
+                for signal in KEYBOARD_SIGNALS {
+                    libc::signal(signal, libc::SIG_IGN);
+                }
+            }
             Ok(())
         });
     }
