@@ -278,7 +278,7 @@ pub(super) async fn load_for(
         env: env.into_iter().collect(),
         config: record.config.clone(),
         side_by_side: 1,
-        git_shield: None,
+        git_shield: record.git_shield.clone(),
         gateway: None,
         setup: vec![],
     };
@@ -370,6 +370,7 @@ mod tests {
             state: Some("sbx".into()),
             scratch: Some(scratch.to_path_buf()),
             base: None,
+            git_shield: None,
         }
     }
 

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::capability::containers::GitShield;
 use crate::capability::containers::owner_id;
 use crate::error::{Error, Result};
 use crate::plugin::sandbox::{Sandbox, SandboxProvider, SandboxSpec};
@@ -42,6 +43,10 @@ pub(super) struct Record {
     /// The commit synced into an isolated sandbox: it has it, the host too.
     /// None for a bind-mount sandbox.
     pub(super) base: Option<String>,
+    /// The agent git dir laid over the repository's (ADR 0025): a jail
+    /// lays it at every command, `attach`'s included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(super) git_shield: Option<GitShield>,
 }
 
 /// A record written before `create`, so a kill during it still leaves
@@ -75,6 +80,7 @@ pub(super) fn begin(
             state: None,
             scratch: None,
             base: None,
+            git_shield: spec.git_shield.clone(),
         },
     };
     pending.write()?;

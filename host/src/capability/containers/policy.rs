@@ -48,8 +48,10 @@ pub struct ContainerGrant {
 /// container gets the agent git dir where git looks for the worktree's,
 /// the repository's objects read-only beside it, and a linked worktree's
 /// `.git` file read-only; a mount of the git dir itself is made read-only,
-/// and the file calls neither read nor write inside it (ADR 0025).
-#[derive(Clone, Debug)]
+/// and the file calls neither read nor write inside it (ADR 0025). A
+/// sandbox record keeps it, for a jail that `attach` opens later.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct GitShield {
     /// The repository's common git dir, canonical.
     pub git_dir: PathBuf,
