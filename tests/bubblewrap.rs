@@ -281,6 +281,40 @@ fn a_run_stopped_either_way_leaves_no_process_behind() {
     }
 }
 
+/// `sanddune interactive --sandbox bubblewrap` in a real terminal (tmux):
+/// the agent's UI runs in the jail on the terminal, a resize reaches it,
+/// typed prompts and Ctrl-C are the agent's, and the commit lands. As root:
+/// the terminal tests drive tmux as the test's own user.
+fn interactive_gives_the_agent_the_terminal_in_a_jail() {
+    use common::tmux::{self, Tmux};
+    tmux::require();
+    require_bwrap();
+    let repo = TestRepo::new();
+    let options = jail_options(&repo);
+    let mut args = vec![
+        "interactive",
+        "--sandbox",
+        "bubblewrap",
+        "--agent",
+        "claude-code",
+    ];
+    for o in &options {
+        args.extend(["--sandbox-opt", o.as_str()]);
+    }
+    let term = Tmux::start(
+        &tmux::reporting_cooked(&repo.shell_line(&args)),
+        repo.path(),
+        100,
+        30,
+    );
+    let (status, screen) = tmux::play_the_fake_ui(&term, "jail", Duration::from_secs(60));
+    assert_eq!(status, 0, "{screen}");
+    assert!(screen.contains("agent exited with code 0"), "{screen}");
+    assert_eq!(repo.git(&["log", "-1", "--format=%s"]), "Add a note");
+    assert_eq!(repo.git(&["status", "--porcelain"]), "");
+    assert!(screen.contains("terminal-cooked"), "{screen}");
+}
+
 /// Limits a jail cannot apply and a set-up that needs root are refused,
 /// naming what; a machine without bubblewrap is told how to install it.
 /// Nothing is created for either refusal made up front.
@@ -424,5 +458,6 @@ fn main() -> std::process::ExitCode {
         trial!(the_session_is_captured_and_resumed),
         trial!(a_run_stopped_either_way_leaves_no_process_behind),
         trial!(what_a_jail_cannot_do_is_refused_with_the_reason),
+        trial!(interactive_gives_the_agent_the_terminal_in_a_jail),
     ])
 }

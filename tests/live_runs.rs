@@ -513,6 +513,30 @@ fn attach_opens_a_shell_in_a_podman_sandbox() {
     attach_in_a_container("podman");
 }
 
+/// `attach_while_the_agent_works` in a bubblewrap jail: the shell is a
+/// jail of its own over the run's worktree, HOME and agent git dir.
+fn attach_opens_a_shell_in_a_bubblewrap_sandbox() {
+    tmux::require();
+    let repo = TestRepo::new();
+    let (home, fakes) = (
+        repo.home.path().display().to_string(),
+        common::fakes_dir().display().to_string(),
+    );
+    let (home, fakes) = (
+        format!("mount={home}:{home}"),
+        format!("mount={fakes}:{fakes}:ro"),
+    );
+    let args = [
+        "--sandbox",
+        "bubblewrap",
+        "--sandbox-opt",
+        &home,
+        "--sandbox-opt",
+        &fakes,
+    ];
+    attach_while_the_agent_works(&repo, &args);
+}
+
 fn attach_refuses_without_a_terminal_and_names_unknown_runs() {
     let repo = TestRepo::new();
     let run = hanging_run(&repo, "busy", &[]);
@@ -751,6 +775,7 @@ fn main() -> std::process::ExitCode {
         trial!(attach_opens_a_shell_in_a_test_isolated_sandbox),
         trial!(attach_opens_a_shell_in_a_docker_sandbox),
         trial!(attach_opens_a_shell_in_a_podman_sandbox),
+        trial!(attach_opens_a_shell_in_a_bubblewrap_sandbox),
         trial!(attach_refuses_without_a_terminal_and_names_unknown_runs),
         trial!(the_live_view_shows_each_item_on_one_line_that_updates_in_place),
         trial!(the_live_view_shows_a_row_per_best_of_candidate),

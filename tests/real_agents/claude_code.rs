@@ -33,6 +33,14 @@ fn claude_code_commits_reports_the_mocks_usage_and_resumes() {
     assert_eq!(texts.last(), Some(&"add a line"), "{texts:?}");
 }
 
+/// The real CLI in a bubblewrap jail (ADR 0036): it commits through the
+/// agent's own git dir, its session comes back and resumes, and the key
+/// stays with the gateway.
+fn claude_code_commits_and_resumes_in_a_bubblewrap_jail() {
+    let agent = agent().in_jail();
+    harness::commits_and_reports_usage(&agent, &[], true);
+}
+
 fn claude_code_refused_credentials_fail_the_run_naming_the_key() {
     let agent = agent();
     harness::refused_credentials_fail_the_run(
@@ -67,6 +75,7 @@ fn claude_code_an_unreachable_api_fails_the_run_within_a_minute_naming_the_url()
 pub fn trials() -> Vec<Trial> {
     vec![
         trial!(claude_code_commits_reports_the_mocks_usage_and_resumes),
+        trial!(claude_code_commits_and_resumes_in_a_bubblewrap_jail),
         trial!(claude_code_refused_credentials_fail_the_run_naming_the_key),
         trial!(claude_code_rides_out_a_429_and_a_stream_cut_by_an_error),
         trial!(claude_code_without_the_signal_runs_to_max_iterations),

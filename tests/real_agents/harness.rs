@@ -153,6 +153,8 @@ pub struct Agent {
     pub env: Vec<(&'static str, String)>,
     bin: PathBuf,
     user: Option<String>,
+    /// `--sandbox` and its options: test-isolated unless [`Agent::in_jail`].
+    sandbox: Vec<String>,
 }
 
 impl Agent {
@@ -180,37 +182,50 @@ impl Agent {
             mock,
             bin,
             user,
+            sandbox: vec!["--sandbox".into(), "test-isolated".into()],
         }
     }
 
-    /// `sanddune run --sandbox test-isolated --agent NAME --json ARGS` with
-    /// nothing of this process's environment but PATH (the CLIs, node, git)
-    /// and HOME, plus the agent's `env`: only what its user would set.
+    /// The same agent in a bubblewrap jail: the CLIs (installed under the
+    /// target dir, which the jail does not see) bound read-only at their
+    /// path. The mock is on the host's loopback, which a jail under
+    /// `egress=allow-all` shares.
+    pub fn in_jail(mut self) -> Agent {
+        let clis = self.bin.parent().and_then(Path::parent).unwrap();
+        let clis = clis.canonicalize().unwrap().display().to_string();
+        self.sandbox = vec![
+            "--sandbox".into(),
+            "bubblewrap".into(),
+            "--sandbox-opt".into(),
+            format!("mount={clis}:{clis}:ro"),
+        ];
+        self
+    }
+
+    /// `sanddune run --sandbox test-isolated --agent NAME --json ARGS` (or
+    /// its jail) with nothing of this process's environment but PATH (the
+    /// CLIs, node, git) and HOME, plus the agent's `env`: only what its user
+    /// would set.
     pub fn run(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(common::BIN);
-        cmd.args([
-            "run",
-            "--sandbox",
-            "test-isolated",
-            "--agent",
-            self.name,
-            "--json",
-        ])
-        .args(args)
-        .current_dir(self.repo.path())
-        .env_clear()
-        .env(
-            "PATH",
-            format!(
-                "{}:{}",
-                self.bin.display(),
-                std::env::var("PATH").unwrap_or_default()
-            ),
-        )
-        .env("HOME", self.repo.home.path())
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env("SANDDUNE_CACHE_DIR", self.cache_dir())
-        .envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd.arg("run")
+            .args(&self.sandbox)
+            .args(["--agent", self.name, "--json"])
+            .args(args)
+            .current_dir(self.repo.path())
+            .env_clear()
+            .env(
+                "PATH",
+                format!(
+                    "{}:{}",
+                    self.bin.display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            )
+            .env("HOME", self.repo.home.path())
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("SANDDUNE_CACHE_DIR", self.cache_dir())
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
         match &self.user {
             None => cmd.output().unwrap(),
             Some(user) => {

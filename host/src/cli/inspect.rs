@@ -80,6 +80,11 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 println!(
                     "snapshot (kept by the host, docs/guide/snapshots.md): snapshot=auto|off, snapshot.inputs=PATH[,PATH...]"
                 );
+            } else if caps.jail {
+                // A jail takes the egress policy; limits it refuses (ADR 0036).
+                println!(
+                    "containment (applied by the host, docs/security.md): egress=allow-all|none|deny-all|DOMAINS"
+                );
             }
             println!("requests:");
             println!("  programs:   {}", list(&caps.programs));
@@ -124,6 +129,11 @@ pub async fn inspect(args: InspectArgs) -> Result<()> {
                 );
                 println!(
                     "              verbs: create, get, list, delete pods; create pods/exec; create, get, list, delete sandboxclaims; every pod labelled with the run and refused privileged, hostPath, hostNetwork, hostPID and added capabilities"
+                );
+            }
+            if caps.jail {
+                println!(
+                    "  jail:       yes: bubblewrap, which the host builds: the system read-only, HOME and /tmp in the scratch dir, the worktree and declared mounts, the agent's own git dir, new namespaces, no capabilities"
                 );
             }
             print_imports(provider.plugin());
