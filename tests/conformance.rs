@@ -95,6 +95,22 @@ fn test_isolated_passes_every_sandbox_check() {
     );
 }
 
+/// The bubblewrap built-in with the real `bwrap` (ADR 0036): every check but
+/// `copy-in`, which a bind-mount provider skips.
+fn bubblewrap_passes_every_sandbox_check() {
+    let found = Command::new("bwrap").arg("--version").output();
+    if !found.is_ok_and(|o| o.status.success()) {
+        skip("no bubblewrap here (apt-get install bubblewrap)");
+    }
+    let repo = TestRepo::new();
+    let checks: Vec<&str> = SANDBOX_CHECKS
+        .iter()
+        .copied()
+        .filter(|c| *c != "copy-in")
+        .collect();
+    assert_passes(&plugin_test(&repo, &["bubblewrap"]), &checks);
+}
+
 /// The vercel built-in against the loopback mock of the Vercel Sandbox API
 /// (tests/vercel-mock), its `api-url` pointed there: every sandbox check,
 /// the origin it reaches is the mock's, and a refused request is an error.
@@ -389,6 +405,7 @@ fn a_component_file_is_tested_only_when_approved() {
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(test_isolated_passes_every_sandbox_check),
+        trial!(bubblewrap_passes_every_sandbox_check),
         trial!(vercel_passes_every_sandbox_check_against_the_mock),
         trial!(every_built_in_agent_provider_passes),
         trial!(a_misbehaving_sandbox_provider_fails_the_checks_it_breaks),
