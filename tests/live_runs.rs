@@ -4,7 +4,7 @@
 
 mod common;
 
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::engines::{IMAGE, fake_mounts, require_engine};
@@ -513,28 +513,64 @@ fn attach_opens_a_shell_in_a_podman_sandbox() {
     attach_in_a_container("podman");
 }
 
+/// A bubblewrap run's options: the fake claude's HOME and itself, bound at
+/// their paths.
+fn jail_args(repo: &TestRepo) -> Vec<String> {
+    let home = repo.home.path().display().to_string();
+    let fakes = common::fakes_dir().display().to_string();
+    vec![
+        "--sandbox".into(),
+        "bubblewrap".into(),
+        "--sandbox-opt".into(),
+        format!("mount={home}:{home}"),
+        "--sandbox-opt".into(),
+        format!("mount={fakes}:{fakes}:ro"),
+    ]
+}
+
 /// `attach_while_the_agent_works` in a bubblewrap jail: the shell is a
 /// jail of its own over the run's worktree, HOME and agent git dir.
 fn attach_opens_a_shell_in_a_bubblewrap_sandbox() {
     tmux::require();
     let repo = TestRepo::new();
-    let (home, fakes) = (
-        repo.home.path().display().to_string(),
-        common::fakes_dir().display().to_string(),
-    );
-    let (home, fakes) = (
-        format!("mount={home}:{home}"),
-        format!("mount={fakes}:{fakes}:ro"),
-    );
-    let args = [
-        "--sandbox",
-        "bubblewrap",
-        "--sandbox-opt",
-        &home,
-        "--sandbox-opt",
-        &fakes,
-    ];
+    let args = jail_args(&repo);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     attach_while_the_agent_works(&repo, &args);
+}
+
+/// `ps` shows a jailed run, `stop` ends it, and nothing of its jail is left.
+fn ps_and_stop_a_bubblewrap_run() {
+    let repo = TestRepo::new();
+    let jail = jail_args(&repo);
+    let mut args = vec![
+        "run",
+        "--agent",
+        "claude-code",
+        "--prompt",
+        "note FAKE:hang",
+    ];
+    args.extend(["--name", "jailed", "--branch", "jailed"]);
+    args.extend(jail.iter().map(String::as_str));
+    let run = repo
+        .command(&args)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let runs = wait_running(&repo, 1);
+    assert_eq!(runs[0]["sandbox"], "bubblewrap");
+    let out = repo.sanddune(&["stop", "jailed"]);
+    assert!(out.status.success(), "stop: {}", stderr(&out));
+    assert_eq!(
+        wait_exit(run, Duration::from_secs(30)).status.code(),
+        Some(130)
+    );
+    // bwrap's command line names the worktree it binds.
+    let left = Command::new("pgrep")
+        .args(["-f", "--", &format!("bwrap .*{}", repo.path().display())])
+        .output()
+        .unwrap();
+    assert_eq!(stdout(&left), "", "a jail outlived its run");
 }
 
 fn attach_refuses_without_a_terminal_and_names_unknown_runs() {
@@ -776,6 +812,7 @@ fn main() -> std::process::ExitCode {
         trial!(attach_opens_a_shell_in_a_docker_sandbox),
         trial!(attach_opens_a_shell_in_a_podman_sandbox),
         trial!(attach_opens_a_shell_in_a_bubblewrap_sandbox),
+        trial!(ps_and_stop_a_bubblewrap_run),
         trial!(attach_refuses_without_a_terminal_and_names_unknown_runs),
         trial!(the_live_view_shows_each_item_on_one_line_that_updates_in_place),
         trial!(the_live_view_shows_a_row_per_best_of_candidate),
