@@ -96,25 +96,21 @@ fn the_agent_commits_through_a_jail_with_every_branch_strategy() {
     }
 }
 
-fn options_of(repo: &TestRepo) -> Vec<String> {
-    jail_options(repo)
-}
-
 fn head_a_planted_hook_never_runs_on_the_host() {
     require_bwrap();
-    a_planted_hook_never_runs_as_the_user("bubblewrap", &options_of, &[]);
+    a_planted_hook_never_runs_as_the_user("bubblewrap", &jail_options, &[]);
 }
 
 fn merge_to_head_a_planted_hook_never_runs_on_the_host() {
     require_bwrap();
     let strategy = ["--strategy", "merge-to-head"];
-    a_planted_hook_never_runs_as_the_user("bubblewrap", &options_of, &strategy);
+    a_planted_hook_never_runs_as_the_user("bubblewrap", &jail_options, &strategy);
 }
 
 fn branch_a_planted_hook_never_runs_on_the_host() {
     require_bwrap();
     let strategy = ["--branch", "hostile"];
-    a_planted_hook_never_runs_as_the_user("bubblewrap", &options_of, &strategy);
+    a_planted_hook_never_runs_as_the_user("bubblewrap", &jail_options, &strategy);
 }
 
 /// The user's real HOME (the one sanddune runs with), another repository,
@@ -197,7 +193,7 @@ fn from_a_jail_the_users_home_another_repository_and_their_processes_are_out_of_
 
 fn egress_policies_hold_in_a_jail() {
     require_bwrap();
-    egress_policies_hold_as_the_user("bubblewrap", &options_of);
+    egress_policies_hold_as_the_user("bubblewrap", &jail_options);
 }
 
 /// The session the agent keeps in the jail's HOME comes back to the
