@@ -375,6 +375,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {
         git_shield: None,
         gateway: None,
         setup: vec![],
+        pool: None,
     }
 }
 

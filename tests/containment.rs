@@ -46,6 +46,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)], side_by_side: u3
         git_shield: None,
         gateway: None,
         setup: vec![],
+        pool: None,
     }
 }
 

@@ -194,6 +194,7 @@ async fn sandbox(rt: &PluginRuntime) -> (Sandbox, tempfile::TempDir) {
         git_shield: None,
         gateway: None,
         setup: vec![],
+        pool: None,
     };
     (provider.create(&spec).await.unwrap(), dir)
 }

@@ -43,6 +43,7 @@ fn spec(dir: &std::path::Path, config: &[(&str, &str)]) -> SandboxSpec {
         git_shield: None,
         gateway: None,
         setup: vec![],
+        pool: None,
     }
 }
 

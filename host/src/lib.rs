@@ -5,6 +5,7 @@
 //! granted to them ([`capability`]). [`run::run`] drives one run session:
 //! worktree, sandbox, iterations, commits back by the branch strategy.
 
+pub mod age;
 pub mod attribution;
 pub mod capability;
 pub mod cli;

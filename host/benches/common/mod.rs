@@ -48,6 +48,7 @@ pub async fn sandbox(
         git_shield: None,
         gateway: None,
         setup: vec![],
+        pool: None,
     };
     let sandbox = provider.create(&spec).await.unwrap();
     (runtime, sandbox)

@@ -37,7 +37,47 @@ pub struct SandboxLink {
     // Fields drop in order: the servers before their directory.
     proxy: Option<Proxy>,
     gateway: Option<GatewayServer>,
-    dir: tempfile::TempDir,
+    dir: LinkDir,
+}
+
+/// A link's directory, removed when dropped.
+struct LinkDir(PathBuf);
+
+impl Drop for LinkDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Make `dir` a link directory: the forwarder in it, traversable by
+/// whatever uid the container's programs run as. Returns the engine's bind
+/// of it.
+pub fn prepare(dir: &Path) -> std::io::Result<String> {
+    let path = dir.to_string_lossy();
+    if path.contains([':', ',']) {
+        return Err(std::io::Error::other(format!(
+            "`{path}` holds `:` or `,`, which an engine's bind cannot carry: set XDG_RUNTIME_DIR or TMPDIR to a plain path"
+        )));
+    }
+    std::fs::create_dir_all(dir)?;
+    // Traversable, not listable; the forwarder readable and runnable.
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o711))?;
+    let program = dir.join(PROGRAM);
+    std::fs::write(&program, FORWARDER)?;
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755))?;
+    Ok(bind_of(dir))
+}
+
+fn bind_of(dir: &Path) -> String {
+    format!("{}:{MOUNT}:ro", dir.display())
+}
+
+/// Where the link directory of the warm container reserved for run
+/// `run_id` goes: named like the run's own, so gc finds it the same way.
+pub fn pooled_dir(run_id: &str) -> PathBuf {
+    parents(&std::env::temp_dir())
+        .remove(0)
+        .join(format!("{}pool", prefix(run_id)))
 }
 
 impl SandboxLink {
@@ -50,27 +90,44 @@ impl SandboxLink {
         gateway: Option<Arc<Gateway>>,
     ) -> std::io::Result<Self> {
         let parent = parents(&std::env::temp_dir()).remove(0);
-        let dir = tempfile::Builder::new()
-            .prefix(&prefix(run_id))
-            .tempdir_in(parent)?;
-        let path = dir.path().to_string_lossy();
-        if path.contains([':', ',']) {
+        let dir = LinkDir(
+            tempfile::Builder::new()
+                .prefix(&prefix(run_id))
+                .tempdir_in(parent)?
+                .keep(),
+        );
+        prepare(&dir.0)?;
+        Self::serve(dir, egress, gateway)
+    }
+
+    /// The link of a warm container (ADR 0037), in the directory [`prepare`]
+    /// made for it when the container was started ahead: served from now
+    /// on, and removed with the link.
+    pub fn open_at(
+        dir: &Path,
+        egress: Option<Arc<EgressLog>>,
+        gateway: Option<Arc<Gateway>>,
+    ) -> std::io::Result<Self> {
+        if !std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
             return Err(std::io::Error::other(format!(
-                "`{path}` holds `:` or `,`, which an engine's bind cannot carry: set XDG_RUNTIME_DIR or TMPDIR to a plain path"
+                "{} is not the directory made for the warm container",
+                dir.display()
             )));
         }
-        // Traversable by whatever uid the container's programs run as, not
-        // listable; the forwarder readable and runnable by them too.
-        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o711))?;
-        let program = dir.path().join(PROGRAM);
-        std::fs::write(&program, FORWARDER)?;
-        std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755))?;
+        Self::serve(LinkDir(dir.to_path_buf()), egress, gateway)
+    }
+
+    fn serve(
+        dir: LinkDir,
+        egress: Option<Arc<EgressLog>>,
+        gateway: Option<Arc<Gateway>>,
+    ) -> std::io::Result<Self> {
         let proxy = match egress {
-            Some(log) => Some(Proxy::serve(listen(&dir.path().join(PROXY_SOCKET))?, log)),
+            Some(log) => Some(Proxy::serve(listen(&dir.0.join(PROXY_SOCKET))?, log)),
             None => None,
         };
         let gateway = match gateway {
-            Some(gateway) => Some(gateway.serve(listen(&dir.path().join(GATEWAY_SOCKET))?)),
+            Some(gateway) => Some(gateway.serve(listen(&dir.0.join(GATEWAY_SOCKET))?)),
             None => None,
         };
         Ok(Self {
@@ -82,12 +139,12 @@ impl SandboxLink {
 
     /// The directory on the host.
     pub fn dir(&self) -> &Path {
-        self.dir.path()
+        &self.dir.0
     }
 
     /// The engine's bind of the directory: `host:/run/sanddune:ro`.
     pub fn bind(&self) -> String {
-        format!("{}:{MOUNT}:ro", self.dir.path().display())
+        bind_of(&self.dir.0)
     }
 
     /// The forwarder's command line inside the container: a loopback port

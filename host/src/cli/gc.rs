@@ -8,7 +8,13 @@
 //! uses carries a lock naming its process. One whose process is gone is an
 //! orphan; a live run's containers and worktrees are left alone, and an
 //! orphaned worktree with uncommitted work is kept. The repository's
-//! prepared snapshots past their age (`--snapshot-max-age`) go too.
+//! prepared snapshots past their age (`--snapshot-max-age`) go too, and
+//! its warm sandboxes that ended or whose run died (`--drain-pool`: all of
+//! them that wait).
+//!
+//! A warm container (ADR 0037) was created by a process that is gone by
+//! the time a run claims it: its slot (`sanddune.pool`), not its creator,
+//! says whether it is in use.
 
 use std::collections::HashMap;
 
@@ -16,6 +22,7 @@ use bollard::query_parameters::ListContainersOptionsBuilder;
 use clap::Args;
 
 use crate::capability::containers::Engine;
+use crate::capability::containers::pool::{self, POOL_LABEL, SlotState};
 use crate::capability::containers::{
     OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, connect_negotiated, engine_name, force_remove,
     owner_alive,
@@ -37,8 +44,12 @@ pub struct GcArgs {
     /// Remove this repository's prepared snapshots (`snapshot=auto`) older
     /// than this, and those of repositories that are gone: a number and s,
     /// m, h or d.
-    #[arg(long, default_value = "7d", value_parser = super::snapshot::parse_age)]
+    #[arg(long, default_value = "7d", value_parser = crate::age::parse_age)]
     snapshot_max_age: std::time::Duration,
+    /// Remove this repository's warm sandboxes that wait for a run
+    /// (`pool=N`), not only those that ended.
+    #[arg(long)]
+    drain_pool: bool,
     #[command(flatten)]
     approval: super::ApprovalArgs,
 }
@@ -121,7 +132,16 @@ pub async fn gc(args: GcArgs) -> Result<()> {
             let (Some(id), Some(labels)) = (container.id, container.labels) else {
                 continue;
             };
-            if labels.get(OWNER_LABEL).is_some_and(|o| owner_alive(o)) {
+            let in_use = match labels.get(POOL_LABEL) {
+                // Waiting, or claimed by a run that lives; the sweep below
+                // drains the waiting ones when asked.
+                Some(slot) => !matches!(
+                    pool::slot_state(std::path::Path::new(slot)),
+                    SlotState::Dead(_)
+                ),
+                None => labels.get(OWNER_LABEL).is_some_and(|o| owner_alive(o)),
+            };
+            if in_use {
                 continue;
             }
             force_remove(&docker, &id).await.map_err(Error::Plugin)?;
@@ -147,6 +167,10 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 "cleared the record of dead run `{}` ({})",
                 run.name, run.run_id
             );
+        }
+        // Before the agent git dirs: a warm sandbox's is parked.
+        for line in crate::run::pool::sweep(repo, args.drain_pool).await {
+            println!("{line}");
         }
         // Before the worktrees: a worktree whose agent committed after its
         // run's last take-back looks changed until the commits are back.

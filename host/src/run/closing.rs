@@ -11,6 +11,8 @@
 //! process killed in between leaves the sandbox to `sanddune gc`, like any
 //! killed run's, and the files too.
 
+use tokio::task::JoinHandle;
+
 use super::log::RunLog;
 use super::registry::{self, Live};
 use crate::error::Result;
@@ -26,6 +28,9 @@ pub struct Closing {
     sandbox: Option<Sandbox>,
     removed: Option<Removed>,
     live: Option<Live>,
+    /// The pool's top-up the run started (ADR 0037): done before the
+    /// process exits, so no container is left half made.
+    refill: Option<JoinHandle<Vec<String>>>,
     log: RunLog,
 }
 
@@ -35,8 +40,15 @@ impl Closing {
             sandbox,
             removed,
             live: None,
+            refill: None,
             log,
         }
+    }
+
+    /// Wait for the pool's top-up too.
+    pub(super) fn with_refill(mut self, refill: Option<JoinHandle<Vec<String>>>) -> Self {
+        self.refill = refill;
+        self
     }
 
     /// Hold the run's live-runs record until the closing is done.
@@ -52,7 +64,7 @@ impl Closing {
 
     /// Nothing was left to do.
     pub fn is_done(&self) -> bool {
-        self.sandbox.is_none() && self.removed.is_none()
+        self.sandbox.is_none() && self.removed.is_none() && self.refill.is_none()
     }
 
     /// Close the sandbox, then delete the removed worktree's files. A
@@ -80,6 +92,11 @@ impl Closing {
             }
             closed = closed.and(deleted);
         }
+        if let Some(refill) = self.refill.take() {
+            for line in refill.await.unwrap_or_default() {
+                self.log.line(&line);
+            }
+        }
         self.live = None;
         closed
     }
@@ -99,6 +116,7 @@ impl Drop for Closing {
             sandbox: self.sandbox.take(),
             removed: self.removed.take(),
             live: self.live.take(),
+            refill: self.refill.take(),
             log: self.log.clone(),
         };
         rt.spawn(async move {

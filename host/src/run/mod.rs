@@ -33,6 +33,7 @@ mod lanes;
 pub mod log;
 mod place;
 mod plan;
+pub(crate) mod pool;
 mod prerequisites;
 mod privileges;
 pub mod reclaim;
@@ -432,7 +433,14 @@ impl PlannedRun {
             .await?;
         let root = plan.sandbox.repo.root().to_path_buf();
         let abort = so.abort.clone();
+        if let Some(note) = plan.pool.as_ref().and_then(|p| p.note.as_deref()) {
+            log.line(note);
+        }
+        plan.sandbox.pool = plan.pool.as_mut().and_then(|p| p.ticket());
+        let refill = plan.pool.as_ref().and_then(|p| p.refill(&plan.sandbox));
         let mut handle = SandboxHandle::start(plan.sandbox, place, true, log).await?;
+        // While the agent works: the pool is topped up for the runs to come.
+        let refill = refill.map(|r| tokio::spawn(r.run()));
         handle.live = Some(live);
         let mut result = handle.run_planned(plan.agent, plan.resume).await;
         if let (Ok(done), Some(check)) = (&mut result, &plan.check) {
@@ -442,6 +450,7 @@ impl PlannedRun {
             }
         }
         let (mut done, closing) = handle.teardown(result).await?;
+        let closing = closing.with_refill(refill);
         // A failed check merges nothing; nor does it push.
         if let Some(remote) = &plan.push
             && !done.commits.is_empty()

@@ -8,6 +8,7 @@
 //! only carry the plan out.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use super::capture::{self, HostSessions};
 use super::env::{self, EnvMap};
@@ -15,6 +16,7 @@ use super::identity::{self, CommitIdentity};
 use super::log::RunLog;
 use super::strategy::{self, BranchStrategy, ProviderType, Request};
 use super::{AgentOptions, Prompt, RunOptions, SandboxOptions, prerequisites, sync};
+use crate::capability::containers::pool::PoolTicket;
 use crate::capability::gateway::{self, Gateway, Reach};
 use crate::capability::jail::shares_host_network;
 use crate::error::{Error, Result};
@@ -55,6 +57,8 @@ pub(crate) struct SandboxPlan {
     pub env: EnvMap,
     /// The credential gateway of a sandbox planned with its agent.
     pub gateway: gateway::Planned,
+    /// The warm container the run claimed for this sandbox (ADR 0037).
+    pub pool: Option<Arc<PoolTicket>>,
 }
 
 /// What an agent adds to the env of a sandbox's commands: the keys it
@@ -172,6 +176,7 @@ impl Loaded {
             identity,
             env,
             gateway,
+            pool: None,
         })
     }
 }
@@ -330,6 +335,9 @@ pub(super) struct RunPlan {
     pub check: Option<super::Check>,
     /// The remote `--push` sends the run's branch to, checked here.
     pub push: Option<String>,
+    /// The run's warm sandboxes (`pool=N`): the one it claimed, and what
+    /// tops the pool up.
+    pub pool: Option<super::pool::RunPool>,
 }
 
 impl RunPlan {
@@ -352,7 +360,19 @@ impl RunPlan {
             },
         )?;
         let target = loaded.repo.current_branch()?;
-        let run_id = run_id();
+        // A warm container is made for a run id: the run takes it before
+        // its branch is named.
+        let mut pool = super::pool::plan(
+            &loaded.provider,
+            &loaded.config,
+            &loaded.repo,
+            loaded.options.side_by_side,
+            &strategy,
+        );
+        let run_id = pool
+            .as_mut()
+            .and_then(|p| p.claim(&loaded.repo))
+            .unwrap_or_else(run_id);
         let source = source_branch(&strategy, &target, &run_id);
         // The branch that holds the commits when the run ends.
         let landed = match strategy {
@@ -387,6 +407,7 @@ impl RunPlan {
             resume,
             check: options.check,
             push,
+            pool,
         })
     }
 }

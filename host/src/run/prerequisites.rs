@@ -114,6 +114,7 @@ pub(super) async fn check_sandbox_provider(
         git_shield: None,
         gateway: None,
         setup: vec![],
+        pool: None,
     };
     let refuse = |why: String, hint: &str| {
         Error::input(format!(

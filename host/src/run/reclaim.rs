@@ -281,6 +281,7 @@ pub(super) async fn load_for(
         git_shield: record.git_shield.clone(),
         gateway: None,
         setup: vec![],
+        pool: None,
     };
     Ok((loaded, spec))
 }

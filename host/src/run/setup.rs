@@ -29,18 +29,20 @@ pub(super) struct Started {
     pub agent_git: Option<AgentGitDir>,
 }
 
-/// The agent git dir for a sandbox whose containers share the worktree
-/// (ADR 0025), and the shield its containers get; none for other providers.
-fn agent_git_dir(
+/// The agent git dir `id` for a sandbox whose containers share the
+/// worktree (ADR 0025), and the shield its containers get; none for other
+/// providers.
+pub(super) fn agent_git_dir(
     provider: &SandboxProvider,
     place: &Place,
+    id: &str,
 ) -> Result<(Option<AgentGitDir>, Option<GitShield>)> {
     let caps = provider.capabilities();
     if provider.info().kind == SandboxKind::Isolated || !(caps.containers || caps.jail) {
         return Ok((None, None));
     }
     let repo = place.repo()?;
-    let dir = repo.agent_git_dir(place.path(), &place.branch, &plan::run_id())?;
+    let dir = repo.agent_git_dir(place.path(), &place.branch, id)?;
     let shield = GitShield {
         git_dir: repo.git_dir(),
         agent_git_dir: dir.git_dir(),
@@ -179,7 +181,13 @@ pub(super) async fn start_sandbox(
 ) -> Result<Started> {
     let (provider, o, identity) = (&plan.provider, &plan.options, &plan.identity);
     let isolated = provider.info().kind == SandboxKind::Isolated;
-    let (agent_git, git_shield) = agent_git_dir(provider, place)?;
+    // A warm container's agent git dir was made for its run (ADR 0037);
+    // another sandbox on the same place gets one of its own.
+    let agent_id = match &plan.pool {
+        Some(_) => place.run_id.clone(),
+        None => plan::run_id(),
+    };
+    let (agent_git, git_shield) = agent_git_dir(provider, place, &agent_id)?;
     let spec = SandboxSpec {
         run_id: place.run_id.clone(),
         name: o.name.clone().unwrap_or_else(|| place.branch.clone()),
@@ -192,6 +200,7 @@ pub(super) async fn start_sandbox(
         git_shield,
         gateway: plan.gateway.gateway.clone(),
         setup: o.hooks.sandbox_setup(),
+        pool: plan.pool.clone(),
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
     say_gateway(plan, log);
@@ -211,6 +220,9 @@ pub(super) async fn start_sandbox(
             return Err(e);
         }
     };
+    if let Some(said) = plan.pool.as_deref().and_then(super::pool::outcome) {
+        log.line(&said);
+    }
     let ready = async {
         let base = match &place.worktree {
             Some(wt) if isolated => Some(place.repo()?.branch_head(&wt.branch)?),

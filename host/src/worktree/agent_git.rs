@@ -35,6 +35,9 @@ use crate::own_dir::OwnDir;
 /// Under the repository's common git dir, which no sandbox can write.
 const AGENT_GIT_DIRS: &str = "sanddune-agent";
 
+/// In an agent git dir parked for a warm container.
+const PARKED: &str = "parked";
+
 /// Where the repository's objects appear inside the agent git dir (a
 /// read-only mount the sandbox provider's capability adds).
 pub const SHARED_OBJECTS: &str = "sanddune-objects";
@@ -132,8 +135,18 @@ impl Repo {
         };
         std::fs::create_dir_all(home.parent().expect("a parent"))
             .map_err(|e| err("create the agent git dir", e))?;
-        std::fs::create_dir(&home).map_err(|e| err("create the agent git dir", e))?;
+        // One parked for a warm container (`park`) is this run's to use: its
+        // directories are that container's mounts, so they stay and their
+        // contents are written anew.
+        let parked = std::fs::symlink_metadata(home.join(PARKED)).is_ok_and(|m| m.is_file());
+        if !parked {
+            std::fs::create_dir(&home).map_err(|e| err("create the agent git dir", e))?;
+        }
         let lock = lock_file(&home.join("lock")).map_err(|e| err("lock", e))?;
+        if parked {
+            empty_dir(&home.join("git")).map_err(|e| err("empty the parked agent git dir", e))?;
+            std::fs::remove_file(home.join(PARKED)).map_err(|e| err("adopt", e))?;
+        }
         let tip = self
             .repo
             .find_branch(branch, git2::BranchType::Local)
@@ -143,7 +156,9 @@ impl Repo {
         let git = home.join("git");
         self.write_agent_git_dir(&git, &own, branch, tip)
             .map_err(|e| err("write the agent git dir", e))?;
-        std::fs::create_dir(home.join("empty")).map_err(|e| err("create", e))?;
+        if !parked {
+            std::fs::create_dir(home.join("empty")).map_err(|e| err("create", e))?;
+        }
         let record = Record {
             branch: branch.to_string(),
             worktree: worktree.to_path_buf(),
@@ -256,6 +271,15 @@ impl Repo {
         Ok(())
     }
 
+    /// Remove the agent git dir parked for the warm container of run `id`
+    /// (see [`AgentGitDir::park`]), if no run took it over.
+    pub fn remove_parked_agent_git_dir(&self, id: &str) {
+        let home = self.git_dir().join(AGENT_GIT_DIRS).join(id);
+        if home.join(PARKED).exists() {
+            let _ = std::fs::remove_dir_all(home);
+        }
+    }
+
     /// The agent git dirs no run holds (their run was killed): what their
     /// agent committed after the run's last take-back lands on the run's
     /// branch when it fast-forwards, else is kept as a branch
@@ -269,6 +293,10 @@ impl Repo {
         for entry in entries.flatten() {
             let home = entry.path();
             if !entry.file_type().map(|t| t.is_dir()).unwrap_or(false) {
+                continue;
+            }
+            // A warm container's: the pool's sweep decides (`run::pool`).
+            if home.join(PARKED).exists() {
                 continue;
             }
             let Ok(lock) = lock_file(&home.join("lock")) else {
@@ -473,6 +501,31 @@ impl AgentGitDir {
             tracing::warn!(dir = %self.home.display(), "cannot remove the agent git dir: {e}");
         }
     }
+
+    /// Leave the directory for the run that will claim the warm container
+    /// it was made for (ADR 0037): gc passes it by until the pool's own
+    /// sweep removes it, and `agent_git_dir` with its id takes it over.
+    pub fn park(self) -> std::io::Result<()> {
+        std::fs::write(self.home.join(PARKED), b"")
+    }
+}
+
+/// Remove everything in a parked agent git dir but the directory where the
+/// container mounted the repository's objects: removed on the host, it
+/// would be unmounted in the container.
+fn empty_dir(dir: &Path) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_name() == SHARED_OBJECTS {
+            continue;
+        }
+        if entry.file_type()?.is_dir() {
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 impl AgentGitDir {

@@ -1199,6 +1199,51 @@ impl Repo {
         }
         Ok(())
     }
+
+    /// Bring the worktree `name` that a warm container was made on (ADR
+    /// 0037) to the host's HEAD for the run that claimed it: its files
+    /// checked out at HEAD's commit, then its temporary branch set there.
+    /// Refused when it has changes: nothing but the pool wrote it.
+    pub fn reset_pooled_worktree(&self, name: &str, branch: &str) -> Result<()> {
+        let path = self.root.join(WORKTREES_DIR).join(name);
+        let _git = GitLock::acquire(&self.git_dir())?;
+        let head = self
+            .repo
+            .head()
+            .and_then(|h| h.peel_to_commit())
+            .map_err(|e| git_err("read HEAD", e))?;
+        if self.branch_head(branch)? == head.id().to_string() {
+            return Ok(());
+        }
+        if dirty(&path)? {
+            return Err(Error::input(format!(
+                "the warm container's worktree {} has changes nobody should have made",
+                path.display()
+            )));
+        }
+        let wt = Repository::open(&path).map_err(|e| git_err("open the worktree", e))?;
+        let commit = wt
+            .find_commit(head.id())
+            .map_err(|e| git_err("read HEAD", e))?;
+        wt.checkout_tree(commit.as_object(), Some(CheckoutBuilder::new().force()))
+            .map_err(|e| git_err("check out HEAD in the warm worktree", e))?;
+        wt.find_reference(&format!("refs/heads/{branch}"))
+            .and_then(|mut r| r.set_target(head.id(), "sanddune: a warm worktree brought to HEAD"))
+            .map_err(|e| git_err("check out HEAD in the warm worktree", e))?;
+        Ok(())
+    }
+
+    /// Remove the worktree `name` of a warm container no run claimed, and
+    /// its temporary branch, which holds nothing of anyone's.
+    pub fn remove_pooled_worktree(&self, name: &str, branch: &str) -> Result<()> {
+        let _git = GitLock::acquire(&self.git_dir())?;
+        self.remove_worktree(name, &self.root.join(WORKTREES_DIR).join(name))?;
+        if let Ok(mut b) = self.repo.find_branch(branch, BranchType::Local) {
+            b.delete()
+                .map_err(|e| git_err("delete temporary branch", e))?;
+        }
+        Ok(())
+    }
 }
 
 /// Remove a directory tree that may already be gone.

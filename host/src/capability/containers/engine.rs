@@ -23,11 +23,12 @@ use super::policy::{
     ContainerGrant, PLUGIN_LABEL, RUN_LABEL, check_spec, container_labels, labelled_mine,
     readable_source, split_container_path, writable_target,
 };
+use super::pool::{self, Claimed, POOL_LABEL, PoolTicket, SlotRecord};
 use super::snapshot::Kept;
 use super::{ContainerSpec, Engine, EngineInfo, ExecOptions, ExecStatus, InteractiveExecOptions};
 use crate::capability::PluginState;
 use crate::capability::egress::PROXY_PORT;
-use crate::capability::link::SandboxLink;
+use crate::capability::link::{self, SandboxLink};
 use crate::capability::output::OutputLine;
 
 /// Per-instance state: the connected engine and what this instance created.
@@ -385,23 +386,45 @@ impl Ctx {
     ) -> Result<(String, Option<SandboxLink>), (String, Option<String>)> {
         let mut binds = check_spec(&spec, &self.grant).map_err(|e| (e, None))?;
         let containment = &self.grant.containment;
+        let pool = self.grant.pool.as_deref();
+        let link_failed = |e| {
+            (
+                format!("cannot open the sandbox's link to the host: {e}"),
+                None,
+            )
+        };
         let link = match (&containment.egress_log, &containment.gateway) {
             (None, None) => None,
+            // A waiting container gets its link's directory; the run that
+            // claims it serves the sockets.
+            _ if matches!(pool, Some(PoolTicket::Fill(_))) => None,
             (egress, gateway) => Some(
-                SandboxLink::open(&self.grant.run_id, egress.clone(), gateway.clone()).map_err(
-                    |e| {
-                        (
-                            format!("cannot open the sandbox's link to the host: {e}"),
-                            None,
-                        )
-                    },
-                )?,
+                match pool {
+                    Some(PoolTicket::Claim(Claimed {
+                        record:
+                            SlotRecord {
+                                link: Some(dir), ..
+                            },
+                        ..
+                    })) => SandboxLink::open_at(dir, egress.clone(), gateway.clone()),
+                    _ => SandboxLink::open(&self.grant.run_id, egress.clone(), gateway.clone()),
+                }
+                .map_err(link_failed)?,
             ),
         };
         if let Some(link) = &link {
             binds.push(link.bind());
         }
-        let labels = container_labels(spec.labels, &self.grant, &self.plugin);
+        let waiting = match pool {
+            Some(PoolTicket::Fill(slot)) => Some(slot),
+            _ => None,
+        };
+        let linked = containment.egress_log.is_some() || containment.gateway.is_some();
+        if let Some(slot) = waiting.filter(|_| linked) {
+            binds.push(link::prepare(&slot.link).map_err(link_failed)?);
+        }
+        let mut labels = container_labels(spec.labels.clone(), &self.grant, &self.plugin);
+        let requested_networks = spec.networks.clone();
         let mut networks = spec.networks.into_iter();
         let mut env: Vec<String> = spec
             .env
@@ -443,17 +466,57 @@ impl Ctx {
             ..Default::default()
         };
         containment.limits.apply(&mut host_config);
-        let body = ContainerCreateBody {
+        let mut body = ContainerCreateBody {
             image: Some(image),
             cmd: (!spec.cmd.is_empty()).then_some(spec.cmd),
             entrypoint: spec.entrypoint,
             user: spec.user,
             working_dir: spec.workdir,
             env: Some(env),
-            labels: Some(labels),
+            labels: Some(spec.labels.into_iter().collect()),
             host_config: Some(host_config),
             ..Default::default()
         };
+        let fingerprint = pool::fingerprint(&body, &requested_networks, &self.plugin);
+        if let Some(PoolTicket::Claim(claim)) = pool {
+            // Its config holds no env: the run's goes to each exec.
+            let env = body
+                .env
+                .iter()
+                .flatten()
+                .filter_map(|kv| {
+                    kv.split_once('=')
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                })
+                .collect();
+            match claim.adopt(&self.docker, &fingerprint, env).await {
+                Ok(id) => {
+                    return match self.contain(&id, link.as_ref()).await {
+                        Ok(()) => Ok((id, link)),
+                        Err(e) => Err((e, Some(id))),
+                    };
+                }
+                Err(why) => {
+                    claim.missed(why);
+                    let _ = force_remove(&self.docker, &claim.record.container).await;
+                }
+            }
+        }
+        if let Some(slot) = waiting {
+            // The claiming run's env goes to each exec.
+            body.env = Some(vec![]);
+            let Some(mut main) = body.entrypoint.take() else {
+                return Err((
+                    "a warm container needs its provider to name its first process (an entrypoint)"
+                        .into(),
+                    None,
+                ));
+            };
+            main.extend(body.cmd.take().unwrap_or_default());
+            body.entrypoint = Some(pool::waiting_entrypoint(slot.idle, main));
+            labels.insert(POOL_LABEL.into(), slot.dir.display().to_string());
+        }
+        body.labels = Some(labels);
         let serial = match self.engine {
             Some(engine @ Engine::Podman)
                 if keep_id::needs_lock(
@@ -508,6 +571,10 @@ impl Ctx {
                 if let Some(snapshot) = self.grant.snapshot.as_ref().filter(|_| committable) {
                     snapshot.created(&id, exec_env);
                 }
+                if let Some(slot) = waiting {
+                    let engine = engine_name(self.engine.unwrap_or(Engine::Docker));
+                    slot.created(&id, engine, &fingerprint, linked);
+                }
                 Ok((id, link))
             }
             Err(e) => Err((e, Some(id))),
@@ -517,10 +584,11 @@ impl Ctx {
     /// An exec's env: the run's first when the container holds none of it
     /// (see `Snapshot::exec_env`), then the exec's own, which wins.
     fn exec_env(&self, container: &str, own: Vec<(String, String)>) -> Vec<(String, String)> {
-        let Some(snapshot) = &self.grant.snapshot else {
-            return own;
+        let mut env = match (&self.grant.snapshot, self.grant.pool.as_deref()) {
+            (Some(snapshot), _) => snapshot.exec_env(container),
+            (None, Some(PoolTicket::Claim(claim))) => claim.exec_env(container).unwrap_or_default(),
+            _ => return own,
         };
-        let mut env = snapshot.exec_env(container);
         env.retain(|(k, _)| !own.iter().any(|(o, _)| o == k));
         env.extend(own);
         env

@@ -15,7 +15,7 @@
 //! policy (`capability::egress`), which the host applies to every container.
 //! `keep_id` serializes the creates a rootless Podman cannot take at once.
 //! `snapshot` keeps a prepared container as an image a later one starts
-//! from.
+//! from; `pool` keeps containers started ahead for the runs to come.
 
 mod containment;
 mod engine;
@@ -23,6 +23,7 @@ mod exec;
 mod keep_id;
 mod limits;
 mod policy;
+pub mod pool;
 pub mod snapshot;
 
 pub use containment::Containment;

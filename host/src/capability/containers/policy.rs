@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::containment::Containment;
+use super::pool::PoolTicket;
 use super::snapshot::Snapshot;
 use super::{ContainerSpec, Mount};
 use crate::capability::link::MOUNT as LINK_MOUNT;
@@ -42,6 +43,9 @@ pub struct ContainerGrant {
     /// The sandbox's prepared snapshot, under `snapshot=auto`: its first
     /// container may start from one, or be kept as one.
     pub snapshot: Option<Arc<Snapshot>>,
+    /// The sandbox's warm container (ADR 0037): a pool slot its create
+    /// fills, or the one its run claimed.
+    pub pool: Option<Arc<PoolTicket>>,
 }
 
 /// What keeps the repository's git dir out of the sandbox's reach: every
@@ -481,6 +485,7 @@ mod tests {
             containment: Containment::default(),
             git_shield: None,
             snapshot: None,
+            pool: None,
         };
         Fixture {
             _dir: dir,

@@ -96,6 +96,7 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         git_shield: None,
         gateway: None,
         setup: vec![],
+        pool: None,
     };
     let sandbox = match provider.create(&spec).await {
         Ok(sandbox) => sandbox,

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::spec::{ProviderConfig, SandboxSpec};
+use crate::capability::containers::pool::PoolOptions;
 use crate::capability::containers::snapshot::{Snapshot, SnapshotOptions};
 use crate::capability::containers::{Containment, GitShield};
 use crate::capability::{
@@ -40,6 +41,7 @@ pub(super) fn for_sandbox(
                 &spec.git_dir,
             ))
         });
+        grant.pool = spec.pool.clone();
         Some(grant)
     } else {
         None
@@ -112,7 +114,8 @@ pub(super) fn resolve(
     info: &ProviderInfo,
 ) -> Result<Resolved> {
     let (mut config, mounts) = resolve_mounts(&spec.config)?;
-    let snapshot = take_snapshot(&mut config, caps, info)?;
+    // The run reads the pool options itself: it claims before the create.
+    let (snapshot, _pool) = take_prepared(&mut config, caps, info)?;
     let mut containment = take_containment(&mut config, caps, info)?;
     if caps.containers {
         containment.share_memory(spec.side_by_side);
@@ -128,10 +131,28 @@ pub(super) fn resolve(
     })
 }
 
+/// The snapshot and pool options of `config`, taken out of it (see
+/// [`take_snapshot`], [`take_pool`]); the two together are refused.
+pub(super) fn take_prepared(
+    config: &mut ProviderConfig,
+    caps: &Capabilities,
+    info: &ProviderInfo,
+) -> Result<(Option<SnapshotOptions>, Option<PoolOptions>)> {
+    let snapshot = take_snapshot(config, caps, info)?;
+    let pool = take_pool(config, caps, info)?;
+    if pool.is_some() && snapshot.is_some() {
+        return Err(Error::input(format!(
+            "sandbox provider `{}`: pool=N and snapshot=auto do not go together yet: a warm container is made before a run's set-up, a snapshot after it; choose one",
+            info.name
+        )));
+    }
+    Ok((snapshot, pool))
+}
+
 /// The snapshot options of `config` (ADR 0035), taken out of it for a
 /// provider with the containers capability; refused for any other, whose
 /// sandbox the host cannot commit.
-pub(super) fn take_snapshot(
+fn take_snapshot(
     config: &mut ProviderConfig,
     caps: &Capabilities,
     info: &ProviderInfo,
@@ -146,6 +167,27 @@ pub(super) fn take_snapshot(
         return Ok(None);
     }
     SnapshotOptions::take_from(config)
+        .map_err(|e| Error::input(format!("sandbox provider `{}`: {e}", info.name)))
+}
+
+/// The pool options of `config` (ADR 0037), taken out of it for a provider
+/// with the containers capability; refused for any other, whose sandbox
+/// the host cannot start ahead.
+fn take_pool(
+    config: &mut ProviderConfig,
+    caps: &Capabilities,
+    info: &ProviderInfo,
+) -> Result<Option<PoolOptions>> {
+    if !caps.containers {
+        if let Some((key, value)) = config.iter().find(|(k, _)| PoolOptions::is_key(k)) {
+            return Err(Error::input(format!(
+                "sandbox provider `{}` cannot keep warm sandboxes ({key}={value}): only providers that run containers through the host (docker, podman) can; nothing was created",
+                info.name
+            )));
+        }
+        return Ok(None);
+    }
+    PoolOptions::take_from(config)
         .map_err(|e| Error::input(format!("sandbox provider `{}`: {e}", info.name)))
 }
 
@@ -266,6 +308,7 @@ fn container_grant(
         writable,
         containment,
         snapshot: None,
+        pool: None,
     })
 }
 

@@ -357,6 +357,16 @@ impl Sandbox {
         flatten(&self.name, "close", r)
     }
 
+    /// Leave the sandbox's containers running for the run that will claim
+    /// them (a warm container, ADR 0037): nothing is torn down but the
+    /// scratch dir, which a claiming run gets anew.
+    pub fn park(mut self) {
+        self.closed = true;
+        if let Some(dir) = self.scratch.take() {
+            let _ = std::fs::remove_dir_all(dir);
+        }
+    }
+
     fn cleanup(&mut self) {
         self.store.data().brokered.kill_all();
         let containers = self.store.data_mut().containers.remove_all();

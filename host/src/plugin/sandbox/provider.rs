@@ -17,6 +17,7 @@ use crate::plugin::{
 };
 
 /// A sandbox provider, loaded and described.
+#[derive(Clone)]
 pub struct SandboxProvider {
     plugin: Plugin,
     info: ProviderInfo,
@@ -145,7 +146,7 @@ impl SandboxProvider {
     /// not parse (ADR 0022), and snapshot options it cannot keep (ADR 0035).
     pub fn check_containment(&self, config: &[(String, String)]) -> Result<()> {
         let mut config = config.to_vec();
-        grants::take_snapshot(&mut config, &self.capabilities(), &self.info)?;
+        grants::take_prepared(&mut config, &self.capabilities(), &self.info)?;
         grants::take_containment(&mut config, &self.capabilities(), &self.info)?;
         Ok(())
     }

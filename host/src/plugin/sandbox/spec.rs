@@ -4,6 +4,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::capability::containers::GitShield;
+use crate::capability::containers::pool::PoolTicket;
 use crate::capability::gateway::Gateway;
 use crate::plugin::api::{CreateOptions, EnvVar};
 
@@ -35,6 +36,8 @@ pub struct SandboxSpec {
     /// `sudo? command`): what a prepared snapshot skips, so part of its key
     /// (ADR 0035). Empty where there is none.
     pub setup: Vec<String>,
+    /// The warm container this sandbox's create fills or uses (ADR 0037).
+    pub pool: Option<Arc<PoolTicket>>,
 }
 
 impl SandboxSpec {

@@ -1,0 +1,418 @@
+//! Warm sandboxes for runs (ADR 0037): a run whose container provider has
+//! `pool=N` claims a container started ahead in place of creating one, and
+//! tops the pool up while its agent works; `sanddune gc` sweeps what no run
+//! claimed.
+//!
+//! A slot is a run id reserved ahead (see `capability::containers::pool`):
+//! its temporary worktree (`run-<id>`, merge-to-head) or the repository
+//! itself (head), its agent git dir, parked, and a container created by the
+//! provider for that run. The claiming run takes the id at its plan, before
+//! anything of its own exists, so its worktree, agent git dir and link are
+//! the container's mounts. Under `--branch` the worktree is the branch's,
+//! named by the user, which no slot can know ahead: those runs create
+//! their container.
+
+use std::os::fd::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::place::Place;
+use super::plan::{self, SandboxPlan, source_branch};
+use super::setup;
+use super::strategy::BranchStrategy;
+use crate::capability::containers::pool::{
+    self, FillSlot, PoolOptions, PoolTicket, SlotState, pool_dir,
+};
+use crate::capability::containers::{Engine, connect_negotiated, force_remove};
+use crate::capability::gateway::Gateway;
+use crate::capability::link;
+use crate::plugin::sandbox::{SandboxProvider, SandboxSpec};
+use crate::worktree::Repo;
+
+/// A run's pool: where its slots are, and the one it claimed.
+pub(crate) struct RunPool {
+    options: PoolOptions,
+    dir: PathBuf,
+    strategy: BranchStrategy,
+    claimed: Option<Arc<PoolTicket>>,
+    /// What the run's log says of it.
+    pub note: Option<String>,
+}
+
+/// The pool a run's provider options ask for (`pool=N`), None when they
+/// ask for none. Its key is what the sandbox's create depends on, short of
+/// the run: a claimed container is used only when it is the one the run
+/// would create (see `capability::containers::pool`).
+pub(super) fn plan(
+    provider: &SandboxProvider,
+    config: &[(String, String)],
+    repo: &Repo,
+    side_by_side: u32,
+    strategy: &BranchStrategy,
+) -> Option<RunPool> {
+    let mut config = config.to_vec();
+    let options = PoolOptions::take_from(&mut config).ok()??;
+    let kind = match strategy {
+        BranchStrategy::Head => "head",
+        BranchStrategy::MergeToHead => "merge-to-head",
+        BranchStrategy::Branch(_) => {
+            return Some(RunPool {
+                options,
+                dir: PathBuf::new(),
+                strategy: strategy.clone(),
+                claimed: None,
+                note: Some(
+                    "pool: not used under --branch: the branch's worktree is named by the branch, which a container started ahead cannot know"
+                        .into(),
+                ),
+            });
+        }
+    };
+    let plugin = provider.plugin();
+    let config: Vec<String> = config.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let git_dir = repo.git_dir();
+    let key = pool::key_of(&[
+        &plugin.source,
+        &plugin.sha256,
+        &config.join("\n"),
+        kind,
+        &side_by_side.to_string(),
+        &git_dir.display().to_string(),
+    ]);
+    Some(RunPool {
+        options,
+        dir: pool_dir(&git_dir, &key),
+        strategy: strategy.clone(),
+        claimed: None,
+        note: None,
+    })
+}
+
+impl RunPool {
+    /// Claim a warm container: the run id it was made for, which the run
+    /// takes as its own. A merge-to-head slot's worktree is brought to the
+    /// host's HEAD first.
+    pub(super) fn claim(&mut self, repo: &Repo) -> Option<String> {
+        if self.note.is_some() {
+            return None;
+        }
+        let Some((id, claimed)) = pool::claim(&self.dir) else {
+            self.note = Some("pool: no warm container was waiting; creating one".into());
+            return None;
+        };
+        if self.strategy == BranchStrategy::MergeToHead
+            && let Err(e) =
+                repo.reset_pooled_worktree(&format!("run-{id}"), &format!("sanddune/run-{id}"))
+        {
+            // Left expired, for gc's sweep.
+            claimed.discard();
+            self.note = Some(format!(
+                "pool: the warm container's worktree could not be brought to HEAD ({e}); creating one"
+            ));
+            return None;
+        }
+        self.claimed = Some(Arc::new(PoolTicket::Claim(claimed)));
+        Some(id)
+    }
+
+    /// The claimed slot, for the sandbox's create: from here on it is the
+    /// run's, and goes when the sandbox does.
+    pub(super) fn ticket(&mut self) -> Option<Arc<PoolTicket>> {
+        self.claimed.take()
+    }
+
+    /// What tops the pool up, from the plan of the run's sandbox.
+    pub(super) fn refill(&self, sandbox: &SandboxPlan) -> Option<Refill> {
+        if self.note.as_deref().is_some_and(|n| n.contains("--branch")) {
+            return None;
+        }
+        Some(Refill {
+            root: sandbox.repo.root().to_path_buf(),
+            provider: sandbox.provider.clone(),
+            config: sandbox.config.clone(),
+            env: sandbox.env.clone().into_iter().collect(),
+            gateway: sandbox.gateway.gateway.clone(),
+            side_by_side: sandbox.options.side_by_side,
+            strategy: self.strategy.clone(),
+            options: self.options,
+            dir: self.dir.clone(),
+        })
+    }
+}
+
+/// What the run's log says of a claimed slot once the sandbox's create
+/// used it, or did not.
+pub(super) fn outcome(ticket: &PoolTicket) -> Option<String> {
+    let PoolTicket::Claim(claimed) = ticket else {
+        return None;
+    };
+    Some(match claimed.outcome()? {
+        Ok(()) => format!(
+            "pool: took a warm container ({}), started ahead",
+            &claimed.record.container[..12.min(claimed.record.container.len())]
+        ),
+        Err(why) => format!("pool: the warm container was not used ({why}); created a new one"),
+    })
+}
+
+impl Drop for RunPool {
+    /// A claimed slot the run never used (its plan failed after the
+    /// claim, or it was never started) goes back to the pool.
+    fn drop(&mut self) {
+        if let Some(PoolTicket::Claim(claimed)) = self.claimed.take().as_deref() {
+            claimed.give_back();
+        }
+    }
+}
+
+/// Tops a pool up to its size, as the run that planned it would create its
+/// sandbox.
+pub(super) struct Refill {
+    root: PathBuf,
+    provider: SandboxProvider,
+    config: Vec<(String, String)>,
+    env: Vec<(String, String)>,
+    gateway: Option<Arc<Gateway>>,
+    side_by_side: u32,
+    strategy: BranchStrategy,
+    options: PoolOptions,
+    dir: PathBuf,
+}
+
+impl Refill {
+    /// Start containers until the pool has its size waiting; what was done,
+    /// for the run's log. One process fills a pool at a time; another that
+    /// finds it filling leaves it.
+    pub(super) async fn run(self) -> Vec<String> {
+        if let Err(e) = std::fs::create_dir_all(&self.dir) {
+            return vec![format!(
+                "warning: pool: cannot make {}: {e}",
+                self.dir.display()
+            )];
+        }
+        let Some(_filling) = FillLock::try_take(&self.dir) else {
+            return vec![];
+        };
+        let missing = self.options.size.saturating_sub(pool::ready(&self.dir));
+        let mut started = 0;
+        for _ in 0..missing {
+            match self.fill_one().await {
+                Ok(()) => started += 1,
+                Err(e) => {
+                    return vec![format!(
+                        "warning: pool: a warm container could not be started: {e}"
+                    )];
+                }
+            }
+        }
+        if started == 0 {
+            return vec![];
+        }
+        vec![format!(
+            "pool: started {started} warm container(s) for the runs to come (idle lifetime {}s)",
+            self.options.idle.as_secs()
+        )]
+    }
+
+    async fn fill_one(&self) -> Result<(), String> {
+        let id = plan::run_id();
+        let slot = self.dir.join(&id);
+        std::fs::create_dir(&slot).map_err(|e| format!("{}: {e}", slot.display()))?;
+        let made = self.make(&id, &slot).await;
+        if made.is_err() {
+            let repo = Repo::discover(&self.root).map_err(|e| e.to_string())?;
+            repo.remove_parked_agent_git_dir(&id);
+            if self.strategy == BranchStrategy::MergeToHead {
+                let _ = repo
+                    .remove_pooled_worktree(&format!("run-{id}"), &format!("sanddune/run-{id}"));
+            }
+            let _ = std::fs::remove_dir_all(&slot);
+        }
+        made
+    }
+
+    /// The slot's worktree, parked agent git dir and container, then its
+    /// record: ready for a run.
+    async fn make(&self, id: &str, slot: &Path) -> Result<(), String> {
+        let error = |e: crate::error::Error| e.to_string();
+        let repo = Repo::discover(&self.root).map_err(error)?;
+        let target = repo.current_branch().map_err(error)?;
+        let branch = source_branch(&self.strategy, &target, id);
+        let worktree = match self.strategy {
+            BranchStrategy::MergeToHead => Some(Arc::new(
+                repo.add_worktree(&format!("run-{id}"), &branch, true)
+                    .map_err(error)?,
+            )),
+            _ => None,
+        };
+        let place = Place {
+            root: repo.root().to_path_buf(),
+            worktree,
+            branch,
+            target,
+            strategy: self.strategy.clone(),
+            run_id: id.to_string(),
+        };
+        let (agent_git, git_shield) =
+            setup::agent_git_dir(&self.provider, &place, id).map_err(error)?;
+        let git_dir = repo.git_dir();
+        drop(repo);
+        let ticket = Arc::new(PoolTicket::Fill(FillSlot::new(
+            slot.to_path_buf(),
+            self.options.idle,
+            link::pooled_dir(id),
+        )));
+        let spec = SandboxSpec {
+            run_id: id.to_string(),
+            name: format!("pool-{id}"),
+            worktree: place.path().to_path_buf(),
+            git_dir,
+            branch: place.branch.clone(),
+            env: self.env.clone(),
+            config: crate::devcontainer::mount_workspace(self.config.clone(), place.path()),
+            side_by_side: self.side_by_side,
+            git_shield,
+            gateway: self.gateway.clone(),
+            setup: vec![],
+            pool: Some(ticket.clone()),
+        };
+        let sandbox = match self.provider.create(&spec).await {
+            Ok(sandbox) => sandbox,
+            Err(e) => {
+                if let Some(dir) = agent_git {
+                    dir.remove();
+                }
+                return Err(e.to_string());
+            }
+        };
+        sandbox.park();
+        let PoolTicket::Fill(filled) = &*ticket else {
+            unreachable!("made as a fill");
+        };
+        let record = filled
+            .record()
+            .ok_or("the provider made no container through the host")?;
+        if let Some(dir) = agent_git {
+            dir.park()
+                .map_err(|e| format!("park the agent git dir: {e}"))?;
+        }
+        pool::publish(slot, &record).map_err(|e| format!("{}: {e}", slot.display()))
+    }
+}
+
+/// Held while a process fills a pool.
+struct FillLock(#[allow(dead_code)] std::fs::File);
+
+impl FillLock {
+    fn try_take(dir: &Path) -> Option<Self> {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(dir.join("fill.lock"))
+            .ok()?;
+        // SAFETY: flock on a descriptor this function owns.
+        (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0)
+            .then_some(Self(file))
+    }
+}
+
+/// What `sanddune gc` does with a repository's pools: every slot no run
+/// holds whose container ended, whose idle lifetime passed, or whose
+/// claiming process is gone goes (with `drain`, every slot waiting too),
+/// with its container, its worktree and its parked agent git dir. A line
+/// each.
+pub async fn sweep(repo: &Repo, drain: bool) -> Vec<String> {
+    let mut done = vec![];
+    let pools = repo.git_dir().join(pool::POOLS_DIR);
+    for pool in std::fs::read_dir(&pools).into_iter().flatten().flatten() {
+        for slot in std::fs::read_dir(pool.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if !slot.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let id = slot.file_name().to_string_lossy().into_owned();
+            let (record, claimed) = match pool::slot_state(&slot.path()) {
+                SlotState::Claimed => continue,
+                SlotState::Ready(record) if !drain => {
+                    if running(&record.engine, &record.container).await != Some(false) {
+                        continue;
+                    }
+                    (Some(record), false)
+                }
+                SlotState::Ready(record) => (Some(record), false),
+                SlotState::Dead(record) => {
+                    let claimed = std::fs::read_dir(slot.path())
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .any(|e| {
+                            e.file_name()
+                                .to_string_lossy()
+                                .starts_with(pool::CLAIMED_PREFIX)
+                        });
+                    (record, claimed)
+                }
+            };
+            // A slot whose claiming run died is that run's: its container,
+            // worktree and agent git dir go the way a killed run's do.
+            if !claimed {
+                if let Some(record) = &record {
+                    remove_container(&record.engine, &record.container).await;
+                    if let Some(dir) = &record.link {
+                        let _ = std::fs::remove_dir_all(dir);
+                    }
+                }
+                let worktree = repo
+                    .root()
+                    .join(crate::worktree::WORKTREES_DIR)
+                    .join(format!("run-{id}"));
+                if worktree.exists() {
+                    let _ = repo.remove_pooled_worktree(
+                        &format!("run-{id}"),
+                        &format!("sanddune/run-{id}"),
+                    );
+                }
+            }
+            // Parked still: its run died before taking it over.
+            repo.remove_parked_agent_git_dir(&id);
+            if std::fs::remove_dir_all(slot.path()).is_ok() {
+                done.push(match claimed {
+                    false => format!("removed warm sandbox {id}, which no run claimed"),
+                    true => {
+                        format!("cleared warm sandbox {id}'s record: the run that claimed it died")
+                    }
+                });
+            }
+        }
+    }
+    done
+}
+
+fn engine_of(name: &str) -> Engine {
+    match name {
+        "podman" => Engine::Podman,
+        _ => Engine::Docker,
+    }
+}
+
+/// Whether the container runs; None when the engine does not answer.
+async fn running(engine: &str, container: &str) -> Option<bool> {
+    let docker = connect_negotiated(engine_of(engine)).await.ok()?;
+    match docker.inspect_container(container, None).await {
+        Ok(info) => Some(info.state.and_then(|s| s.running) == Some(true)),
+        Err(bollard::errors::Error::DockerResponseServerError {
+            status_code: 404, ..
+        }) => Some(false),
+        Err(_) => None,
+    }
+}
+
+async fn remove_container(engine: &str, container: &str) {
+    if let Ok(docker) = connect_negotiated(engine_of(engine)).await {
+        let _ = force_remove(&docker, container).await;
+    }
+}
