@@ -563,8 +563,58 @@ fn docker_as_a_non_root_user_a_snapshot_is_kept_and_started_from() {
     a_snapshot_is_kept_and_started_from_as_the_user("docker", "sanddune-test-non-root:latest");
 }
 
+/// Warm sandboxes (ADR 0037) as the user: a run leaves a container waiting,
+/// the next (another process) claims it and commits, everything written
+/// is the user's, and `gc --drain-pool` removes the one left waiting.
+fn a_warm_container_is_claimed_as_the_user(engine: &str, image: &str) {
+    let user = user();
+    let repo = repo_of(&user);
+    let (image, mounts) = (format!("image={image}"), mounts(&repo));
+    let before: u32 = git(&repo, &["rev-list", "--count", "HEAD"])
+        .parse()
+        .unwrap();
+    let run = |prompt: &str| {
+        let mut args = vec!["run", "--sandbox", engine, "--agent", "claude-code"];
+        args.extend(["--prompt", prompt, "--sandbox-opt", &image]);
+        args.extend(["--sandbox-opt", "pool=1", "--strategy", "merge-to-head"]);
+        args.extend(["--log", "terminal"]);
+        for m in &mounts {
+            args.extend(["--sandbox-opt", m.as_str()]);
+        }
+        let out = sanddune_as(&user, &repo, &args);
+        assert!(out.status.success(), "{}", stderr(&out));
+        stderr(&out)
+    };
+    let first = run("fix the typo");
+    assert!(first.contains("pool: started 1 warm container"), "{first}");
+    let second = run("add a note");
+    assert!(second.contains("pool: took a warm container"), "{second}");
+    let after: u32 = git(&repo, &["rev-list", "--count", "HEAD"])
+        .parse()
+        .unwrap();
+    assert_eq!(after, before + 2, "both runs landed their commit");
+    assert_eq!(not_owned_by(&user, repo.path()), Vec::<String>::new());
+    let out = sanddune_as(&user, &repo, &["gc", "--drain-pool"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        common::stdout(&out).contains("which no run claimed"),
+        "{}",
+        common::stdout(&out)
+    );
+}
+
+fn rootless_podman_a_warm_container_is_claimed_as_the_user() {
+    a_warm_container_is_claimed_as_the_user("podman", "sanddune-test:latest");
+}
+
+fn docker_as_a_non_root_user_a_warm_container_is_claimed() {
+    a_warm_container_is_claimed_as_the_user("docker", "sanddune-test-non-root:latest");
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
+        trial!(rootless_podman_a_warm_container_is_claimed_as_the_user),
+        trial!(docker_as_a_non_root_user_a_warm_container_is_claimed),
         trial!(rootless_podman_a_planted_hook_never_runs_as_the_user),
         trial!(rootless_podman_merge_to_head_a_planted_hook_never_runs_as_the_user),
         trial!(rootless_podman_branch_a_planted_hook_never_runs_as_the_user),

@@ -10,13 +10,15 @@
 #    for: the sandbox's close comes after it, ADR 0034) and to its exit.
 #    Prints the medians, their ratios to the floor (target: the result at
 #    most 1.10x) and the median of each phase from the runs' `timings`.
+#    Then the same run with a pool of warm containers (--sandbox-opt
+#    pool=2, ADR 0037): each round claims one the round before left, and
+#    tops the pool up while its agent works.
 # 2. A fan-out: 16 items at --parallel 4, each committing one line on its
 #    own branch, as a `sanddune workflow run` (a plan step lists the items,
 #    then the fan-out step; timed from the plan's end to the exit) against
-#    the bare sequence of 16 items, four at a time (xargs -P 4).
-#
-# Warm sandboxes (a pool of started containers, issue 37 part 1) are not
-# built: there is no warm column yet.
+#    the bare sequence of 16 items, four at a time (xargs -P 4). Then 16
+#    merge-to-head items (a pool needs a worktree named by the run) without
+#    and with pool=4.
 #
 #   host/benches/docker_run.sh [rounds] [fan-out rounds]    (default 5 and 3)
 #
@@ -57,12 +59,15 @@ print(f"{result:.4f} {end:.4f}")
 PY
 }
 
-# Round $1's result goes to $work/result-$1.json.
+# Round $1's result goes to $work/result-$1.json; "$2"... go to the run.
 sanddune_once() {
+    local n=$1
+    shift
     to_result_and_exit "$sanddune" run --cwd "$repo" --sandbox docker --agent claude-code \
         --strategy merge-to-head --prompt "add a line" --json \
-        --sandbox-opt image="$image" $SANDDUNE_RUN_ARGS 2>"$work/result-$1.json"
+        --sandbox-opt image="$image" $SANDDUNE_RUN_ARGS "$@" 2>"$work/result-$n.json"
 }
+warm_once() { sanddune_once "w$1" --sandbox-opt pool=2; }
 
 # One item of the bare sequence on branch $1, merged when $2 is "merge".
 bare_item() {
@@ -89,13 +94,19 @@ echo "== one run, $rounds rounds (sanddune, then the floor, in each) =="
 # One untimed round each: the component cache and the engine's page cache.
 sanddune_once 0 >/dev/null
 bare_once
+# The first fills the pool.
+warm_once 0 >/dev/null
 
 : >"$work/s-result" && : >"$work/s-exit" && : >"$work/floor"
+: >"$work/w-result" && : >"$work/w-exit"
 for n in $(seq "$rounds"); do
     read -r r e < <(sanddune_once "$n")
     echo "$r" >>"$work/s-result"
     echo "$e" >>"$work/s-exit"
     timed "$work/floor" bare_once
+    read -r r e < <(warm_once "$n")
+    echo "$r" >>"$work/w-result"
+    echo "$e" >>"$work/w-exit"
 done
 
 mr=$(median <"$work/s-result")
@@ -104,21 +115,31 @@ mb=$(median <"$work/floor")
 printf 'floor (bare shell sequence):     median %.3f s\n' "$mb"
 printf 'sanddune run, to its result:     median %.3f s  %.2fx the floor (target <= 1.10x)\n' "$mr" "$(awk "BEGIN {print $mr / $mb}")"
 printf 'sanddune run, to its exit:       median %.3f s  %.2fx the floor\n' "$me" "$(awk "BEGIN {print $me / $mb}")"
-printf 'warm sanddune run (pool of 2):   not built (issue 37 part 1)\n'
+wr=$(median <"$work/w-result")
+we=$(median <"$work/w-exit")
+printf 'warm run (pool=2), to its result: median %.3f s  %.2fx the floor (target <= 0.6x)\n' "$wr" "$(awk "BEGIN {print $wr / $mb}")"
+printf 'warm run (pool=2), to its exit:   median %.3f s  %.2fx the floor (it tops the pool up)\n' "$we" "$(awk "BEGIN {print $we / $mb}")"
 printf '%d commits landed on main\n' "$(git -C "$repo" rev-list --count main)"
 
-# The timed rounds' phases (the untimed round is result-0).
+# The timed rounds' phases (the untimed rounds are result-0 and -w0), and
+# how long after the process started the agent's exec began.
 python3 - "$work" "$rounds" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
-phases = {}
-for r in range(1, rounds + 1):
-    with open(f"{work}/result-{r}.json") as f:
-        for p in json.load(f)["timings"]:
+BEFORE = ("process start", "worktree", "sandbox create", "hooks", "status before")
+for label, prefix in (("cold", ""), ("warm", "w")):
+    phases, to_agent = {}, []
+    for r in range(1, rounds + 1):
+        with open(f"{work}/result-{prefix}{r}.json") as f:
+            timings = json.load(f)["timings"]
+        for p in timings:
             phases.setdefault(p["phase"], []).append(p["ms"])
-print("sanddune run phases, median ms over the timed rounds (process start includes plugin load):")
-for name, ms in phases.items():
-    print(f"  {name:<28} {statistics.median(ms):8.1f}")
+        # `process start` includes the plugin load.
+        to_agent.append(sum(p["ms"] for p in timings if p["phase"] in BEFORE))
+    print(f"{label} run phases, median ms over the timed rounds (process start includes plugin load):")
+    for name, ms in phases.items():
+        print(f"  {name:<28} {statistics.median(ms):8.1f}")
+    print(f"  {'to the agent exec':<28} {statistics.median(to_agent):8.1f}   (process start to the agent's exec)")
 PY
 
 echo
@@ -147,18 +168,47 @@ promptArgs = { N = "{{index}}" }
 [args]
 ROUND = "0"
 EOF
+# The same items under merge-to-head, without and with a pool of 4.
+for variant in merge pool; do
+    opts="image = \"$image\""
+    [ "$variant" = pool ] && opts="$opts, pool = \"4\""
+    cat >"$repo/.sanddune/workflows/fanout-$variant.toml" <<EOF
+[defaults]
+sandbox = "docker"
+agent = "claude-code"
+sandboxOptions = { image = "$image" }
+
+[[steps]]
+name = "plan"
+strategy = "head"
+prompt = "list the items\nFAKE:file:plan.md\nFAKE:say:<plan>[$items]</plan>"
+output = { tag = "plan", schemaFile = "plan.schema.json" }
+
+[[steps]]
+name = "implement"
+forEach = "plan"
+strategy = "merge-to-head"
+sandboxOptions = { $opts }
+promptFile = "item.md"
+promptArgs = { N = "{{index}}" }
+
+[args]
+ROUND = "0"
+EOF
+done
 echo '{"type": "array", "items": {"type": "integer"}}' >"$repo/.sanddune/plan.schema.json"
 printf 'add a line\nFAKE:file:item-{{N}}.md\n' >"$repo/.sanddune/item.md"
 git -C "$repo" add .sanddune
 git -C "$repo" commit -q -m "bench workflow"
 # Prints the fan-out step's seconds: the workflow's wall time less its
 # plan step's.
+# $2: the workflow (default fanout).
 fanout_once() {
-    python3 - "$sanddune" "$repo" "$1" <<'PY'
+    python3 - "$sanddune" "$repo" "$1" "${2:-fanout}" <<'PY'
 import json, subprocess, sys, time
-bin, repo, n = sys.argv[1:]
+bin, repo, n, workflow = sys.argv[1:]
 start = time.monotonic()
-out = subprocess.run([bin, "workflow", "run", "fanout", "--cwd", repo, "--parallel", "4",
+out = subprocess.run([bin, "workflow", "run", workflow, "--cwd", repo, "--parallel", "4",
                       "--arg", f"ROUND={n}", "--json", "--trust"], capture_output=True)
 wall = time.monotonic() - start
 if out.returncode != 0:
@@ -168,7 +218,7 @@ plan = steps[0]["items"][0]["durationMs"] / 1000
 ok = sum(i["status"] == "succeeded" for i in steps[1]["items"])
 if ok != 16:
     sys.exit(f"{ok} of 16 items succeeded")
-with open(f"{repo}/../fanout-{n}.json", "wb") as f:
+with open(f"{repo}/../{workflow}-{n}.json", "wb") as f:
     f.write(out.stdout)
 print(f"{wall - plan:.4f}")
 PY
@@ -179,16 +229,24 @@ bare_fanout() {
 }
 
 fanout_once 0 >/dev/null
-: >"$work/fan-s" && : >"$work/fan-b"
+fanout_once 0 fanout-merge >/dev/null
+# The first fills the pool.
+fanout_once 0 fanout-pool >/dev/null
+: >"$work/fan-s" && : >"$work/fan-b" && : >"$work/fan-m" && : >"$work/fan-p"
 for n in $(seq "$fanout_rounds"); do
     fanout_once "$n" >>"$work/fan-s"
     timed "$work/fan-b" bare_fanout "$n"
+    fanout_once "$n" fanout-merge >>"$work/fan-m"
+    fanout_once "$n" fanout-pool >>"$work/fan-p"
 done
 fs=$(median <"$work/fan-s")
 fb=$(median <"$work/fan-b")
 printf 'floor (bare, xargs -P 4):        median %.3f s\n' "$fb"
 printf 'sanddune workflow, fan-out step: median %.3f s  %.2fx the floor\n' "$fs" "$(awk "BEGIN {print $fs / $fb}")"
-printf 'with a pool of warm sandboxes:   not built (issue 37 part 1)\n'
+fm=$(median <"$work/fan-m")
+fp=$(median <"$work/fan-p")
+printf 'merge-to-head items, no pool:    median %.3f s\n' "$fm"
+printf 'merge-to-head items, pool=4:     median %.3f s  %.2fx faster (target >= 1.5x)\n' "$fp" "$(awk "BEGIN {print $fm / $fp}")"
 python3 - "$work" "$fanout_rounds" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])
@@ -201,3 +259,6 @@ print("fan-out item phases, median ms over the items of the timed rounds:")
 for name, ms in phases.items():
     print(f"  {name:<28} {statistics.median(ms):8.1f}")
 PY
+
+# The warm containers left waiting go with the scratch repository.
+"$sanddune" gc --cwd "$repo" --drain-pool >/dev/null

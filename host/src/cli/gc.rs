@@ -133,8 +133,8 @@ pub async fn gc(args: GcArgs) -> Result<()> {
                 continue;
             };
             let in_use = match labels.get(POOL_LABEL) {
-                // Waiting, or claimed by a run that lives; the sweep below
-                // drains the waiting ones when asked.
+                // Waiting, being filled, or claimed by a run that lives;
+                // the sweep below drains the waiting ones when asked.
                 Some(slot) => !matches!(
                     pool::slot_state(std::path::Path::new(slot)),
                     SlotState::Dead(_)

@@ -418,6 +418,9 @@ impl PlannedRun {
             timings.record("process start", process);
         }
         timings.record("plugin load", loaded);
+        if let Some(note) = plan.pool.as_ref().and_then(|p| p.note.as_deref()) {
+            log.line(note);
+        }
         let place = timings
             .time(
                 "worktree",
@@ -433,9 +436,6 @@ impl PlannedRun {
             .await?;
         let root = plan.sandbox.repo.root().to_path_buf();
         let abort = so.abort.clone();
-        if let Some(note) = plan.pool.as_ref().and_then(|p| p.note.as_deref()) {
-            log.line(note);
-        }
         plan.sandbox.pool = plan.pool.as_mut().and_then(|p| p.ticket());
         let refill = plan.pool.as_ref().and_then(|p| p.refill(&plan.sandbox));
         let mut handle = SandboxHandle::start(plan.sandbox, place, true, log).await?;

@@ -32,7 +32,8 @@ use crate::worktree::Repo;
 /// A run's pool: where its slots are, and the one it claimed.
 pub(crate) struct RunPool {
     options: PoolOptions,
-    dir: PathBuf,
+    /// None where the run cannot use one (under --branch).
+    dir: Option<PathBuf>,
     strategy: BranchStrategy,
     claimed: Option<Arc<PoolTicket>>,
     /// What the run's log says of it.
@@ -58,7 +59,7 @@ pub(super) fn plan(
         BranchStrategy::Branch(_) => {
             return Some(RunPool {
                 options,
-                dir: PathBuf::new(),
+                dir: None,
                 strategy: strategy.clone(),
                 claimed: None,
                 note: Some(
@@ -81,7 +82,7 @@ pub(super) fn plan(
     ]);
     Some(RunPool {
         options,
-        dir: pool_dir(&git_dir, &key),
+        dir: Some(pool_dir(&git_dir, &key)),
         strategy: strategy.clone(),
         claimed: None,
         note: None,
@@ -93,10 +94,7 @@ impl RunPool {
     /// takes as its own. A merge-to-head slot's worktree is brought to the
     /// host's HEAD first.
     pub(super) fn claim(&mut self, repo: &Repo) -> Option<String> {
-        if self.note.is_some() {
-            return None;
-        }
-        let Some((id, claimed)) = pool::claim(&self.dir) else {
+        let Some((id, claimed)) = pool::claim(self.dir.as_ref()?) else {
             self.note = Some("pool: no warm container was waiting; creating one".into());
             return None;
         };
@@ -111,6 +109,9 @@ impl RunPool {
             ));
             return None;
         }
+        self.note = Some(format!(
+            "pool: claimed the warm sandbox made ahead for run {id}: its worktree and container are this run's"
+        ));
         self.claimed = Some(Arc::new(PoolTicket::Claim(claimed)));
         Some(id)
     }
@@ -123,9 +124,6 @@ impl RunPool {
 
     /// What tops the pool up, from the plan of the run's sandbox.
     pub(super) fn refill(&self, sandbox: &SandboxPlan) -> Option<Refill> {
-        if self.note.as_deref().is_some_and(|n| n.contains("--branch")) {
-            return None;
-        }
         Some(Refill {
             root: sandbox.repo.root().to_path_buf(),
             provider: sandbox.provider.clone(),
@@ -135,7 +133,7 @@ impl RunPool {
             side_by_side: sandbox.options.side_by_side,
             strategy: self.strategy.clone(),
             options: self.options,
-            dir: self.dir.clone(),
+            dir: self.dir.clone()?,
         })
     }
 }
@@ -336,7 +334,7 @@ pub async fn sweep(repo: &Repo, drain: bool) -> Vec<String> {
             }
             let id = slot.file_name().to_string_lossy().into_owned();
             let (record, claimed) = match pool::slot_state(&slot.path()) {
-                SlotState::Claimed => continue,
+                SlotState::Claimed | SlotState::Filling => continue,
                 SlotState::Ready(record) if !drain => {
                     if running(&record.engine, &record.container).await != Some(false) {
                         continue;
@@ -357,25 +355,17 @@ pub async fn sweep(repo: &Repo, drain: bool) -> Vec<String> {
                     (record, claimed)
                 }
             };
-            // A slot whose claiming run died is that run's: its container,
-            // worktree and agent git dir go the way a killed run's do.
-            if !claimed {
-                if let Some(record) = &record {
-                    remove_container(&record.engine, &record.container).await;
-                    if let Some(dir) = &record.link {
-                        let _ = std::fs::remove_dir_all(dir);
-                    }
-                }
-                let worktree = repo
-                    .root()
-                    .join(crate::worktree::WORKTREES_DIR)
-                    .join(format!("run-{id}"));
-                if worktree.exists() {
-                    let _ = repo.remove_pooled_worktree(
-                        &format!("run-{id}"),
-                        &format!("sanddune/run-{id}"),
-                    );
-                }
+            if let Some(record) = record.as_ref().filter(|_| !claimed) {
+                remove_container(&record.engine, &record.container).await;
+            }
+            let _ = std::fs::remove_dir_all(link::pooled_dir(&id));
+            // A run that claimed the slot and died holds its worktree by a
+            // lock, and gc collects it as that run's; one with no lock was
+            // never the run's.
+            let name = format!("run-{id}");
+            let worktrees = repo.root().join(crate::worktree::WORKTREES_DIR);
+            if worktrees.join(&name).exists() && !worktrees.join(format!("{name}.lock")).exists() {
+                let _ = repo.remove_pooled_worktree(&name, &format!("sanddune/{name}"));
             }
             // Parked still: its run died before taking it over.
             repo.remove_parked_agent_git_dir(&id);

@@ -478,7 +478,10 @@ impl Ctx {
             ..Default::default()
         };
         let fingerprint = pool::fingerprint(&body, &requested_networks, &self.plugin);
-        if let Some(PoolTicket::Claim(claim)) = pool {
+        // A sandbox of more than one container claims for its first.
+        if let Some(PoolTicket::Claim(claim)) = pool
+            && claim.outcome().is_none()
+        {
             // Its config holds no env: the run's goes to each exec.
             let env = body
                 .env

@@ -330,6 +330,9 @@ pub fn ready(dir: &Path) -> usize {
         .count()
 }
 
+/// How long a slot may be without a record while a process fills it.
+const FILLING: Duration = Duration::from_secs(120);
+
 /// What a slot directory is now.
 #[derive(Debug, PartialEq, Eq)]
 pub enum SlotState {
@@ -337,6 +340,8 @@ pub enum SlotState {
     Ready(SlotRecord),
     /// Claimed by a process that still runs.
     Claimed,
+    /// Being filled: no record yet, made moments ago.
+    Filling,
     /// Claimed by a process that is gone, expired, or never finished.
     Dead(Option<SlotRecord>),
 }
@@ -371,7 +376,14 @@ pub fn slot_state(dir: &Path) -> SlotState {
             };
         }
     }
-    SlotState::Dead(None)
+    let young = std::fs::symlink_metadata(dir)
+        .and_then(|m| m.modified())
+        .is_ok_and(|made| made.elapsed().unwrap_or_default() < FILLING);
+    if young {
+        SlotState::Filling
+    } else {
+        SlotState::Dead(None)
+    }
 }
 
 fn read_record(path: &Path) -> Option<SlotRecord> {
@@ -531,6 +543,12 @@ mod tests {
         assert!(matches!(slot_state(&old), SlotState::Dead(Some(_))));
         let half = pool.path().join("half");
         std::fs::create_dir(&half).unwrap();
+        assert_eq!(slot_state(&half), SlotState::Filling, "a fill under way");
+        let old = SystemTime::now() - FILLING * 2;
+        std::fs::File::open(&half)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
         assert_eq!(slot_state(&half), SlotState::Dead(None));
     }
 

@@ -1,0 +1,356 @@
+//! Warm sandboxes (`pool=N`, ADR 0037) on real engines, through
+//! `sanddune run` as a user runs it, each run a process of its own: a run
+//! leaves a container waiting, the next claims it, and it is as fresh as a
+//! created one; two runs at once never share one; an idle one ends itself,
+//! and gc sweeps what is left.
+
+mod common;
+
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use common::engines::*;
+use common::trials::{self, trial};
+use common::{TestRepo, stderr, stdout};
+use serde_json::Value;
+
+const POOL_LABEL: &str = "sanddune.pool";
+
+/// A run on `engine` with `pool=1`, its log on stderr.
+fn pooled_run(engine: &str, repo: &TestRepo, prompt: &str, extra: &[&str]) -> Output {
+    let image = format!("image={IMAGE}");
+    let mut args = vec!["run", "--sandbox", engine, "--agent", "claude-code"];
+    args.extend(["--prompt", prompt, "--sandbox-opt", &image]);
+    args.extend(["--sandbox-opt", "pool=1", "--log", "terminal", "--json"]);
+    let mounts = fake_mounts(repo);
+    args.extend(mounts.iter().map(String::as_str));
+    args.extend_from_slice(extra);
+    repo.sanddune(&args)
+}
+
+/// The warm containers of `repo`'s pools, with their states.
+fn waiting(engine: &str, repo: &TestRepo) -> Vec<(String, String)> {
+    let git_dir = std::fs::canonicalize(repo.path().join(".git")).unwrap();
+    let out = Command::new(engine)
+        .args(["ps", "-aq", "--no-trunc", "--filter"])
+        .arg(format!("label={POOL_LABEL}"))
+        .output()
+        .unwrap();
+    // Podman's `ps` templates differ from Docker's; `inspect`'s agree.
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|id| {
+            let slot = inspect(
+                engine,
+                id,
+                &format!("{{{{index .Config.Labels \"{POOL_LABEL}\"}}}}"),
+            );
+            slot.starts_with(&git_dir.display().to_string()).then(|| {
+                let state = inspect(engine, id, "{{.State.Status}}");
+                (id.to_string(), state)
+            })
+        })
+        .collect()
+}
+
+fn inspect(engine: &str, id: &str, format: &str) -> String {
+    let out = Command::new(engine)
+        .args(["inspect", "--format", format, id])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+fn result(out: &Output) -> Value {
+    assert!(out.status.success(), "{}", stderr(out));
+    serde_json::from_str(&stdout(out)).unwrap()
+}
+
+/// The branches and worktrees of the repository that the pool made.
+fn slot_leftovers(repo: &TestRepo) -> (String, Vec<String>, Vec<String>) {
+    let branches = repo.git(&["branch", "--list", "sanddune/run-*"]);
+    let dir = |path: &str| -> Vec<String> {
+        std::fs::read_dir(repo.path().join(path))
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    };
+    (
+        branches,
+        dir(".sanddune/worktrees"),
+        dir(".git/sanddune-agent"),
+    )
+}
+
+/// The run after a pooled run takes the container it left waiting, in
+/// another process: the log says so, its commit lands, its env is its own
+/// and the container's config holds none of it, and nothing of the run
+/// before is in it. A new one waits after it; gc leaves that one, and
+/// `--drain-pool` removes it with its worktree, branch and agent git dir.
+fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str) {
+    require_engine(engine);
+    let repo = TestRepo::new();
+    let first = pooled_run(
+        engine,
+        &repo,
+        "first\nFAKE:file:first.md\nFAKE:run:touch /tmp/left-by-first",
+        &[
+            "--strategy",
+            "merge-to-head",
+            "--env",
+            "SANDDUNE_TEST_SECRET=one",
+        ],
+    );
+    let log = stderr(&first);
+    let first = result(&first);
+    assert!(
+        log.contains("pool: no warm container was waiting; creating one"),
+        "{log}"
+    );
+    assert!(log.contains("pool: started 1 warm container(s)"), "{log}");
+    let warm = waiting(engine, &repo);
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    assert_eq!(warm[0].1, "running");
+    let id = &warm[0].0;
+    let env = inspect(engine, id, "{{json .Config.Env}}");
+    assert!(
+        // (Podman adds a HOME of its own; the provider's is /home/agent.)
+        !env.contains("SANDDUNE_TEST") && !env.contains("ANTHROPIC") && !env.contains("HOME=/home"),
+        "the waiting container's config holds a run's env: {env}"
+    );
+    let reserved = inspect(engine, id, "{{index .Config.Labels \"sanddune.run\"}}");
+
+    let second = pooled_run(
+        engine,
+        &repo,
+        "second\nFAKE:file:second.md\nFAKE:run:ls /tmp/left-by-first 2>&1; echo $SANDDUNE_TEST_SECRET",
+        &[
+            "--strategy",
+            "merge-to-head",
+            "--env",
+            "SANDDUNE_TEST_SECRET=two",
+        ],
+    );
+    let log = stderr(&second);
+    let second = result(&second);
+    assert!(
+        log.contains(&format!("pool: took a warm container ({})", &id[..12])),
+        "{log}"
+    );
+    let said = second["stdout"].as_str().unwrap();
+    assert!(
+        said.contains("No such file") && said.contains("two"),
+        "the claimed container is not a fresh one with the run's env: {said}"
+    );
+    assert!(
+        log.contains(&format!("on branch sanddune/run-{reserved}")),
+        "the run took the id the container was made for: {log}"
+    );
+    for (result, file) in [(&first, "first.md"), (&second, "second.md")] {
+        assert_eq!(result["commits"].as_array().unwrap().len(), 1, "{result}");
+        assert!(repo.path().join(file).exists(), "{file} not merged");
+    }
+    let calls = repo.calls("claude");
+    assert_eq!(calls[1]["env"]["SANDDUNE_TEST_SECRET"], "two", "{calls:?}");
+    assert_no_container_left(engine, "run", &reserved);
+    let warm = waiting(engine, &repo);
+    assert_eq!(warm.len(), 1, "topped up: {warm:?}");
+    assert_ne!(&warm[0].0, id);
+
+    let gc = repo.sanddune(&["gc"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert_eq!(waiting(engine, &repo).len(), 1, "gc left the waiting one");
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert!(
+        stdout(&gc).contains("which no run claimed"),
+        "{}",
+        stdout(&gc)
+    );
+    assert!(waiting(engine, &repo).is_empty());
+    let (branches, worktrees, agent_dirs) = slot_leftovers(&repo);
+    assert!(
+        branches.is_empty() && worktrees.is_empty() && agent_dirs.is_empty(),
+        "left: {branches} {worktrees:?} {agent_dirs:?}"
+    );
+}
+
+fn docker_a_run_claims_the_container_the_last_run_left_waiting() {
+    a_run_claims_the_container_the_last_run_left_waiting("docker");
+}
+
+fn podman_a_run_claims_the_container_the_last_run_left_waiting() {
+    a_run_claims_the_container_the_last_run_left_waiting("podman");
+}
+
+/// Two runs started at once with one container waiting: one takes it, the
+/// other creates its own, and both land their commits.
+fn docker_two_runs_at_once_never_claim_the_same_container() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let merge = ["--strategy", "merge-to-head"];
+    result(&pooled_run(
+        "docker",
+        &repo,
+        "fill\nFAKE:file:fill.md",
+        &merge,
+    ));
+    assert_eq!(waiting("docker", &repo).len(), 1);
+    let spawn = |n: &str| {
+        let image = format!("image={IMAGE}");
+        let prompt = format!("racer\nFAKE:file:{n}.md");
+        let mut args = vec!["run", "--sandbox", "docker", "--agent", "claude-code"];
+        args.extend(["--prompt", &prompt, "--sandbox-opt", &image]);
+        args.extend(["--sandbox-opt", "pool=1", "--log", "terminal"]);
+        args.extend(merge);
+        let mounts = fake_mounts(&repo);
+        args.extend(mounts.iter().map(String::as_str));
+        repo.command(&args)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    let (a, b) = (spawn("a"), spawn("b"));
+    let logs: Vec<String> = [a, b]
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            stderr(&out)
+        })
+        .collect();
+    let took = logs
+        .iter()
+        .filter(|l| l.contains("pool: took a warm container"))
+        .count();
+    assert_eq!(took, 1, "{logs:?}");
+    assert!(repo.path().join("a.md").exists() && repo.path().join("b.md").exists());
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert!(waiting("docker", &repo).is_empty());
+}
+
+/// A container no run claims within `pool-idle` ends itself, with no
+/// sanddune process left; gc then removes it and what was made for it.
+fn docker_an_idle_warm_container_ends_itself_and_gc_sweeps_it() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    result(&pooled_run(
+        "docker",
+        &repo,
+        "idle",
+        &["--sandbox-opt", "pool-idle=30s"],
+    ));
+    let warm = waiting("docker", &repo);
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    let deadline = Instant::now() + Duration::from_secs(90);
+    while waiting("docker", &repo)[0].1 == "running" {
+        assert!(Instant::now() < deadline, "still running after 90 s");
+        std::thread::sleep(Duration::from_secs(2));
+    }
+    let gc = repo.sanddune(&["gc"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert!(waiting("docker", &repo).is_empty(), "{}", stdout(&gc));
+    let (branches, worktrees, agent_dirs) = slot_leftovers(&repo);
+    assert!(
+        branches.is_empty() && worktrees.is_empty() && agent_dirs.is_empty(),
+        "left: {branches} {worktrees:?} {agent_dirs:?}"
+    );
+}
+
+/// A waiting container that is not the one this run would create (made
+/// with a link to the credential gateway; this run has none) is removed,
+/// and the run creates its own and lands its commit.
+fn docker_a_container_unlike_the_runs_own_is_not_used() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    result(&pooled_run("docker", &repo, "fill\nFAKE:file:fill.md", &[]));
+    let warm = waiting("docker", &repo);
+    assert_eq!(warm.len(), 1);
+    let out = pooled_run(
+        "docker",
+        &repo,
+        "other\nFAKE:file:other.md",
+        &["--no-gateway"],
+    );
+    let log = stderr(&out);
+    result(&out);
+    assert!(
+        log.contains("pool: the warm container was not used (its image, user, mounts, network or limits differ from this run's); created a new one"),
+        "{log}"
+    );
+    assert!(repo.path().join("other.md").exists());
+    assert!(
+        !waiting("docker", &repo)
+            .iter()
+            .any(|(id, _)| *id == warm[0].0),
+        "the unused container is gone"
+    );
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}
+
+/// Bad pool options are refused before anything exists, naming the key;
+/// under --branch the pool is not used, and the log says why.
+fn pool_options_are_checked_and_a_branch_run_says_it_creates() {
+    let repo = TestRepo::new();
+    let refused = |args: &[&str], says: &str| {
+        let mut all = vec!["run", "--agent", "claude-code", "--prompt", "x"];
+        all.extend_from_slice(args);
+        let out = repo.sanddune(&all);
+        assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+        assert!(stderr(&out).contains(says), "{}", stderr(&out));
+    };
+    refused(
+        &["--sandbox", "test-isolated", "--sandbox-opt", "pool=1"],
+        "cannot keep warm sandboxes (pool=1)",
+    );
+    refused(
+        &["--sandbox", "docker", "--sandbox-opt", "pool=many"],
+        "pool must be a number of containers from 0 to 16, not `many`",
+    );
+    refused(
+        &[
+            "--sandbox",
+            "docker",
+            "--sandbox-opt",
+            "pool=1",
+            "--sandbox-opt",
+            "pool-idle=1s",
+        ],
+        "pool-idle: `1s` is too short",
+    );
+    refused(
+        &[
+            "--sandbox",
+            "docker",
+            "--sandbox-opt",
+            "pool=1",
+            "--sandbox-opt",
+            "snapshot=auto",
+        ],
+        "pool=N and snapshot=auto do not go together",
+    );
+    assert!(repo.git(&["branch", "--list", "sanddune/*"]).is_empty());
+    require_engine("docker");
+    let branch = unique("pooled");
+    let out = pooled_run("docker", &repo, "on a branch", &["--branch", &branch]);
+    let log = stderr(&out);
+    result(&out);
+    assert!(log.contains("pool: not used under --branch"), "{log}");
+    assert!(waiting("docker", &repo).is_empty());
+}
+
+fn main() -> std::process::ExitCode {
+    trials::run(vec![
+        trial!(docker_a_run_claims_the_container_the_last_run_left_waiting),
+        trial!(podman_a_run_claims_the_container_the_last_run_left_waiting),
+        trial!(docker_two_runs_at_once_never_claim_the_same_container),
+        trial!(docker_an_idle_warm_container_ends_itself_and_gc_sweeps_it),
+        trial!(docker_a_container_unlike_the_runs_own_is_not_used),
+        trial!(pool_options_are_checked_and_a_branch_run_says_it_creates),
+    ])
+}
