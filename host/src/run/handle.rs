@@ -19,7 +19,7 @@ use super::place::{self, Place};
 use super::plan::{self, AgentPlan, SandboxPlan};
 use super::registry::{self, Live};
 use super::setup;
-use super::strategy::BranchStrategy;
+use super::strategy::{self, BranchStrategy};
 use super::structured::OutputError;
 use super::sync;
 use super::uncommitted;
@@ -138,7 +138,7 @@ impl SandboxHandle {
     ) -> Result<RunResult> {
         agent.options.abort = agent.options.abort.child();
         let record = registry_record(
-            plan::run_id(),
+            strategy::run_id(),
             &self.plan.options,
             (&self.place.branch, &self.place.root),
             (self.plan.provider.name(), agent.agent.name()),

@@ -176,7 +176,7 @@ pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResul
         None => so.hooks.host_on_worktree_ready.clone(),
     };
     let log = place::open_log(&repo, &so.log, so.name.as_deref())?;
-    let id = plan::run_id();
+    let id = strategy::run_id();
     let place = place::prepare_place(&repo, (strategy, &id), &so, &hooks, true, &log).await?;
     let session = session_on(&place, &options, agent, planned, &log).await;
     // The ending of the provider's default strategy.

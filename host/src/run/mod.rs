@@ -68,8 +68,9 @@ pub use iteration::{
 pub use log::LogMode;
 pub use plan::NO_SANDBOX;
 use plan::RunPlan;
-pub(crate) use plan::{SandboxPlan, run_id};
+pub(crate) use plan::SandboxPlan;
 pub use registry::WorkflowItem;
+pub(crate) use strategy::run_id;
 pub use strategy::{BranchStrategy, WorktreeStrategy};
 pub use structured::{OutputError, StructuredOutput};
 pub use worktree_handle::WorktreeHandle;
@@ -437,7 +438,17 @@ impl PlannedRun {
         let root = plan.sandbox.repo.root().to_path_buf();
         let abort = so.abort.clone();
         plan.sandbox.pool = plan.pool.as_mut().and_then(|p| p.ticket());
-        let refill = plan.pool.as_ref().and_then(|p| p.refill(&plan.sandbox));
+        let refill = plan.pool.as_ref().and_then(|p| {
+            let s = &plan.sandbox;
+            p.refill(pool::FillFrom {
+                root: s.repo.root().to_path_buf(),
+                provider: s.provider.clone(),
+                config: s.config.clone(),
+                env: s.env.clone().into_iter().collect(),
+                gateway: s.gateway.gateway.clone(),
+                side_by_side: s.options.side_by_side,
+            })
+        });
         let mut handle = SandboxHandle::start(plan.sandbox, place, true, log).await?;
         // While the agent works: the pool is topped up for the runs to come.
         let refill = refill.map(|r| tokio::spawn(r.run()));

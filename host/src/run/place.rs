@@ -9,11 +9,15 @@ use std::sync::Arc;
 use super::SandboxOptions;
 use super::hook_runner::{self, HookLog};
 use super::log::{LogMode, RunLog};
-use super::plan::source_branch;
-use super::strategy::BranchStrategy;
+use super::strategy::{BranchStrategy, source_branch};
+use crate::capability::containers::GitShield;
 use crate::error::{Error, Result};
 use crate::hooks::HostHook;
-use crate::worktree::{LOGS_DIR, Removed, Repo, Worktree, WorktreeOrigin, worktree_name};
+use crate::plugin::sandbox::{SandboxKind, SandboxProvider};
+use crate::worktree::{
+    AgentGitDir, LOGS_DIR, Removed, Repo, SHARED_OBJECTS, WORKTREES_DIR, Worktree, WorktreeOrigin,
+    worktree_name,
+};
 
 /// The run log; in file mode under `.sanddune/logs/`, kept out of the
 /// user's `git status`.
@@ -51,6 +55,51 @@ impl Place {
 
     pub fn repo(&self) -> Result<Repo> {
         Repo::discover(&self.root)
+    }
+
+    /// The agent git dir `id` for a sandbox whose containers share the
+    /// worktree (ADR 0025), and the shield its containers get; none for
+    /// other providers.
+    pub fn agent_git_dir(
+        &self,
+        provider: &SandboxProvider,
+        id: &str,
+    ) -> Result<(Option<AgentGitDir>, Option<GitShield>)> {
+        let caps = provider.capabilities();
+        if provider.info().kind == SandboxKind::Isolated || !(caps.containers || caps.jail) {
+            return Ok((None, None));
+        }
+        let repo = self.repo()?;
+        let dir = repo.agent_git_dir(self.path(), &self.branch, id)?;
+        let shield = GitShield {
+            git_dir: repo.git_dir(),
+            agent_git_dir: dir.git_dir(),
+            target: dir.target().to_path_buf(),
+            git_file: dir
+                .git_file()
+                .map(|file| (file, dir.worktree().join(".git"))),
+            shared_objects: SHARED_OBJECTS.to_string(),
+            hidden: self.hidden_under_head(),
+            empty_dir: dir.empty_dir(),
+        };
+        Ok((Some(dir), Some(shield)))
+    }
+
+    /// Under head the worktree is the repository root, which holds
+    /// sanddune's own directories: other runs' worktrees (whose `.git`
+    /// files the agent could point elsewhere) and the logs. The sandbox
+    /// sees them empty.
+    fn hidden_under_head(&self) -> Vec<PathBuf> {
+        if self.worktree.is_some() {
+            return vec![];
+        }
+        [WORKTREES_DIR, LOGS_DIR]
+            .iter()
+            .map(|dir| self.root.join(dir))
+            // Only what is there: a mount over a missing path would make
+            // it, as root, in your repository.
+            .filter(|dir| std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()))
+            .collect()
     }
 }
 

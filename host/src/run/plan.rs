@@ -372,8 +372,8 @@ impl RunPlan {
         let run_id = pool
             .as_mut()
             .and_then(|p| p.claim(&loaded.repo))
-            .unwrap_or_else(run_id);
-        let source = source_branch(&strategy, &target, &run_id);
+            .unwrap_or_else(strategy::run_id);
+        let source = strategy::source_branch(&strategy, &target, &run_id);
         // The branch that holds the commits when the run ends.
         let landed = match strategy {
             BranchStrategy::Branch(_) => &source,
@@ -521,31 +521,6 @@ pub(super) fn absolute(path: &Path) -> Result<PathBuf> {
         .map_err(|e| Error::input(format!("bad --cwd {}: {e}", path.display())))
 }
 
-/// A run's id: `<unix seconds>-<pid, hex>-<nth run of this process, hex>`.
-/// It names the run's branch, worktree and container labels, so two live
-/// runs must never share one: the pid tells processes apart (it is not
-/// reused while the process lives, nor within its second), the counter the
-/// runs of one process. (16 random bits used to collide: about once in 30
-/// batches of 64 runs started in one second.)
-pub(crate) fn run_id() -> String {
-    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    format!("{secs}-{:x}-{n:x}", std::process::id())
-}
-
-/// The source branch a strategy works on.
-pub(super) fn source_branch(strategy: &BranchStrategy, target: &str, id: &str) -> String {
-    match strategy {
-        BranchStrategy::Head => target.to_string(),
-        BranchStrategy::MergeToHead => format!("sanddune/run-{id}"),
-        BranchStrategy::Branch(branch) => branch.clone(),
-    }
-}
-
 fn read_dotenv(root: &Path) -> Result<EnvMap> {
     let path = root.join(crate::dotenv::FILE);
     match std::fs::read_to_string(&path) {
@@ -593,29 +568,4 @@ pub(super) fn agent_keys(agent: &AgentProvider) -> Vec<String> {
         .flat_map(|r| r.any_of.clone())
         .chain(info.optional_env.iter().cloned())
         .collect()
-}
-
-#[cfg(test)]
-mod run_id_tests {
-    use super::run_id;
-
-    #[test]
-    fn run_ids_are_unique_across_threads() {
-        let threads: Vec<_> = (0..8)
-            .map(|_| std::thread::spawn(|| (0..2000).map(|_| run_id()).collect::<Vec<_>>()))
-            .collect();
-        let mut ids: Vec<String> = threads
-            .into_iter()
-            .flat_map(|t| t.join().unwrap())
-            .collect();
-        let all = ids.len();
-        ids.sort();
-        ids.dedup();
-        assert_eq!(ids.len(), all, "run ids collided");
-        let id = run_id();
-        assert!(
-            id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
-            "usable in a branch and worktree name: {id}"
-        );
-    }
 }

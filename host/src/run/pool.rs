@@ -17,9 +17,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::place::Place;
-use super::plan::{self, SandboxPlan, source_branch};
-use super::setup;
 use super::strategy::BranchStrategy;
+use super::strategy::{run_id, source_branch};
 use crate::capability::containers::pool::{
     self, FillSlot, PoolOptions, PoolTicket, SlotState, pool_dir,
 };
@@ -122,35 +121,15 @@ impl RunPool {
         self.claimed.take()
     }
 
-    /// What tops the pool up, from the plan of the run's sandbox.
-    pub(super) fn refill(&self, sandbox: &SandboxPlan) -> Option<Refill> {
+    /// What tops the pool up: sandboxes as the run's own (`sandbox`).
+    pub(super) fn refill(&self, sandbox: FillFrom) -> Option<Refill> {
         Some(Refill {
-            root: sandbox.repo.root().to_path_buf(),
-            provider: sandbox.provider.clone(),
-            config: sandbox.config.clone(),
-            env: sandbox.env.clone().into_iter().collect(),
-            gateway: sandbox.gateway.gateway.clone(),
-            side_by_side: sandbox.options.side_by_side,
+            sandbox,
             strategy: self.strategy.clone(),
             options: self.options,
             dir: self.dir.clone()?,
         })
     }
-}
-
-/// What the run's log says of a claimed slot once the sandbox's create
-/// used it, or did not.
-pub(super) fn outcome(ticket: &PoolTicket) -> Option<String> {
-    let PoolTicket::Claim(claimed) = ticket else {
-        return None;
-    };
-    Some(match claimed.outcome()? {
-        Ok(()) => format!(
-            "pool: took a warm container ({}), started ahead",
-            &claimed.record.container[..12.min(claimed.record.container.len())]
-        ),
-        Err(why) => format!("pool: the warm container was not used ({why}); created a new one"),
-    })
 }
 
 impl Drop for RunPool {
@@ -163,15 +142,20 @@ impl Drop for RunPool {
     }
 }
 
+/// What a run's sandbox is made of, for the pool's to be made the same way.
+pub(super) struct FillFrom {
+    pub root: PathBuf,
+    pub provider: SandboxProvider,
+    pub config: Vec<(String, String)>,
+    pub env: Vec<(String, String)>,
+    pub gateway: Option<Arc<Gateway>>,
+    pub side_by_side: u32,
+}
+
 /// Tops a pool up to its size, as the run that planned it would create its
 /// sandbox.
 pub(super) struct Refill {
-    root: PathBuf,
-    provider: SandboxProvider,
-    config: Vec<(String, String)>,
-    env: Vec<(String, String)>,
-    gateway: Option<Arc<Gateway>>,
-    side_by_side: u32,
+    sandbox: FillFrom,
     strategy: BranchStrategy,
     options: PoolOptions,
     dir: PathBuf,
@@ -213,12 +197,12 @@ impl Refill {
     }
 
     async fn fill_one(&self) -> Result<(), String> {
-        let id = plan::run_id();
+        let id = run_id();
         let slot = self.dir.join(&id);
         std::fs::create_dir(&slot).map_err(|e| format!("{}: {e}", slot.display()))?;
         let made = self.make(&id, &slot).await;
         if made.is_err() {
-            let repo = Repo::discover(&self.root).map_err(|e| e.to_string())?;
+            let repo = Repo::discover(&self.sandbox.root).map_err(|e| e.to_string())?;
             repo.remove_parked_agent_git_dir(&id);
             if self.strategy == BranchStrategy::MergeToHead {
                 let _ = repo
@@ -233,7 +217,7 @@ impl Refill {
     /// record: ready for a run.
     async fn make(&self, id: &str, slot: &Path) -> Result<(), String> {
         let error = |e: crate::error::Error| e.to_string();
-        let repo = Repo::discover(&self.root).map_err(error)?;
+        let repo = Repo::discover(&self.sandbox.root).map_err(error)?;
         let target = repo.current_branch().map_err(error)?;
         let branch = source_branch(&self.strategy, &target, id);
         let worktree = match self.strategy {
@@ -251,8 +235,9 @@ impl Refill {
             strategy: self.strategy.clone(),
             run_id: id.to_string(),
         };
-        let (agent_git, git_shield) =
-            setup::agent_git_dir(&self.provider, &place, id).map_err(error)?;
+        let (agent_git, git_shield) = place
+            .agent_git_dir(&self.sandbox.provider, id)
+            .map_err(error)?;
         let git_dir = repo.git_dir();
         drop(repo);
         let ticket = Arc::new(PoolTicket::Fill(FillSlot::new(
@@ -266,15 +251,15 @@ impl Refill {
             worktree: place.path().to_path_buf(),
             git_dir,
             branch: place.branch.clone(),
-            env: self.env.clone(),
-            config: crate::devcontainer::mount_workspace(self.config.clone(), place.path()),
-            side_by_side: self.side_by_side,
+            env: self.sandbox.env.clone(),
+            config: crate::devcontainer::mount_workspace(self.sandbox.config.clone(), place.path()),
+            side_by_side: self.sandbox.side_by_side,
             git_shield,
-            gateway: self.gateway.clone(),
+            gateway: self.sandbox.gateway.clone(),
             setup: vec![],
             pool: Some(ticket.clone()),
         };
-        let sandbox = match self.provider.create(&spec).await {
+        let sandbox = match self.sandbox.provider.create(&spec).await {
             Ok(sandbox) => sandbox,
             Err(e) => {
                 if let Some(dir) = agent_git {

@@ -4,7 +4,7 @@
 //! place.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use super::env::EnvMap;
 use super::hook_runner;
@@ -13,13 +13,13 @@ use super::log::RunLog;
 use super::place::{Place, hook_log};
 use super::plan::{self, SandboxPlan};
 use super::{sandbox_record, snapshot, sync};
-use crate::capability::containers::GitShield;
+use crate::capability::containers::pool::PoolTicket;
 use crate::capability::containers::snapshot::short_id;
 use crate::error::Result;
 use crate::hooks::Hooks;
 use crate::plugin::PluginRef;
-use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxProvider, SandboxSpec};
-use crate::worktree::{AgentGitDir, LOGS_DIR, SHARED_OBJECTS, WORKTREES_DIR};
+use crate::plugin::sandbox::{Sandbox, SandboxKind, SandboxSpec};
+use crate::worktree::AgentGitDir;
 
 /// A sandbox that is up, and the env its git identity needs from now on.
 pub(super) struct Started {
@@ -27,50 +27,6 @@ pub(super) struct Started {
     pub commit_env: EnvMap,
     /// Where the agent commits, for a container sandbox on host paths.
     pub agent_git: Option<AgentGitDir>,
-}
-
-/// The agent git dir `id` for a sandbox whose containers share the
-/// worktree (ADR 0025), and the shield its containers get; none for other
-/// providers.
-pub(super) fn agent_git_dir(
-    provider: &SandboxProvider,
-    place: &Place,
-    id: &str,
-) -> Result<(Option<AgentGitDir>, Option<GitShield>)> {
-    let caps = provider.capabilities();
-    if provider.info().kind == SandboxKind::Isolated || !(caps.containers || caps.jail) {
-        return Ok((None, None));
-    }
-    let repo = place.repo()?;
-    let dir = repo.agent_git_dir(place.path(), &place.branch, id)?;
-    let shield = GitShield {
-        git_dir: repo.git_dir(),
-        agent_git_dir: dir.git_dir(),
-        target: dir.target().to_path_buf(),
-        git_file: dir
-            .git_file()
-            .map(|file| (file, dir.worktree().join(".git"))),
-        shared_objects: SHARED_OBJECTS.to_string(),
-        hidden: hidden_under_head(place),
-        empty_dir: dir.empty_dir(),
-    };
-    Ok((Some(dir), Some(shield)))
-}
-
-/// Under head the worktree is the repository root, which holds sanddune's
-/// own directories: other runs' worktrees (whose `.git` files the agent
-/// could point elsewhere) and the logs. The sandbox sees them empty.
-fn hidden_under_head(place: &Place) -> Vec<PathBuf> {
-    if place.worktree.is_some() {
-        return vec![];
-    }
-    [WORKTREES_DIR, LOGS_DIR]
-        .iter()
-        .map(|dir| place.root.join(dir))
-        // Only what is there: a mount over a missing path would make it,
-        // as root, in your repository.
-        .filter(|dir| std::fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()))
-        .collect()
 }
 
 /// Tokens of a code forge: the gateway covers model APIs only, and a push
@@ -185,9 +141,9 @@ pub(super) async fn start_sandbox(
     // another sandbox on the same place gets one of its own.
     let agent_id = match &plan.pool {
         Some(_) => place.run_id.clone(),
-        None => plan::run_id(),
+        None => super::strategy::run_id(),
     };
-    let (agent_git, git_shield) = agent_git_dir(provider, place, &agent_id)?;
+    let (agent_git, git_shield) = place.agent_git_dir(provider, &agent_id)?;
     let spec = SandboxSpec {
         run_id: place.run_id.clone(),
         name: o.name.clone().unwrap_or_else(|| place.branch.clone()),
@@ -209,7 +165,7 @@ pub(super) async fn start_sandbox(
         PluginRef::File(path) => plan::absolute(&path)?.display().to_string(),
         PluginRef::Builtin(name) => name,
     };
-    let record = sandbox_record::begin(provider, source, &plan::run_id(), &spec)?;
+    let record = sandbox_record::begin(provider, source, &super::strategy::run_id(), &spec)?;
     let mut sandbox = match timings.time("sandbox create", provider.create(&spec)).await {
         Ok(sandbox) => sandbox,
         Err(e) => {
@@ -220,7 +176,7 @@ pub(super) async fn start_sandbox(
             return Err(e);
         }
     };
-    if let Some(said) = plan.pool.as_deref().and_then(super::pool::outcome) {
+    if let Some(said) = plan.pool.as_deref().and_then(PoolTicket::outcome) {
         log.line(&said);
     }
     let ready = async {

@@ -100,6 +100,31 @@ pub fn resolve(
     Ok(strategy)
 }
 
+/// A run's id: `<unix seconds>-<pid, hex>-<nth run of this process, hex>`.
+/// It names the run's branch, worktree and container labels, so two live
+/// runs must never share one: the pid tells processes apart (it is not
+/// reused while the process lives, nor within its second), the counter the
+/// runs of one process. (16 random bits used to collide: about once in 30
+/// batches of 64 runs started in one second.)
+pub(crate) fn run_id() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{secs}-{:x}-{n:x}", std::process::id())
+}
+
+/// The source branch a strategy works on.
+pub(super) fn source_branch(strategy: &BranchStrategy, target: &str, id: &str) -> String {
+    match strategy {
+        BranchStrategy::Head => target.to_string(),
+        BranchStrategy::MergeToHead => format!("sanddune/run-{id}"),
+        BranchStrategy::Branch(branch) => branch.clone(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,6 +227,26 @@ mod tests {
         assert_eq!(
             BranchStrategy::from(WorktreeStrategy::Branch("b".into())),
             BranchStrategy::Branch("b".into())
+        );
+    }
+
+    #[test]
+    fn run_ids_are_unique_across_threads() {
+        let threads: Vec<_> = (0..8)
+            .map(|_| std::thread::spawn(|| (0..2000).map(|_| run_id()).collect::<Vec<_>>()))
+            .collect();
+        let mut ids: Vec<String> = threads
+            .into_iter()
+            .flat_map(|t| t.join().unwrap())
+            .collect();
+        let all = ids.len();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), all, "run ids collided");
+        let id = run_id();
+        assert!(
+            id.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'),
+            "usable in a branch and worktree name: {id}"
         );
     }
 }

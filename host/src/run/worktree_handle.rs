@@ -48,7 +48,7 @@ impl WorktreeHandle {
         hooks: &[crate::hooks::HostHook],
     ) -> Result<Self> {
         let log = place::open_log(&repo, &options.log, options.name.as_deref())?;
-        let id = plan::run_id();
+        let id = super::strategy::run_id();
         let place =
             place::prepare_place(&repo, (strategy.into(), &id), options, hooks, true, &log).await?;
         Ok(Self {

@@ -135,6 +135,26 @@ pub enum PoolTicket {
     Claim(Claimed),
 }
 
+impl PoolTicket {
+    /// What a run's log says of its claimed slot once the sandbox's create
+    /// used it, or did not; None before, and for a fill.
+    pub fn outcome(&self) -> Option<String> {
+        let PoolTicket::Claim(claimed) = self else {
+            return None;
+        };
+        let id = &claimed.record.container;
+        Some(match claimed.outcome()? {
+            Ok(()) => format!(
+                "pool: took a warm container ({}), started ahead",
+                &id[..12.min(id.len())]
+            ),
+            Err(why) => {
+                format!("pool: the warm container was not used ({why}); created a new one")
+            }
+        })
+    }
+}
+
 /// A slot being filled: the engine creates its container to wait.
 #[derive(Debug)]
 pub struct FillSlot {
