@@ -12,13 +12,13 @@
 #    most 1.10x) and the median of each phase from the runs' `timings`.
 #    Then the same run with a pool of warm containers (--sandbox-opt
 #    pool=2, ADR 0037): each round claims one the round before left, and
-#    tops the pool up while its agent works.
+#    tops the pool up after its result, before it exits.
 # 2. A fan-out: 16 items at --parallel 4, each committing one line on its
 #    own branch, as a `sanddune workflow run` (a plan step lists the items,
 #    then the fan-out step; timed from the plan's end to the exit) against
 #    the bare sequence of 16 items, four at a time (xargs -P 4). Then 16
-#    merge-to-head items (a pool needs a worktree named by the run) without
-#    and with pool=4.
+#    `sanddune run`s four at a time under merge-to-head (a pool needs a
+#    worktree named by the run), without and with pool=4.
 #
 #   host/benches/docker_run.sh [rounds] [fan-out rounds]    (default 5 and 3)
 #
@@ -168,47 +168,18 @@ promptArgs = { N = "{{index}}" }
 [args]
 ROUND = "0"
 EOF
-# The same items under merge-to-head, without and with a pool of 4.
-for variant in merge pool; do
-    opts="image = \"$image\""
-    [ "$variant" = pool ] && opts="$opts, pool = \"4\""
-    cat >"$repo/.sanddune/workflows/fanout-$variant.toml" <<EOF
-[defaults]
-sandbox = "docker"
-agent = "claude-code"
-sandboxOptions = { image = "$image" }
-
-[[steps]]
-name = "plan"
-strategy = "head"
-prompt = "list the items\nFAKE:file:plan.md\nFAKE:say:<plan>[$items]</plan>"
-output = { tag = "plan", schemaFile = "plan.schema.json" }
-
-[[steps]]
-name = "implement"
-forEach = "plan"
-strategy = "merge-to-head"
-sandboxOptions = { $opts }
-promptFile = "item.md"
-promptArgs = { N = "{{index}}" }
-
-[args]
-ROUND = "0"
-EOF
-done
 echo '{"type": "array", "items": {"type": "integer"}}' >"$repo/.sanddune/plan.schema.json"
 printf 'add a line\nFAKE:file:item-{{N}}.md\n' >"$repo/.sanddune/item.md"
 git -C "$repo" add .sanddune
 git -C "$repo" commit -q -m "bench workflow"
 # Prints the fan-out step's seconds: the workflow's wall time less its
 # plan step's.
-# $2: the workflow (default fanout).
 fanout_once() {
-    python3 - "$sanddune" "$repo" "$1" "${2:-fanout}" <<'PY'
+    python3 - "$sanddune" "$repo" "$1" <<'PY'
 import json, subprocess, sys, time
-bin, repo, n, workflow = sys.argv[1:]
+bin, repo, n = sys.argv[1:]
 start = time.monotonic()
-out = subprocess.run([bin, "workflow", "run", workflow, "--cwd", repo, "--parallel", "4",
+out = subprocess.run([bin, "workflow", "run", "fanout", "--cwd", repo, "--parallel", "4",
                       "--arg", f"ROUND={n}", "--json", "--trust"], capture_output=True)
 wall = time.monotonic() - start
 if out.returncode != 0:
@@ -218,7 +189,7 @@ plan = steps[0]["items"][0]["durationMs"] / 1000
 ok = sum(i["status"] == "succeeded" for i in steps[1]["items"])
 if ok != 16:
     sys.exit(f"{ok} of 16 items succeeded")
-with open(f"{repo}/../{workflow}-{n}.json", "wb") as f:
+with open(f"{repo}/../fanout-{n}.json", "wb") as f:
     f.write(out.stdout)
 print(f"{wall - plan:.4f}")
 PY
@@ -228,16 +199,28 @@ bare_fanout() {
     seq 1 16 | xargs -P 4 -I{} bash -c "$(declare -f bare_item); repo=$repo image=$image bare_item fan-$1-{}"
 }
 
+# 16 `sanddune run`s, four at a time, under merge-to-head (a workflow's
+# forEach items are on branches named by the workflow, which a container
+# started ahead cannot know): without a pool, then with pool=4.
+run_item() {
+    "$sanddune" run --cwd "$repo" --sandbox docker --agent claude-code \
+        --strategy merge-to-head --prompt "$(printf 'add a line\nFAKE:file:run-%s.md' "$1")" \
+        --sandbox-opt image="$image" "${@:2}" >/dev/null 2>&1
+}
+runs_fanout() {
+    seq 1 16 | xargs -P 4 -I{} bash -c "$(declare -f run_item); sanddune=$sanddune repo=$repo image=$image run_item {} $*"
+}
+
 fanout_once 0 >/dev/null
-fanout_once 0 fanout-merge >/dev/null
+runs_fanout
 # The first fills the pool.
-fanout_once 0 fanout-pool >/dev/null
+runs_fanout --sandbox-opt pool=4
 : >"$work/fan-s" && : >"$work/fan-b" && : >"$work/fan-m" && : >"$work/fan-p"
 for n in $(seq "$fanout_rounds"); do
     fanout_once "$n" >>"$work/fan-s"
     timed "$work/fan-b" bare_fanout "$n"
-    fanout_once "$n" fanout-merge >>"$work/fan-m"
-    fanout_once "$n" fanout-pool >>"$work/fan-p"
+    timed "$work/fan-m" runs_fanout
+    timed "$work/fan-p" runs_fanout --sandbox-opt pool=4
 done
 fs=$(median <"$work/fan-s")
 fb=$(median <"$work/fan-b")
@@ -245,8 +228,8 @@ printf 'floor (bare, xargs -P 4):        median %.3f s\n' "$fb"
 printf 'sanddune workflow, fan-out step: median %.3f s  %.2fx the floor\n' "$fs" "$(awk "BEGIN {print $fs / $fb}")"
 fm=$(median <"$work/fan-m")
 fp=$(median <"$work/fan-p")
-printf 'merge-to-head items, no pool:    median %.3f s\n' "$fm"
-printf 'merge-to-head items, pool=4:     median %.3f s  %.2fx faster (target >= 1.5x)\n' "$fp" "$(awk "BEGIN {print $fm / $fp}")"
+printf '16 runs, -P 4, no pool:          median %.3f s\n' "$fm"
+printf '16 runs, -P 4, pool=4:           median %.3f s  %.2fx faster (target >= 1.5x)\n' "$fp" "$(awk "BEGIN {print $fm / $fp}")"
 python3 - "$work" "$fanout_rounds" <<'PY'
 import json, statistics, sys
 work, rounds = sys.argv[1], int(sys.argv[2])

@@ -1,5 +1,5 @@
-//! What a run leaves to do once its result is known: its sandbox's close
-//! and the deletion of its removed worktree's files.
+//! What a run leaves to do once its result is known: its sandbox's close,
+//! the deletion of its removed worktree's files, and its pool's top-up.
 //!
 //! Removing a container takes about as long as the agent's first exec, and
 //! deleting a worktree as long as the tree is big; nothing in the result
@@ -11,9 +11,8 @@
 //! process killed in between leaves the sandbox to `sanddune gc`, like any
 //! killed run's, and the files too.
 
-use tokio::task::JoinHandle;
-
 use super::log::RunLog;
+use super::pool::Refill;
 use super::registry::{self, Live};
 use crate::error::Result;
 use crate::plugin::sandbox::Sandbox;
@@ -28,9 +27,10 @@ pub struct Closing {
     sandbox: Option<Sandbox>,
     removed: Option<Removed>,
     live: Option<Live>,
-    /// The pool's top-up the run started (ADR 0037): done before the
-    /// process exits, so no container is left half made.
-    refill: Option<JoinHandle<Vec<String>>>,
+    /// The pool's top-up (ADR 0037): after the result, so it takes no CPU
+    /// from the agent, and before the process exits, so no container is
+    /// left half made.
+    refill: Option<Refill>,
     log: RunLog,
 }
 
@@ -45,8 +45,8 @@ impl Closing {
         }
     }
 
-    /// Wait for the pool's top-up too.
-    pub(super) fn with_refill(mut self, refill: Option<JoinHandle<Vec<String>>>) -> Self {
+    /// Top the pool up too.
+    pub(super) fn with_refill(mut self, refill: Option<Refill>) -> Self {
         self.refill = refill;
         self
     }
@@ -71,6 +71,7 @@ impl Closing {
     /// failure is also in the run log; a sandbox's record then says it is
     /// closing, and `sanddune gc` finishes it.
     pub async fn finish(mut self) -> Result<()> {
+        let refill = self.refill.take().map(|r| tokio::spawn(r.run()));
         let timings = self.log.timings().clone();
         let mut closed = Ok(());
         if let Some(mut sandbox) = self.sandbox.take() {
@@ -92,7 +93,7 @@ impl Closing {
             }
             closed = closed.and(deleted);
         }
-        if let Some(refill) = self.refill.take() {
+        if let Some(refill) = refill {
             for line in refill.await.unwrap_or_default() {
                 self.log.line(&line);
             }

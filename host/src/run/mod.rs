@@ -450,8 +450,6 @@ impl PlannedRun {
             })
         });
         let mut handle = SandboxHandle::start(plan.sandbox, place, true, log).await?;
-        // While the agent works: the pool is topped up for the runs to come.
-        let refill = refill.map(|r| tokio::spawn(r.run()));
         handle.live = Some(live);
         let mut result = handle.run_planned(plan.agent, plan.resume).await;
         if let (Ok(done), Some(check)) = (&mut result, &plan.check) {
