@@ -1,6 +1,6 @@
 //! Warm sandboxes for runs (ADR 0037): a run whose container provider has
 //! `pool=N` claims a container started ahead in place of creating one, and
-//! tops the pool up while its agent works; `sanddune gc` sweeps what no run
+//! tops the pool up after its result; `sanddune gc` sweeps what no run
 //! claimed.
 //!
 //! A slot is a run id reserved ahead (see `capability::containers::pool`):
@@ -17,8 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::place::Place;
-use super::strategy::BranchStrategy;
-use super::strategy::{run_id, source_branch};
+use super::strategy::{BranchStrategy, run_id, source_branch};
 use crate::capability::containers::pool::{
     self, FillSlot, PoolOptions, PoolTicket, SlotState, pool_dir,
 };
@@ -283,8 +282,10 @@ impl Refill {
     }
 }
 
-/// Held while a process fills a pool.
-struct FillLock(#[allow(dead_code)] std::fs::File);
+/// Held while a process fills a pool: the lock goes with the file.
+struct FillLock {
+    _file: std::fs::File,
+}
 
 impl FillLock {
     fn try_take(dir: &Path) -> Option<Self> {
@@ -296,7 +297,7 @@ impl FillLock {
             .ok()?;
         // SAFETY: flock on a descriptor this function owns.
         (unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } == 0)
-            .then_some(Self(file))
+            .then_some(Self { _file: file })
     }
 }
 

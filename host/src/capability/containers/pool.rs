@@ -110,7 +110,7 @@ impl PoolOptions {
 }
 
 /// What a slot's record says.
-#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct SlotRecord {
     pub container: String,
     /// `docker` or `podman`.
@@ -365,13 +365,6 @@ pub enum SlotState {
     /// Claimed by a process that is gone, expired, or never finished.
     Dead(Option<SlotRecord>),
 }
-
-impl PartialEq for SlotRecord {
-    fn eq(&self, other: &Self) -> bool {
-        self.container == other.container
-    }
-}
-impl Eq for SlotRecord {}
 
 /// Read a slot directory's state (for `gc` and the label check).
 pub fn slot_state(dir: &Path) -> SlotState {
