@@ -9,8 +9,6 @@
 
 mod common;
 
-use std::process::Command;
-
 use common::engines::*;
 use common::servers;
 use common::trials::{self, trial};
@@ -418,15 +416,6 @@ fn machine_memory() -> u64 {
         .parse::<u64>()
         .unwrap()
         * 1024
-}
-
-/// What the engine was told, from `inspect`.
-fn inspect(engine: &str, id: &str, format: &str) -> String {
-    let out = Command::new(engine)
-        .args(["inspect", "--format", format, id])
-        .output()
-        .unwrap();
-    stdout(&out).trim().to_string()
 }
 
 async fn docker_limits_reach_the_engine_and_a_fan_out_shares_memory() {

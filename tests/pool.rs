@@ -16,8 +16,9 @@ use serde_json::Value;
 
 const POOL_LABEL: &str = "sanddune.pool";
 
-/// A run on `engine` with `pool=1`, its log on stderr.
-fn pooled_run(engine: &str, repo: &TestRepo, prompt: &str, extra: &[&str]) -> Output {
+/// A run on `engine` with `pool=1`, its log on stderr, its result on
+/// stdout.
+fn pooled_command(engine: &str, repo: &TestRepo, prompt: &str, extra: &[&str]) -> Command {
     let image = format!("image={IMAGE}");
     let mut args = vec!["run", "--sandbox", engine, "--agent", "claude-code"];
     args.extend(["--prompt", prompt, "--sandbox-opt", &image]);
@@ -25,7 +26,13 @@ fn pooled_run(engine: &str, repo: &TestRepo, prompt: &str, extra: &[&str]) -> Ou
     let mounts = fake_mounts(repo);
     args.extend(mounts.iter().map(String::as_str));
     args.extend_from_slice(extra);
-    repo.sanddune(&args)
+    repo.command(&args)
+}
+
+fn pooled_run(engine: &str, repo: &TestRepo, prompt: &str, extra: &[&str]) -> Output {
+    pooled_command(engine, repo, prompt, extra)
+        .output()
+        .unwrap()
 }
 
 /// The warm containers of `repo`'s pools, with their states.
@@ -51,14 +58,6 @@ fn waiting(engine: &str, repo: &TestRepo) -> Vec<(String, String)> {
             })
         })
         .collect()
-}
-
-fn inspect(engine: &str, id: &str, format: &str) -> String {
-    let out = Command::new(engine)
-        .args(["inspect", "--format", format, id])
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 fn result(out: &Output) -> Value {
@@ -199,15 +198,7 @@ fn docker_two_runs_at_once_never_claim_the_same_container() {
     ));
     assert_eq!(waiting("docker", &repo).len(), 1);
     let spawn = |n: &str| {
-        let image = format!("image={IMAGE}");
-        let prompt = format!("racer\nFAKE:file:{n}.md");
-        let mut args = vec!["run", "--sandbox", "docker", "--agent", "claude-code"];
-        args.extend(["--prompt", &prompt, "--sandbox-opt", &image]);
-        args.extend(["--sandbox-opt", "pool=1", "--log", "terminal"]);
-        args.extend(merge);
-        let mounts = fake_mounts(&repo);
-        args.extend(mounts.iter().map(String::as_str));
-        repo.command(&args)
+        pooled_command("docker", &repo, &format!("racer\nFAKE:file:{n}.md"), &merge)
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::piped())
             .spawn()

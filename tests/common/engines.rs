@@ -59,6 +59,15 @@ pub fn containers_with_format(engine: &str, format: &str) -> Vec<String> {
 }
 
 /// Containers carrying `label` (KEY=VALUE), running or not.
+/// What the engine says of a container, from `inspect --format`.
+pub fn inspect(engine: &str, id: &str, format: &str) -> String {
+    let out = Command::new(engine)
+        .args(["inspect", "--format", format, id])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 pub fn containers_with(engine: &str, label: &str) -> Vec<String> {
     let out = Command::new(engine)
         .args(["ps", "-a", "-q", "--filter", &format!("label={label}")])

@@ -477,7 +477,10 @@ impl Ctx {
             host_config: Some(host_config),
             ..Default::default()
         };
-        let fingerprint = pool::fingerprint(&body, &requested_networks, &self.plugin);
+        // Only a pooled create pays for the digest.
+        let fingerprint = pool
+            .map(|_| pool::fingerprint(&body, &requested_networks, &self.plugin))
+            .unwrap_or_default();
         // A sandbox of more than one container claims for its first.
         if let Some(PoolTicket::Claim(claim)) = pool
             && claim.outcome().is_none()
