@@ -284,6 +284,112 @@ fn docker_a_container_unlike_the_runs_own_is_not_used() {
     assert!(gc.status.success(), "{}", stderr(&gc));
 }
 
+/// The agent is hostile, and the pool keeps containers waiting beside its
+/// run: with two waiting, the agent of the run that claims one writes into
+/// every sibling worktree it can name and forges a slot record where the
+/// repository's git dir would be. Its container mounts its own worktree
+/// alone, so none of it reaches the host: the other slot's worktree is as
+/// it was made, no record is forged, and the next run's agent finds
+/// nothing of the first in the container it claims.
+fn docker_a_hostile_agent_cannot_reach_a_waiting_container() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let merge = ["--strategy", "merge-to-head", "--sandbox-opt", "pool=2"];
+    result(&pooled_run(
+        "docker",
+        &repo,
+        "fill\nFAKE:file:fill.md",
+        &merge,
+    ));
+    assert_eq!(waiting("docker", &repo).len(), 2);
+    let hostile = "hostile\nFAKE:file:a.md\nFAKE:run:\
+        for d in ../*; do [ \"$d\" -ef . ] || echo pwned > \"$d/pwned.txt\"; done; \
+        mkdir -p ../../../.git/sanddune-pool/forged && echo forged > ../../../.git/sanddune-pool/forged/ready.json; \
+        echo seen=$(ls ../ | wc -l)";
+    let out = pooled_run("docker", &repo, hostile, &merge);
+    let log = stderr(&out);
+    let hostile = result(&out);
+    assert!(log.contains("pool: took a warm container"), "{log}");
+    // The agent saw one worktree in their parent: its own.
+    assert!(
+        hostile["stdout"].as_str().unwrap().contains("seen=1"),
+        "{hostile}"
+    );
+    let worktrees = repo.path().join(".sanddune/worktrees");
+    for entry in std::fs::read_dir(&worktrees).unwrap().flatten() {
+        assert!(
+            !entry.path().join("pwned.txt").exists(),
+            "the agent wrote into {}",
+            entry.path().display()
+        );
+    }
+    assert!(!repo.path().join(".git/sanddune-pool/forged").exists());
+    let out = pooled_run(
+        "docker",
+        &repo,
+        "next\nFAKE:file:b.md\nFAKE:run:ls pwned.txt 2>&1",
+        &merge,
+    );
+    let log = stderr(&out);
+    let next = result(&out);
+    assert!(log.contains("pool: took a warm container"), "{log}");
+    assert!(
+        next["stdout"].as_str().unwrap().contains("No such file"),
+        "{next}"
+    );
+    for file in ["fill.md", "a.md", "b.md"] {
+        assert!(repo.path().join(file).exists(), "{file} not merged");
+    }
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert!(waiting("docker", &repo).is_empty());
+}
+
+/// Under head a container sees sanddune's own directories in the
+/// repository laid empty, but only those there at its create. A container
+/// left waiting before another run's worktree existed would show that
+/// worktree to the next run's agent: it is not used, and the agent sees
+/// the directory empty.
+fn docker_a_waiting_container_made_before_a_worktree_existed_is_not_used() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    result(&pooled_run("docker", &repo, "fill\nFAKE:file:fill.md", &[]));
+    assert_eq!(waiting("docker", &repo).len(), 1);
+    assert!(!repo.path().join(".sanddune/worktrees").exists());
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "other",
+        ".sanddune/worktrees/other",
+    ]);
+    std::fs::write(
+        repo.path().join(".sanddune/worktrees/other/secret.txt"),
+        "another run's work",
+    )
+    .unwrap();
+    let out = pooled_run(
+        "docker",
+        &repo,
+        "look\nFAKE:file:look.md\nFAKE:run:cat .sanddune/worktrees/other/secret.txt 2>&1; echo entries=$(ls -A .sanddune/worktrees | wc -l)",
+        &[],
+    );
+    let log = stderr(&out);
+    let look = result(&out);
+    assert!(
+        log.contains("pool: the warm container was not used"),
+        "{log}"
+    );
+    let said = look["stdout"].as_str().unwrap();
+    assert!(
+        !said.contains("another run's work") && said.contains("entries=0"),
+        "the agent saw another run's worktree: {said}"
+    );
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}
+
 /// Bad pool options are refused before anything exists, naming the key;
 /// under --branch the pool is not used, and the log says why.
 fn pool_options_are_checked_and_a_branch_run_says_it_creates() {
@@ -342,6 +448,8 @@ fn main() -> std::process::ExitCode {
         trial!(docker_two_runs_at_once_never_claim_the_same_container),
         trial!(docker_an_idle_warm_container_ends_itself_and_gc_sweeps_it),
         trial!(docker_a_container_unlike_the_runs_own_is_not_used),
+        trial!(docker_a_hostile_agent_cannot_reach_a_waiting_container),
+        trial!(docker_a_waiting_container_made_before_a_worktree_existed_is_not_used),
         trial!(pool_options_are_checked_and_a_branch_run_says_it_creates),
     ])
 }
