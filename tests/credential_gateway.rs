@@ -154,10 +154,61 @@ fn docker_no_gateway_gives_the_sandbox_the_key_and_says_so() {
     );
 }
 
+/// A warm container's forwarder is started with it, before any run
+/// (ADR 0037); the gateway and the proxy behind it are served from the
+/// claim on. The run that claims one reaches its API with the real key
+/// swapped in, is refused elsewhere, and holds no key.
+fn docker_a_claimed_warm_container_reaches_the_gateway_and_the_proxy() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let mock = ModelMock::start();
+    let (part1, part2) = secret();
+    let key = format!("{part1}{part2}");
+    let pooled = [
+        "--strategy",
+        "merge-to-head",
+        "--sandbox-opt",
+        "pool=1",
+        "--sandbox-opt",
+        "egress=deny-all",
+    ];
+    let fill = run(&repo, &mock, &key, "fill", &pooled).output().unwrap();
+    assert!(fill.status.success(), "{}", stderr(&fill));
+    let prompt = format!(
+        "add a note\n{}\nFAKE:run:curl -s -o /dev/null -w %{{http_code}} http://example.invalid/\nFAKE:run:echo found=$(hunt-secret {part1} {part2})",
+        api_call(None)
+    );
+    let out = run(&repo, &mock, &key, &prompt, &pooled).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let log = std::fs::read_to_string(result["logFilePath"].as_str().unwrap()).unwrap();
+    assert!(log.contains("pool: took a warm container"), "{log}");
+    let text = result["stdout"].as_str().unwrap();
+    assert!(
+        text.contains(" 200 (exit 0)") && text.contains(" 403 (exit 0)"),
+        "{text}"
+    );
+    assert!(
+        text.contains(" found=0 (exit 0)"),
+        "the key is in the sandbox: {text}"
+    );
+    let exchanges = mock.exchanges();
+    assert_eq!(exchanges.len(), 1);
+    assert_eq!(exchanges[0].headers.get("x-api-key"), Some(&key));
+    assert_eq!(
+        result["deniedEgress"].as_array().unwrap().len(),
+        1,
+        "{result}"
+    );
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}
+
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(docker_the_agent_holds_a_placeholder_and_the_api_gets_the_real_key),
         trial!(docker_the_gateway_works_under_deny_all),
         trial!(docker_no_gateway_gives_the_sandbox_the_key_and_says_so),
+        trial!(docker_a_claimed_warm_container_reaches_the_gateway_and_the_proxy),
     ])
 }

@@ -10,6 +10,10 @@
 //! It prints `ready` once every port listens, then nothing: the host may
 //! stop reading its output.
 //!
+//! `sanddune-egress-forward --later PORT=SOCKET...` does not reach for the
+//! sockets before it says `ready`: a warm container's forwarder is started
+//! ahead, and its sockets are served from the claim on (ADR 0037).
+//!
 //! `sanddune-egress-forward PORT=SOCKET... -- PROGRAM ARGS...` instead
 //! starts a forwarder of its own (a child, in a process group of its own so
 //! that a terminal's Ctrl-C is the program's alone), waits for its `ready`,
@@ -31,6 +35,10 @@ fn main() -> ExitCode {
         args.pop();
         return forward_then_run(&args, &program);
     }
+    let later = args.first().is_some_and(|a| a == "--later");
+    if later {
+        args.remove(0);
+    }
     let mut routes = Vec::new();
     for arg in args {
         match parse(&arg) {
@@ -42,7 +50,7 @@ fn main() -> ExitCode {
         }
     }
     if routes.is_empty() {
-        eprintln!("usage: sanddune-egress-forward PORT=SOCKET...");
+        eprintln!("usage: sanddune-egress-forward [--later] PORT=SOCKET...");
         return ExitCode::from(2);
     }
     let mut listeners = Vec::new();
@@ -57,7 +65,7 @@ fn main() -> ExitCode {
     }
     // A socket the forwarder cannot reach is the host's to hear about now,
     // not a program's to find out from a closed connection later.
-    for (_, socket) in &listeners {
+    for (_, socket) in listeners.iter().filter(|_| !later) {
         if let Err(e) = UnixStream::connect(socket) {
             eprintln!("sanddune-egress-forward: cannot reach {socket}: {e}");
             return ExitCode::from(1);

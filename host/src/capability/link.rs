@@ -150,15 +150,29 @@ impl SandboxLink {
     /// The forwarder's command line inside the container: a loopback port
     /// per service served.
     pub fn forwarder_argv(&self) -> Vec<String> {
-        let mut argv = vec![format!("{MOUNT}/{PROGRAM}")];
-        if self.proxy.is_some() {
-            argv.push(format!("{PROXY_PORT}={MOUNT}/{PROXY_SOCKET}"));
-        }
-        if self.gateway.is_some() {
-            argv.push(format!("{GATEWAY_PORT}={MOUNT}/{GATEWAY_SOCKET}"));
-        }
-        argv
+        forwarder_argv(self.proxy.is_some(), self.gateway.is_some(), false)
     }
+}
+
+/// The forwarder's command line for a warm container's link (ADR 0037):
+/// started ahead (`--later`: its sockets are served from the claim on),
+/// with a port for each service its runs will have.
+pub fn waiting_forwarder_argv(proxy: bool, gateway: bool) -> Vec<String> {
+    forwarder_argv(proxy, gateway, true)
+}
+
+fn forwarder_argv(proxy: bool, gateway: bool, later: bool) -> Vec<String> {
+    let mut argv = vec![format!("{MOUNT}/{PROGRAM}")];
+    if later {
+        argv.push("--later".into());
+    }
+    if proxy {
+        argv.push(format!("{PROXY_PORT}={MOUNT}/{PROXY_SOCKET}"));
+    }
+    if gateway {
+        argv.push(format!("{GATEWAY_PORT}={MOUNT}/{GATEWAY_SOCKET}"));
+    }
+    argv
 }
 
 /// How run `run_id`'s link directories are named.

@@ -477,9 +477,25 @@ impl Ctx {
             host_config: Some(host_config),
             ..Default::default()
         };
+        // A warm container's forwarder is started when it is (`--later`), so
+        // a claim saves that exec; which ports it serves is part of what
+        // makes two containers the same.
+        let waiting_forwarder = linked.then(|| {
+            link::waiting_forwarder_argv(
+                containment.egress_log.is_some(),
+                containment.gateway.is_some(),
+            )
+        });
         // Only a pooled create pays for the digest.
         let fingerprint = pool
-            .map(|_| pool::fingerprint(&body, &requested_networks, &self.plugin))
+            .map(|_| {
+                pool::fingerprint(
+                    &body,
+                    &requested_networks,
+                    &self.plugin,
+                    waiting_forwarder.as_deref(),
+                )
+            })
             .unwrap_or_default();
         // A sandbox of more than one container claims for its first.
         if let Some(PoolTicket::Claim(claim)) = pool
@@ -497,7 +513,8 @@ impl Ctx {
                 .collect();
             match claim.adopt(&self.docker, &fingerprint, env).await {
                 Ok(id) => {
-                    return match self.contain(&id, link.as_ref()).await {
+                    // Its forwarder runs since it was started.
+                    return match self.contain(&id, None).await {
                         Ok(()) => Ok((id, link)),
                         Err(e) => Err((e, Some(id))),
                     };
@@ -571,6 +588,12 @@ impl Ctx {
         let contained = match started.await {
             Ok(()) => self.contain(&id, link.as_ref()).await,
             Err(e) => Err(e),
+        };
+        // A warm container has no link yet (its claim serves it), but its
+        // forwarder starts now.
+        let contained = match (contained, waiting.and(waiting_forwarder)) {
+            (Ok(()), Some(argv)) => start_forwarder(&self.docker, &id, argv).await,
+            (contained, _) => contained,
         };
         match contained {
             Ok(()) => {

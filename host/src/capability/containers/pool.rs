@@ -411,11 +411,22 @@ pub fn publish(dir: &Path, record: &SlotRecord) -> std::io::Result<()> {
 }
 
 /// What makes two containers the same for a run: everything of the create
-/// but its env (given per exec) and the host's labels (whose it is).
-pub(super) fn fingerprint(body: &ContainerCreateBody, networks: &[String], plugin: &str) -> String {
+/// but its env (given per exec) and the host's labels (whose it is), and
+/// the link's forwarder a warm one runs from its start.
+pub(super) fn fingerprint(
+    body: &ContainerCreateBody,
+    networks: &[String],
+    plugin: &str,
+    forwarder: Option<&[String]>,
+) -> String {
     let mut body = body.clone();
     body.env = None;
-    let value = serde_json::json!({ "body": body, "networks": networks, "plugin": plugin });
+    let value = serde_json::json!({
+        "body": body,
+        "networks": networks,
+        "plugin": plugin,
+        "forwarder": forwarder,
+    });
     hex(&Sha256::digest(value.to_string().as_bytes()))
 }
 
