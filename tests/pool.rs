@@ -390,9 +390,298 @@ fn docker_a_waiting_container_made_before_a_worktree_existed_is_not_used() {
     assert!(gc.status.success(), "{}", stderr(&gc));
 }
 
-/// Bad pool options are refused before anything exists, naming the key;
-/// under --branch the pool is not used, and the log says why.
-fn pool_options_are_checked_and_a_branch_run_says_it_creates() {
+/// A `--branch` run claims a warm container too: the slot's worktree gets
+/// the run's branch, made at HEAD when new, and an existing branch keeps
+/// its own commit (nothing fast-forwards it, as for a branch run that
+/// creates its container). The commits land on the branches, and no
+/// temporary branch of a claimed slot is left.
+fn docker_a_branch_run_claims_a_warm_container() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let (new, old) = (unique("new"), unique("old"));
+    repo.git(&["branch", &old]);
+    let old_tip = repo.git(&["rev-parse", &old]);
+    std::fs::write(repo.path().join("later.md"), "after the branch\n").unwrap();
+    repo.git(&["add", "later.md"]);
+    repo.git(&["commit", "-q", "-m", "later on main"]);
+    result(&pooled_run(
+        "docker",
+        &repo,
+        "fill\nFAKE:file:fill.md",
+        &["--strategy", "merge-to-head"],
+    ));
+    for (branch, file) in [(&new, "new.md"), (&old, "old.md")] {
+        let out = pooled_run(
+            "docker",
+            &repo,
+            &format!("on a branch\nFAKE:file:{file}"),
+            &["--branch", branch],
+        );
+        let log = stderr(&out);
+        let done = result(&out);
+        assert!(log.contains("pool: took a warm container"), "{log}");
+        assert_eq!(done["branch"], branch.as_str(), "{done}");
+        assert_eq!(done["commits"].as_array().unwrap().len(), 1, "{done}");
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%s", branch]),
+            format!("Add a note to {file}")
+        );
+        assert!(done["preservedWorktreePath"].is_null(), "{done}");
+    }
+    // The new branch began at HEAD; the old one kept its commit.
+    assert_eq!(
+        repo.git(&["rev-parse", &format!("{new}~1")]),
+        repo.git(&["rev-parse", "main"])
+    );
+    assert_eq!(repo.git(&["rev-parse", &format!("{old}~1")]), old_tip);
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    let (branches, worktrees, agent_dirs) = slot_leftovers(&repo);
+    assert!(
+        branches.is_empty() && worktrees.is_empty() && agent_dirs.is_empty(),
+        "left: {branches} {worktrees:?} {agent_dirs:?}"
+    );
+}
+
+/// A branch run on a warm container that leaves work uncommitted keeps
+/// its worktree under the branch's own name, as any branch run's: the
+/// next run on the branch reuses it with its work (not from the pool).
+fn docker_a_kept_branch_worktree_from_the_pool_is_named_by_its_branch() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let branch = unique("kept");
+    result(&pooled_run(
+        "docker",
+        &repo,
+        "fill\nFAKE:file:fill.md",
+        &["--strategy", "merge-to-head"],
+    ));
+    let out = pooled_run(
+        "docker",
+        &repo,
+        "half done\nFAKE:file:half.md\nFAKE:no-commit",
+        &["--branch", &branch],
+    );
+    let log = stderr(&out);
+    let done = result(&out);
+    assert!(log.contains("pool: took a warm container"), "{log}");
+    let own = std::fs::canonicalize(repo.path())
+        .unwrap()
+        .join(".sanddune/worktrees")
+        .join(&branch);
+    assert_eq!(
+        done["preservedWorktreePath"],
+        own.display().to_string(),
+        "{done}"
+    );
+    assert!(own.join("half.md").exists());
+    let list = repo.git(&["worktree", "list", "--porcelain"]);
+    assert!(
+        list.contains(&format!("worktree {}\nHEAD", own.display()))
+            && list.contains(&format!("branch refs/heads/{branch}")),
+        "{list}"
+    );
+    let out = pooled_run(
+        "docker",
+        &repo,
+        "finish\nFAKE:file:rest.md",
+        &["--branch", &branch],
+    );
+    let log = stderr(&out);
+    let done = result(&out);
+    assert!(
+        log.contains("pool: not used: the branch's worktree")
+            && log.contains("worktree reused with its work"),
+        "{log}"
+    );
+    // The run worked in the kept worktree, and left its work there.
+    assert_eq!(done["commits"].as_array().unwrap().len(), 1, "{done}");
+    assert!(own.join("half.md").exists(), "{done}");
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}
+
+/// A branch run on a warm container killed with SIGKILL mid-iteration:
+/// gc collects it as any dead branch run's (its worktree's lock names the
+/// branch git says that worktree holds). The work left in it is kept under
+/// the branch's own name, where the next run on the branch reuses it, and
+/// no container of it survives.
+fn docker_a_killed_branch_run_on_a_warm_container_is_collected_by_gc() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let branch = unique("killed");
+    result(&pooled_run(
+        "docker",
+        &repo,
+        "fill\nFAKE:file:fill.md",
+        &["--strategy", "merge-to-head"],
+    ));
+    let mut child = pooled_command("docker", &repo, "hang\nFAKE:hang", &["--branch", &branch])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !repo
+        .calls("claude")
+        .iter()
+        .any(|c| c["prompt"] == "hang\nFAKE:hang")
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the agent never started"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let worktrees = repo.path().join(".sanddune/worktrees");
+    let claimed = std::fs::read_dir(&worktrees)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .find(|n| n.starts_with("run-") && n.ends_with(".lock"))
+        .expect("the run's worktree lock");
+    let name = claimed.trim_end_matches(".lock").to_string();
+    // What the agent had written when it was killed.
+    std::fs::write(worktrees.join(&name).join("wip.txt"), "work in progress\n").unwrap();
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) };
+    child.wait().unwrap();
+    let gc = repo.sanddune(&["gc"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    let own = worktrees.join(&branch);
+    assert!(
+        own.join("wip.txt").exists() && !worktrees.join(&name).exists(),
+        "gc: {}\n{:?}",
+        stdout(&gc),
+        std::fs::read_dir(&worktrees)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect::<Vec<_>>()
+    );
+    assert!(
+        !worktrees.join(&claimed).exists(),
+        "the dead run's lock is left"
+    );
+    assert_no_container_left("docker", "run", name.trim_start_matches("run-"));
+    let out = pooled_run(
+        "docker",
+        &repo,
+        "finish\nFAKE:file:rest.md",
+        &["--branch", &branch],
+    );
+    let log = stderr(&out);
+    result(&out);
+    assert!(log.contains("worktree reused with its work"), "{log}");
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}
+
+/// A workflow's fan-out items are branch runs: with `pool=N` each takes a
+/// warm container, here of those a run left waiting, and their commits
+/// land on the items' branches. (One at a time: at `--parallel N` items
+/// share the machine's limits N ways, so their containers differ from a
+/// lone run's and have a pool of their own.)
+fn docker_a_workflows_fan_out_items_claim_warm_containers() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    let sanddune = repo.path().join(".sanddune");
+    std::fs::create_dir_all(sanddune.join("workflows")).unwrap();
+    std::fs::write(
+        sanddune.join("workflows/fan.toml"),
+        r#"[defaults]
+sandbox = "docker"
+agent = "claude-code"
+
+[[steps]]
+name = "plan"
+strategy = "merge-to-head"
+prompt = "list the items\nFAKE:file:plan.md\nFAKE:say:<plan>[1, 2]</plan>"
+output = { tag = "plan", schemaFile = "plan.schema.json" }
+
+[[steps]]
+name = "implement"
+forEach = "plan"
+branch = "fan/{{index}}"
+promptFile = "item.md"
+promptArgs = { N = "{{index}}" }
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        sanddune.join("item.md"),
+        "item {{N}}\nFAKE:file:item-{{N}}.md\n",
+    )
+    .unwrap();
+    std::fs::write(
+        sanddune.join("plan.schema.json"),
+        r#"{"type": "array", "items": {"type": "integer"}}"#,
+    )
+    .unwrap();
+    repo.git(&["add", ".sanddune"]);
+    repo.git(&["commit", "-q", "-m", "workflow"]);
+    let opts = |args: &mut Vec<String>| {
+        for opt in [format!("image={IMAGE}"), "pool=3".into()]
+            .into_iter()
+            .chain(fake_mounts(&repo).into_iter().skip(1).step_by(2))
+        {
+            args.extend(["--sandbox-opt".into(), opt]);
+        }
+    };
+    // Two waiting for the items (and one for the plan step).
+    let mut fill: Vec<String> = ["run", "--sandbox", "docker", "--agent", "claude-code"]
+        .map(String::from)
+        .into();
+    fill.extend(
+        [
+            "--strategy",
+            "merge-to-head",
+            "--prompt",
+            "fill\nFAKE:file:fill.md",
+        ]
+        .map(String::from),
+    );
+    opts(&mut fill);
+    let out = repo.sanddune(&fill.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(waiting("docker", &repo).len(), 3);
+    let mut run: Vec<String> = [
+        "workflow",
+        "run",
+        "fan",
+        "--parallel",
+        "1",
+        "--json",
+        "--trust",
+    ]
+    .map(String::from)
+    .into();
+    opts(&mut run);
+    let out = repo.sanddune(&run.iter().map(String::as_str).collect::<Vec<_>>());
+    assert!(out.status.success(), "{}", stderr(&out));
+    let result: Value = serde_json::from_str(&stdout(&out)).unwrap();
+    let logs = repo.path().join(".sanddune/logs");
+    let claimed = std::fs::read_dir(&logs)
+        .unwrap()
+        .flatten()
+        .filter(|e| {
+            std::fs::read_to_string(e.path())
+                .is_ok_and(|l| l.contains("pool: took a warm container"))
+        })
+        .count();
+    assert_eq!(claimed, 3, "the plan step and both items claim: {result}");
+    for n in ["1", "2"] {
+        assert_eq!(
+            repo.git(&["log", "-1", "--format=%s", &format!("fan/{n}")]),
+            format!("Add a note to item-{n}.md")
+        );
+    }
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}
+
+/// Bad pool options are refused before anything exists, naming the key.
+fn pool_options_are_checked() {
     let repo = TestRepo::new();
     let refused = |args: &[&str], says: &str| {
         let mut all = vec!["run", "--agent", "claude-code", "--prompt", "x"];
@@ -432,13 +721,6 @@ fn pool_options_are_checked_and_a_branch_run_says_it_creates() {
         "pool=N and snapshot=auto do not go together",
     );
     assert!(repo.git(&["branch", "--list", "sanddune/*"]).is_empty());
-    require_engine("docker");
-    let branch = unique("pooled");
-    let out = pooled_run("docker", &repo, "on a branch", &["--branch", &branch]);
-    let log = stderr(&out);
-    result(&out);
-    assert!(log.contains("pool: not used under --branch"), "{log}");
-    assert!(waiting("docker", &repo).is_empty());
 }
 
 fn main() -> std::process::ExitCode {
@@ -450,6 +732,10 @@ fn main() -> std::process::ExitCode {
         trial!(docker_a_container_unlike_the_runs_own_is_not_used),
         trial!(docker_a_hostile_agent_cannot_reach_a_waiting_container),
         trial!(docker_a_waiting_container_made_before_a_worktree_existed_is_not_used),
-        trial!(pool_options_are_checked_and_a_branch_run_says_it_creates),
+        trial!(docker_a_branch_run_claims_a_warm_container),
+        trial!(docker_a_kept_branch_worktree_from_the_pool_is_named_by_its_branch),
+        trial!(docker_a_killed_branch_run_on_a_warm_container_is_collected_by_gc),
+        trial!(docker_a_workflows_fan_out_items_claim_warm_containers),
+        trial!(pool_options_are_checked),
     ])
 }

@@ -177,7 +177,8 @@ pub async fn interactive(options: InteractiveOptions) -> Result<InteractiveResul
     };
     let log = place::open_log(&repo, &so.log, so.name.as_deref())?;
     let id = strategy::run_id();
-    let place = place::prepare_place(&repo, (strategy, &id), &so, &hooks, true, &log).await?;
+    let place =
+        place::prepare_place(&repo, (strategy, &id, false), &so, &hooks, true, &log).await?;
     let session = session_on(&place, &options, agent, planned, &log).await;
     // The ending of the provider's default strategy.
     let mut merged = false;

@@ -427,7 +427,11 @@ impl PlannedRun {
                 "worktree",
                 place::prepare_place(
                     &plan.sandbox.repo,
-                    (plan.strategy.clone(), &plan.run_id),
+                    (
+                        plan.strategy.clone(),
+                        &plan.run_id,
+                        plan.pool.as_ref().is_some_and(|p| p.claimed()),
+                    ),
                     so,
                     &plan.sandbox.worktree_hooks(),
                     plan.sandbox.host_needs_files(),
@@ -438,7 +442,7 @@ impl PlannedRun {
         let root = plan.sandbox.repo.root().to_path_buf();
         let abort = so.abort.clone();
         plan.sandbox.pool = plan.pool.as_mut().and_then(|p| p.ticket());
-        let refill = plan.pool.as_ref().and_then(|p| {
+        let refill = plan.pool.as_ref().map(|p| {
             let s = &plan.sandbox;
             p.refill(pool::FillFrom {
                 root: s.repo.root().to_path_buf(),

@@ -111,10 +111,11 @@ pub(super) fn hook_log(log: &RunLog) -> HookLog {
 /// Make the place: the worktree (if the strategy has one; with its files
 /// unless `files` is false, see `SandboxPlan::host_needs_files`),
 /// copyToWorktree, then the onWorktreeReady `hooks`. A failure removes
-/// what it made.
+/// what it made. `claimed`: the run took a warm sandbox made for run `id`
+/// (ADR 0037), whose container mounts the worktree `run-<id>`.
 pub(super) async fn prepare_place(
     repo: &Repo,
-    (strategy, id): (BranchStrategy, &str),
+    (strategy, id, claimed): (BranchStrategy, &str, bool),
     o: &SandboxOptions,
     hooks: &[HostHook],
     files: bool,
@@ -132,6 +133,10 @@ pub(super) async fn prepare_place(
     let worktree = match &strategy {
         BranchStrategy::Head => None,
         BranchStrategy::MergeToHead => Some(add(&format!("run-{id}"), &branch, true)?),
+        // Moved to the branch's name if it is kept (`Repo::close_worktree_later`).
+        BranchStrategy::Branch(b) if claimed => {
+            Some(repo.open_claimed_worktree(&format!("run-{id}"), b)?)
+        }
         BranchStrategy::Branch(b) => Some(add(&worktree_name(b), b, false)?),
     };
     let place = Place {

@@ -8,9 +8,10 @@
 //! itself (head), its agent git dir, parked, and a container created by the
 //! provider for that run. The claiming run takes the id at its plan, before
 //! anything of its own exists, so its worktree, agent git dir and link are
-//! the container's mounts. Under `--branch` the worktree is the branch's,
-//! named by the user, which no slot can know ahead: those runs create
-//! their container.
+//! the container's mounts. A `--branch` run claims from the same slots as
+//! merge-to-head: the slot's worktree keeps its `run-<id>` name (the
+//! container mounts it by that path) and gets the run's branch; kept at
+//! the end, it moves to the branch's own name.
 
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -30,8 +31,8 @@ use crate::worktree::Repo;
 /// A run's pool: where its slots are, and the one it claimed.
 pub(crate) struct RunPool {
     options: PoolOptions,
-    /// None where the run cannot use one (under --branch).
-    dir: Option<PathBuf>,
+    dir: PathBuf,
+    /// The run's.
     strategy: BranchStrategy,
     claimed: Option<Arc<PoolTicket>>,
     /// What the run's log says of it.
@@ -51,21 +52,9 @@ pub(super) fn plan(
 ) -> Option<RunPool> {
     let mut config = config.to_vec();
     let options = PoolOptions::take_from(&mut config).ok()??;
-    let kind = match strategy {
+    let kind = match slots_of(strategy) {
         BranchStrategy::Head => "head",
-        BranchStrategy::MergeToHead => "merge-to-head",
-        BranchStrategy::Branch(_) => {
-            return Some(RunPool {
-                options,
-                dir: None,
-                strategy: strategy.clone(),
-                claimed: None,
-                note: Some(
-                    "pool: not used under --branch: the branch's worktree is named by the branch, which a container started ahead cannot know"
-                        .into(),
-                ),
-            });
-        }
+        _ => "merge-to-head",
     };
     let plugin = provider.plugin();
     let config: Vec<String> = config.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -80,30 +69,57 @@ pub(super) fn plan(
     ]);
     Some(RunPool {
         options,
-        dir: Some(pool_dir(&git_dir, &key)),
+        dir: pool_dir(&git_dir, &key),
         strategy: strategy.clone(),
         claimed: None,
         note: None,
     })
 }
 
+/// The slots a strategy's runs claim: a branch run takes a merge-to-head
+/// slot's worktree and puts its branch in it.
+fn slots_of(strategy: &BranchStrategy) -> BranchStrategy {
+    match strategy {
+        BranchStrategy::Head => BranchStrategy::Head,
+        _ => BranchStrategy::MergeToHead,
+    }
+}
+
 impl RunPool {
     /// Claim a warm container: the run id it was made for, which the run
     /// takes as its own. A merge-to-head slot's worktree is brought to the
-    /// host's HEAD first.
+    /// host's HEAD first; a branch run's gets its branch.
     pub(super) fn claim(&mut self, repo: &Repo) -> Option<String> {
-        let Some((id, claimed)) = pool::claim(self.dir.as_ref()?) else {
+        if let BranchStrategy::Branch(branch) = &self.strategy {
+            let own = repo
+                .root()
+                .join(crate::worktree::WORKTREES_DIR)
+                .join(crate::worktree::worktree_name(branch));
+            if std::fs::symlink_metadata(&own).is_ok() {
+                self.note = Some(format!(
+                    "pool: not used: the branch's worktree {} is there, and is reused with its work",
+                    own.display()
+                ));
+                return None;
+            }
+        }
+        let Some((id, claimed)) = pool::claim(&self.dir) else {
             self.note = Some("pool: no warm container was waiting; creating one".into());
             return None;
         };
-        if self.strategy == BranchStrategy::MergeToHead
-            && let Err(e) =
-                repo.reset_pooled_worktree(&format!("run-{id}"), &format!("sanddune/run-{id}"))
-        {
+        let (name, temporary) = (format!("run-{id}"), format!("sanddune/run-{id}"));
+        let ready = match &self.strategy {
+            BranchStrategy::Head => Ok(()),
+            BranchStrategy::MergeToHead => repo.reset_pooled_worktree(&name, &temporary),
+            BranchStrategy::Branch(branch) => {
+                repo.switch_pooled_worktree(&name, &temporary, branch)
+            }
+        };
+        if let Err(e) = ready {
             // Left expired, for gc's sweep.
             claimed.discard();
             self.note = Some(format!(
-                "pool: the warm container's worktree could not be brought to HEAD ({e}); creating one"
+                "pool: the warm container's worktree could not be made this run's ({e}); creating one"
             ));
             return None;
         }
@@ -114,6 +130,11 @@ impl RunPool {
         Some(id)
     }
 
+    /// Whether the run claimed a warm container, whose worktree it opens.
+    pub(super) fn claimed(&self) -> bool {
+        self.claimed.is_some()
+    }
+
     /// The claimed slot, for the sandbox's create: from here on it is the
     /// run's, and goes when the sandbox does.
     pub(super) fn ticket(&mut self) -> Option<Arc<PoolTicket>> {
@@ -121,13 +142,13 @@ impl RunPool {
     }
 
     /// What tops the pool up: sandboxes as the run's own (`sandbox`).
-    pub(super) fn refill(&self, sandbox: FillFrom) -> Option<Refill> {
-        Some(Refill {
+    pub(super) fn refill(&self, sandbox: FillFrom) -> Refill {
+        Refill {
             sandbox,
-            strategy: self.strategy.clone(),
+            strategy: slots_of(&self.strategy),
             options: self.options,
-            dir: self.dir.clone()?,
-        })
+            dir: self.dir.clone(),
+        }
     }
 }
 

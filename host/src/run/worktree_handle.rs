@@ -49,8 +49,15 @@ impl WorktreeHandle {
     ) -> Result<Self> {
         let log = place::open_log(&repo, &options.log, options.name.as_deref())?;
         let id = super::strategy::run_id();
-        let place =
-            place::prepare_place(&repo, (strategy.into(), &id), options, hooks, true, &log).await?;
+        let place = place::prepare_place(
+            &repo,
+            (strategy.into(), &id, false),
+            options,
+            hooks,
+            true,
+            &log,
+        )
+        .await?;
         Ok(Self {
             place: Some(place),
             runtime,

@@ -176,9 +176,11 @@ fn read(path: &Path) -> Result<Option<Vec<u8>>> {
 /// write (a link, a FIFO, not its JSON) is passed over, with a warning for
 /// anything but a regular file. So is a lock naming a branch its worktree
 /// would not have (`run-<id>` holds `sanddune/run-<id>`, a branch worktree
-/// its branch), or beside a pending sync (`<name>.sync`) that is not a
-/// regular file: gc would move that branch to the commit the sync names.
-pub(super) fn read_holder(path: &Path) -> Option<LockHolder> {
+/// its branch, and a warm container's `run-<id>` that a branch run claimed
+/// the branch git's own record of that worktree says it has), or beside a
+/// pending sync (`<name>.sync`) that is not a regular file: gc would move
+/// that branch to the commit the sync names.
+pub(super) fn read_holder(path: &Path, git_dir: &Path) -> Option<LockHolder> {
     let holder: LockHolder = match read(path) {
         Ok(bytes) => serde_json::from_slice(&bytes?).ok()?,
         Err(e) => {
@@ -187,7 +189,15 @@ pub(super) fn read_holder(path: &Path) -> Option<LockHolder> {
         }
     };
     let name = path.file_stem()?.to_str()?;
-    if super::worktree_name(&holder.branch) != name && holder.branch != format!("sanddune/{name}") {
+    let claimed = || {
+        name.starts_with("run-")
+            && std::fs::read_to_string(git_dir.join("worktrees").join(name).join("HEAD"))
+                .is_ok_and(|head| head.trim_end() == format!("ref: refs/heads/{}", holder.branch))
+    };
+    if super::worktree_name(&holder.branch) != name
+        && holder.branch != format!("sanddune/{name}")
+        && !claimed()
+    {
         tracing::warn!(
             "{} names branch `{}`, which worktree `{name}` never holds: not a lock sanddune wrote; passed over",
             path.display(),

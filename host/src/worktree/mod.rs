@@ -844,8 +844,9 @@ impl Repo {
         keep_branch: bool,
     ) -> Result<(Option<PathBuf>, Option<Removed>)> {
         if worktree.path.exists() && self.is_dirty(worktree)? {
+            let kept = self.name_kept_worktree(&worktree.name, &worktree.branch)?;
             worktree.lock.release()?;
-            return Ok((Some(worktree.path.clone()), None));
+            return Ok((Some(kept), None));
         }
         let removed = {
             let _git = GitLock::acquire(&self.git_dir())?;
@@ -919,7 +920,7 @@ impl Repo {
             else {
                 continue;
             };
-            let Some(holder) = lock::read_holder(&path) else {
+            let Some(holder) = lock::read_holder(&path, &self.git_dir()) else {
                 continue; // not ours: add_worktree reports it when used
             };
             // When the run began: git lock files made since are its own.
@@ -948,7 +949,7 @@ impl Repo {
             self.recover_synced(name, &holder.branch, kept)?;
             if kept {
                 found.push(Orphan::Kept {
-                    path: wt_path,
+                    path: self.name_kept_worktree(name, &holder.branch)?,
                     branch: holder.branch,
                 });
             } else {
@@ -1231,6 +1232,128 @@ impl Repo {
             .and_then(|mut r| r.set_target(head.id(), "sanddune: a warm worktree brought to HEAD"))
             .map_err(|e| git_err("check out HEAD in the warm worktree", e))?;
         Ok(())
+    }
+
+    /// Put `branch` in the worktree `name` of a warm container that a
+    /// branch run claimed (ADR 0037). The worktree holds the slot's clean
+    /// temporary branch `temporary`. `branch` is made at HEAD when it does
+    /// not exist, as for any branch run; its commit is checked out, the
+    /// worktree's HEAD names it, and the temporary branch goes. Refused
+    /// where a branch run's own worktree would be refused or reused:
+    /// `branch` checked out anywhere, or its worktree there already.
+    pub fn switch_pooled_worktree(&self, name: &str, temporary: &str, branch: &str) -> Result<()> {
+        if git2::Branch::name_is_valid(branch).ok() != Some(true) {
+            return Err(Error::input(format!(
+                "`{branch}` is not a valid branch name"
+            )));
+        }
+        let dir = self.root.join(WORKTREES_DIR);
+        let own = dir.join(worktree_name(branch));
+        if std::fs::symlink_metadata(&own).is_ok() {
+            return Err(Error::input(format!(
+                "the branch's worktree {} is there, and is reused with its work",
+                own.display()
+            )));
+        }
+        let _git = GitLock::acquire(&self.git_dir())?;
+        let head = self.repo.head().map_err(|e| git_err("read HEAD", e))?;
+        let holders = self.registered_worktrees()?;
+        if head.is_branch() && head.shorthand().ok() == Some(branch)
+            || holders
+                .iter()
+                .any(|r| r.valid && r.branch.as_deref() == Some(branch))
+        {
+            return Err(Error::input(format!(
+                "branch `{branch}` is checked out elsewhere"
+            )));
+        }
+        let path = dir.join(name);
+        if dirty(&path)? {
+            return Err(Error::input(format!(
+                "the warm container's worktree {} has changes nobody should have made",
+                path.display()
+            )));
+        }
+        let commit = match self.repo.find_branch(branch, BranchType::Local) {
+            Ok(b) => b.get().peel_to_commit(),
+            Err(_) => head.peel_to_commit().and_then(|c| {
+                self.repo.branch(branch, &c, false)?;
+                Ok(c)
+            }),
+        }
+        .map_err(|e| git_err(&format!("read or create branch `{branch}`"), e))?
+        .id();
+        let wt = Repository::open(&path).map_err(|e| git_err("open the worktree", e))?;
+        let switch = |e| git_err(&format!("switch the warm worktree to `{branch}`"), e);
+        let commit = wt.find_commit(commit).map_err(switch)?;
+        wt.checkout_tree(commit.as_object(), Some(CheckoutBuilder::new().safe()))
+            .map_err(switch)?;
+        wt.set_head(&format!("refs/heads/{branch}"))
+            .map_err(switch)?;
+        if let Ok(mut b) = self.repo.find_branch(temporary, BranchType::Local) {
+            b.delete()
+                .map_err(|e| git_err("delete temporary branch", e))?;
+        }
+        Ok(())
+    }
+
+    /// Open the worktree `name` that [`Repo::switch_pooled_worktree`] put
+    /// `branch` in, locked for the run, as a branch run's new worktree.
+    pub fn open_claimed_worktree(&self, name: &str, branch: &str) -> Result<Worktree> {
+        let dir = self.root.join(WORKTREES_DIR);
+        let lock = WorktreeLock::acquire(&dir, name, branch, &self.git_dir())?;
+        let path = dir.join(name);
+        let holds = self
+            .registered_worktrees()?
+            .iter()
+            .any(|r| r.valid && same_path(&r.path, &path) && r.branch.as_deref() == Some(branch));
+        if !holds {
+            return Err(Error::input(format!(
+                "the warm container's worktree {} does not hold `{branch}`",
+                path.display()
+            )));
+        }
+        Ok(Worktree {
+            name: name.to_string(),
+            base: self.branch_head(branch)?,
+            path,
+            branch: branch.to_string(),
+            temporary: false,
+            origin: WorktreeOrigin::Created,
+            lock,
+            git_dir: self.git_dir(),
+        })
+    }
+
+    /// Where a kept worktree stays: a branch run's is named by its branch,
+    /// so the next run on the branch reuses it. One a branch run took from
+    /// a warm container (`run-<id>`) moves there, unless something else
+    /// is; every other stays where it is.
+    fn name_kept_worktree(&self, name: &str, branch: &str) -> Result<PathBuf> {
+        let dir = self.root.join(WORKTREES_DIR);
+        let here = dir.join(name);
+        let own = worktree_name(branch);
+        if own == name
+            || !name.starts_with("run-")
+            || branch == format!("sanddune/{name}")
+            || std::fs::symlink_metadata(dir.join(&own)).is_ok()
+        {
+            return Ok(here);
+        }
+        let _git = GitLock::acquire(&self.git_dir())?;
+        let there = dir.join(&own);
+        std::fs::rename(&here, &there).map_err(|e| {
+            Error::Other(anyhow::anyhow!(
+                "move {} to {}: {e}",
+                here.display(),
+                there.display()
+            ))
+        })?;
+        // What git moving it would write: where its admin dir's worktree is.
+        let gitdir = self.git_dir().join("worktrees").join(name).join("gitdir");
+        std::fs::write(&gitdir, format!("{}\n", there.join(".git").display()))
+            .map_err(|e| Error::Other(anyhow::anyhow!("write {}: {e}", gitdir.display())))?;
+        Ok(there)
     }
 
     /// Remove the worktree `name` of a warm container no run claimed, and
