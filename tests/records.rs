@@ -397,6 +397,19 @@ fn gc_moves_no_branch_a_forged_lock_and_pending_sync_name() {
     std::fs::write(worktrees.join("main.sync"), &unmerged).unwrap();
     std::fs::write(worktrees.join("other.lock"), lock("unmerged")).unwrap();
     std::fs::write(worktrees.join("other.sync"), &unmerged).unwrap();
+    // A lock on a warm sandbox's worktree naming another branch than the
+    // one git's own record of that worktree has (a claimed one's may name
+    // the run's branch; this one's holds its temporary branch).
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        "-b",
+        "sanddune/run-3",
+        ".sanddune/worktrees/run-3",
+    ]);
+    std::fs::write(worktrees.join("run-3.lock"), lock("unmerged")).unwrap();
+    std::fs::write(worktrees.join("run-3.sync"), &main).unwrap();
     // And a pending sync that is a FIFO, which would block gc's read.
     std::fs::write(worktrees.join("run-1.lock"), lock("sanddune/run-1")).unwrap();
     assert!(
@@ -411,6 +424,11 @@ fn gc_moves_no_branch_a_forged_lock_and_pending_sync_name() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(
         stderr(&out).contains("which worktree `other` never holds"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stderr(&out).contains("which worktree `run-3` never holds"),
         "{}",
         stderr(&out)
     );
