@@ -284,6 +284,41 @@ fn docker_a_container_unlike_the_runs_own_is_not_used() {
     assert!(gc.status.success(), "{}", stderr(&gc));
 }
 
+/// A waiting container's link forwarder is started with it; one whose
+/// forwarder is gone would cut the run off from the credential gateway.
+/// The claim sees it is not running (from the engine's process list), and
+/// the run creates its own container.
+fn docker_a_waiting_container_whose_forwarder_died_is_not_used() {
+    require_engine("docker");
+    let repo = TestRepo::new();
+    result(&pooled_run("docker", &repo, "fill\nFAKE:file:fill.md", &[]));
+    let warm = waiting("docker", &repo);
+    assert_eq!(warm.len(), 1);
+    let killed = Command::new("docker")
+        .args([
+            "exec",
+            "-u",
+            "0",
+            &warm[0].0,
+            "pkill",
+            "-f",
+            "/run/sanddune/forward",
+        ])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = pooled_run("docker", &repo, "next\nFAKE:file:next.md", &[]);
+    let log = stderr(&out);
+    result(&out);
+    assert!(
+        log.contains("pool: the warm container was not used (its link's forwarder is not running)"),
+        "{log}"
+    );
+    assert!(repo.path().join("next.md").exists());
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+}
+
 /// The agent is hostile, and the pool keeps containers waiting beside its
 /// run: with two waiting, the agent of the run that claims one writes into
 /// every sibling worktree it can name and forges a slot record where the
@@ -730,6 +765,7 @@ fn main() -> std::process::ExitCode {
         trial!(docker_two_runs_at_once_never_claim_the_same_container),
         trial!(docker_an_idle_warm_container_ends_itself_and_gc_sweeps_it),
         trial!(docker_a_container_unlike_the_runs_own_is_not_used),
+        trial!(docker_a_waiting_container_whose_forwarder_died_is_not_used),
         trial!(docker_a_hostile_agent_cannot_reach_a_waiting_container),
         trial!(docker_a_waiting_container_made_before_a_worktree_existed_is_not_used),
         trial!(docker_a_branch_run_claims_a_warm_container),

@@ -29,17 +29,8 @@ if [ -z "${SANDDUNE:-}" ] && [ ! -x "$sanddune" ]; then
 fi
 [ -x "$mockbin" ] || (cd "$root" && cargo build --release -q -p sanddune-vercel-mock --bin vercel-mock)
 
-# The synthetic repository, made once per size.
-origin=$root/target/bench-repos/big-$files-$commits
-if [ ! -f "$origin/.complete" ]; then
-    rm -rf "$origin"
-    git init -q -b main "$origin"
-    echo "synthesising $files files, $commits commits into $origin" >&2
-    python3 "$root/host/benches/synth_repo.py" "$files" "$commits" \
-        | git -C "$origin" fast-import --quiet --done
-    git -C "$origin" checkout -q -f main
-    touch "$origin/.complete"
-fi
+. "$root/host/benches/lib/big_repo.sh"
+origin=$(big_repo_origin "$files" "$commits")
 
 work=$(mktemp -d)
 mock=""

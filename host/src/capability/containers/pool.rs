@@ -280,10 +280,31 @@ impl Claimed {
         if info.state.and_then(|s| s.running) != Some(true) {
             return Err("it is no longer running".into());
         }
+        // Started with it; without it the run's link would be cut off.
+        if self.record.link.is_some() && !forwarding(docker, id).await {
+            return Err("its link's forwarder is not running".into());
+        }
         *self.env.lock().unwrap() = Some((id.clone(), env));
         *self.outcome.lock().unwrap() = Some(Ok(()));
         Ok(id.clone())
     }
+}
+
+/// Whether the container runs a link's forwarder: its processes as the
+/// engine lists them, which costs no exec.
+async fn forwarding(docker: &Docker, id: &str) -> bool {
+    docker
+        .top_processes(id, None)
+        .await
+        .ok()
+        .and_then(|top| top.processes)
+        .into_iter()
+        .flatten()
+        .any(|process| {
+            process
+                .iter()
+                .any(|field| crate::capability::link::is_forwarder(field))
+        })
 }
 
 impl Drop for Claimed {
