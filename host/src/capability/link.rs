@@ -154,12 +154,6 @@ impl SandboxLink {
     }
 }
 
-/// Whether a process's command line (as an engine's `top` lists it) is a
-/// link's forwarder.
-pub fn is_forwarder(command: &str) -> bool {
-    command.contains(&format!("{MOUNT}/{PROGRAM}"))
-}
-
 /// The forwarder's command line for a warm container's link (ADR 0037):
 /// started ahead (`--later`: its sockets are served from the claim on),
 /// with a port for each service its runs will have.

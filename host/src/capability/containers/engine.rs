@@ -591,9 +591,12 @@ impl Ctx {
         };
         // A warm container has no link yet (its claim serves it), but its
         // forwarder starts now.
-        let contained = match (contained, waiting.and(waiting_forwarder)) {
-            (Ok(()), Some(argv)) => start_forwarder(&self.docker, &id, argv).await,
-            (contained, _) => contained,
+        let (contained, forwarder) = match (contained, waiting.and(waiting_forwarder)) {
+            (Ok(()), Some(argv)) => match start_forwarder(&self.docker, &id, argv).await {
+                Ok(exec) => (Ok(()), Some(exec)),
+                Err(e) => (Err(e), None),
+            },
+            (contained, _) => (contained, None),
         };
         match contained {
             Ok(()) => {
@@ -602,7 +605,7 @@ impl Ctx {
                 }
                 if let Some(slot) = waiting {
                     let engine = engine_name(self.engine.unwrap_or(Engine::Docker));
-                    slot.created(&id, engine, &fingerprint, linked);
+                    slot.created(&id, engine, &fingerprint, forwarder);
                 }
                 Ok((id, link))
             }

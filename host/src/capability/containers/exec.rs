@@ -121,12 +121,12 @@ const FORWARDER_READY: Duration = Duration::from_secs(20);
 /// nothing: each service decides behind its socket), and wait until it
 /// listens. It carries
 /// no kill mark: it lives as long as the container. Its output stream is
-/// dropped after `ready`; it writes nothing more.
+/// dropped after `ready`; it writes nothing more. Returns its exec's id.
 pub(super) async fn start_forwarder(
     docker: &Docker,
     id: &str,
     argv: Vec<String>,
-) -> Result<(), String> {
+) -> Result<String, String> {
     let exec = docker
         .create_exec(
             id,
@@ -160,7 +160,7 @@ pub(super) async fn start_forwarder(
     })
     .await;
     match ready {
-        Ok(true) => Ok(()),
+        Ok(true) => Ok(exec.id),
         Ok(false) => Err(format!(
             "the link's forwarder stopped before it listened: {}",
             said.trim()

@@ -120,6 +120,9 @@ pub struct SlotRecord {
     pub until: u64,
     /// The link directory made for it, if its runs need one.
     pub link: Option<PathBuf>,
+    /// The exec of the link's forwarder, started with the container.
+    #[serde(default)]
+    pub forwarder: Option<String>,
 }
 
 /// A repository's pool for one key: `<git dir>/sanddune-pool/<key>`.
@@ -176,14 +179,22 @@ impl FillSlot {
         }
     }
 
-    pub(super) fn created(&self, container: &str, engine: &str, fingerprint: &str, linked: bool) {
+    /// `forwarder`: the exec of its link's forwarder, if it has a link.
+    pub(super) fn created(
+        &self,
+        container: &str,
+        engine: &str,
+        fingerprint: &str,
+        forwarder: Option<String>,
+    ) {
         *self.made.lock().unwrap() = Some(SlotRecord {
             container: container.into(),
             engine: engine.into(),
             fingerprint: fingerprint.into(),
             // Its first process started its idle wait a moment ago.
             until: unix_now() + self.idle.as_secs(),
-            link: linked.then(|| self.link.clone()),
+            link: forwarder.is_some().then(|| self.link.clone()),
+            forwarder,
         });
     }
 
@@ -281,30 +292,18 @@ impl Claimed {
             return Err("it is no longer running".into());
         }
         // Started with it; without it the run's link would be cut off.
-        if self.record.link.is_some() && !forwarding(docker, id).await {
+        if let Some(exec) = &self.record.forwarder
+            && !docker
+                .inspect_exec(exec)
+                .await
+                .is_ok_and(|e| e.running == Some(true))
+        {
             return Err("its link's forwarder is not running".into());
         }
         *self.env.lock().unwrap() = Some((id.clone(), env));
         *self.outcome.lock().unwrap() = Some(Ok(()));
         Ok(id.clone())
     }
-}
-
-/// Whether the container runs a link's forwarder: its processes as the
-/// engine lists them, which costs no exec.
-async fn forwarding(docker: &Docker, id: &str) -> bool {
-    docker
-        .top_processes(id, None)
-        .await
-        .ok()
-        .and_then(|top| top.processes)
-        .into_iter()
-        .flatten()
-        .any(|process| {
-            process
-                .iter()
-                .any(|field| crate::capability::link::is_forwarder(field))
-        })
 }
 
 impl Drop for Claimed {
@@ -546,6 +545,7 @@ mod tests {
             fingerprint: "f".into(),
             until,
             link: None,
+            forwarder: None,
         };
         publish(&dir, &record).unwrap();
         dir
