@@ -60,6 +60,13 @@ fn waiting(engine: &str, repo: &TestRepo) -> Vec<(String, String)> {
         .collect()
 }
 
+/// `sanddune gc --drain-pool`: the repository's warm containers go.
+fn drain(repo: &TestRepo) -> Output {
+    let gc = repo.sanddune(&["gc", "--drain-pool"]);
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    gc
+}
+
 fn result(out: &Output) -> Value {
     assert!(out.status.success(), "{}", stderr(out));
     serde_json::from_str(&stdout(out)).unwrap()
@@ -161,8 +168,7 @@ fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str) {
     let gc = repo.sanddune(&["gc"]);
     assert!(gc.status.success(), "{}", stderr(&gc));
     assert_eq!(waiting(engine, &repo).len(), 1, "gc left the waiting one");
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    let gc = drain(&repo);
     assert!(
         stdout(&gc).contains("which no run claimed"),
         "{}",
@@ -219,8 +225,7 @@ fn docker_two_runs_at_once_never_claim_the_same_container() {
         .count();
     assert_eq!(took, 1, "{logs:?}");
     assert!(repo.path().join("a.md").exists() && repo.path().join("b.md").exists());
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    drain(&repo);
     assert!(waiting("docker", &repo).is_empty());
 }
 
@@ -284,8 +289,7 @@ fn docker_a_container_unlike_the_runs_own_is_not_used() {
             .any(|(id, _)| *id == warm[0].0),
         "the unused container is gone"
     );
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    drain(&repo);
 }
 
 /// A waiting container's link forwarder is started with it; one whose
@@ -319,8 +323,7 @@ fn docker_a_waiting_container_whose_forwarder_died_is_not_used() {
         "{log}"
     );
     assert!(repo.path().join("next.md").exists());
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    drain(&repo);
 }
 
 /// The agent is hostile, and the pool keeps containers waiting beside its
@@ -379,8 +382,7 @@ fn docker_a_hostile_agent_cannot_reach_a_waiting_container() {
     for file in ["fill.md", "a.md", "b.md"] {
         assert!(repo.path().join(file).exists(), "{file} not merged");
     }
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    drain(&repo);
     assert!(waiting("docker", &repo).is_empty());
 }
 
@@ -425,8 +427,7 @@ fn docker_a_waiting_container_made_before_a_worktree_existed_is_not_used() {
         !said.contains("another run's work") && said.contains("entries=0"),
         "the agent saw another run's worktree: {said}"
     );
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    drain(&repo);
 }
 
 /// A `--branch` run claims a warm container too: the slot's worktree gets
@@ -473,8 +474,7 @@ fn docker_a_branch_run_claims_a_warm_container() {
         repo.git(&["rev-parse", "main"])
     );
     assert_eq!(repo.git(&["rev-parse", &format!("{old}~1")]), old_tip);
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    drain(&repo);
     let (branches, worktrees, agent_dirs) = slot_leftovers(&repo);
     assert!(
         branches.is_empty() && worktrees.is_empty() && agent_dirs.is_empty(),
@@ -536,8 +536,7 @@ fn docker_a_kept_branch_worktree_from_the_pool_is_named_by_its_branch() {
     // The run worked in the kept worktree, and left its work there.
     assert_eq!(done["commits"].as_array().unwrap().len(), 1, "{done}");
     assert!(own.join("half.md").exists(), "{done}");
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    drain(&repo);
 }
 
 /// A branch run on a warm container killed with SIGKILL mid-iteration:
@@ -612,8 +611,7 @@ fn docker_a_killed_branch_run_on_a_warm_container_is_collected_by_gc() {
     let log = stderr(&out);
     result(&out);
     assert!(log.contains("worktree reused with its work"), "{log}");
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    drain(&repo);
 }
 
 /// A workflow's fan-out items are branch runs: with `pool=N` each takes a
@@ -715,8 +713,7 @@ promptArgs = { N = "{{index}}" }
             format!("Add a note to item-{n}.md")
         );
     }
-    let gc = repo.sanddune(&["gc", "--drain-pool"]);
-    assert!(gc.status.success(), "{}", stderr(&gc));
+    drain(&repo);
 }
 
 /// Bad pool options are refused before anything exists, naming the key.

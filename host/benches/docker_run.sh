@@ -38,27 +38,6 @@ bench_repo
 # claude-code's env requirement, as its users have it; the fake ignores it.
 export ANTHROPIC_API_KEY=sk-ant-bench-fake
 
-# Runs "$@" and prints "SECONDS_TO_RESULT SECONDS_TO_EXIT": the result is
-# the --json object on stdout, whole once its closing brace is.
-to_result_and_exit() {
-    python3 - "$@" <<'PY'
-import subprocess, sys, time
-start = time.monotonic()
-with subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as p:
-    out, result = [], None
-    for line in p.stdout:
-        out.append(line)
-        if line.rstrip() == b"}" and result is None:
-            result = time.monotonic() - start
-    code = p.wait()
-end = time.monotonic() - start
-if code != 0:
-    sys.exit(f"exit {code}")
-sys.stderr.buffer.write(b"".join(out))
-print(f"{result:.4f} {end:.4f}")
-PY
-}
-
 # Round $1's result goes to $work/result-$1.json; "$2"... go to the run.
 sanddune_once() {
     local n=$1

@@ -46,23 +46,9 @@ echo "repository: $(git -C "$repo" ls-files | wc -l) files, $(git -C "$repo" rev
 once() {
     local n=$1
     shift
-    python3 - "$work/result-$n.json" "$sanddune" run --cwd "$repo" --sandbox docker \
+    to_result_and_exit "$sanddune" run --cwd "$repo" --sandbox docker \
         --agent claude-code --strategy merge-to-head --prompt "add a line" --json \
-        --sandbox-opt image="$image" "$@" <<'PY'
-import subprocess, sys, time
-start = time.monotonic()
-with subprocess.Popen(sys.argv[2:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as p:
-    out, result = [], None
-    for line in p.stdout:
-        out.append(line)
-        if line.rstrip() == b"}" and result is None:
-            result = time.monotonic() - start
-    code = p.wait()
-if code != 0:
-    sys.exit(f"exit {code}")
-open(sys.argv[1], "wb").write(b"".join(out))
-print(f"{result:.4f}")
-PY
+        --sandbox-opt image="$image" "$@" 2>"$work/result-$n.json" | cut -d' ' -f1
 }
 
 # Change $moved files of HEAD in one commit on the host.

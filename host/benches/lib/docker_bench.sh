@@ -1,7 +1,7 @@
 # What the docker benches of one run's cost share (sourced by
-# docker_run.sh, egress_proxy.sh and credential_gateway.sh, with $root set): the release
-# binary, the test image, a scratch repository and the helpers that time
-# and read the runs.
+# docker_run.sh, pool_big_repo.sh, egress_proxy.sh and credential_gateway.sh,
+# with $root set): the release binary, the test image, a scratch repository
+# and the helpers that time and read the runs.
 
 # $sanddune: $SANDDUNE, else target/release/sanddune (built if missing).
 # $image: $IMAGE, else the root test image, which must exist.
@@ -48,3 +48,24 @@ now() { date +%s.%N; }
 # The number the fake agent's last FAKE:run command printed, from a run's
 # --json result on stdin.
 said() { python3 -c 'import json,sys,re; print(re.search(r"([0-9.]+) \(exit 0\)", json.load(sys.stdin)["stdout"]).group(1))'; }
+
+# Runs "$@" and prints "SECONDS_TO_RESULT SECONDS_TO_EXIT": the result is
+# the --json object on stdout, whole once its closing brace is.
+to_result_and_exit() {
+    python3 - "$@" <<'PY'
+import subprocess, sys, time
+start = time.monotonic()
+with subprocess.Popen(sys.argv[1:], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as p:
+    out, result = [], None
+    for line in p.stdout:
+        out.append(line)
+        if line.rstrip() == b"}" and result is None:
+            result = time.monotonic() - start
+    code = p.wait()
+end = time.monotonic() - start
+if code != 0:
+    sys.exit(f"exit {code}")
+sys.stderr.buffer.write(b"".join(out))
+print(f"{result:.4f} {end:.4f}")
+PY
+}
