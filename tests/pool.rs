@@ -93,21 +93,28 @@ fn slot_leftovers(repo: &TestRepo) -> (String, Vec<String>, Vec<String>) {
 /// The run after a pooled run takes the container it left waiting, in
 /// another process: the log says so, its commit lands, its env is its own
 /// and the container's config holds none of it, and nothing of the run
-/// before is in it. A new one waits after it; gc leaves that one, and
-/// `--drain-pool` removes it with its worktree, branch and agent git dir.
-fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str) {
+/// before is in it, nor of the wait (its `sleep`, its wake pipe). A new
+/// one waits after it; gc leaves that one, and `--drain-pool` removes it
+/// with its worktree, branch and agent git dir. `link`: the runs have one
+/// (the credential gateway's), and the claim wakes the container through
+/// its pipe there; without, by a signal.
+fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str, link: bool) {
     require_engine(engine);
     let repo = TestRepo::new();
+    let mut extra = vec!["--strategy", "merge-to-head", "--env"];
+    if !link {
+        extra.push("--no-gateway");
+    }
+    let with = |secret: &'static str| {
+        let mut args = extra.clone();
+        args.insert(3, secret);
+        args
+    };
     let first = pooled_run(
         engine,
         &repo,
         "first\nFAKE:file:first.md\nFAKE:run:touch /tmp/left-by-first",
-        &[
-            "--strategy",
-            "merge-to-head",
-            "--env",
-            "SANDDUNE_TEST_SECRET=one",
-        ],
+        &with("SANDDUNE_TEST_SECRET=one"),
     );
     let log = stderr(&first);
     let first = result(&first);
@@ -128,16 +135,14 @@ fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str) {
     );
     let reserved = inspect(engine, id, "{{index .Config.Labels \"sanddune.run\"}}");
 
+    let wake = inspect(engine, id, "{{json .Config.Entrypoint}}");
+    assert_eq!(wake.contains("/run/sanddune/wake"), link, "{wake}");
     let second = pooled_run(
         engine,
         &repo,
-        "second\nFAKE:file:second.md\nFAKE:run:ls /tmp/left-by-first 2>&1; echo $SANDDUNE_TEST_SECRET",
-        &[
-            "--strategy",
-            "merge-to-head",
-            "--env",
-            "SANDDUNE_TEST_SECRET=two",
-        ],
+        "second\nFAKE:file:second.md\nFAKE:run:ls /tmp/left-by-first 2>&1; echo $SANDDUNE_TEST_SECRET; \
+         test -p /run/sanddune/wake && echo wake-pipe-\"left\"; cat /proc/[0-9]*/cmdline | tr '\\0' ' '",
+        &with("SANDDUNE_TEST_SECRET=two"),
     );
     let log = stderr(&second);
     let second = result(&second);
@@ -150,6 +155,11 @@ fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str) {
         said.contains("No such file") && said.contains("two"),
         "the claimed container is not a fresh one with the run's env: {said}"
     );
+    assert!(
+        !said.contains("wake-pipe-left") && !said.contains("sleep 600"),
+        "the wait left something behind: {said}"
+    );
+    assert!(said.contains("sleep infinity"), "the provider's process: {said}");
     assert!(
         log.contains(&format!("on branch sanddune/run-{reserved}")),
         "the run took the id the container was made for: {log}"
@@ -183,11 +193,15 @@ fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str) {
 }
 
 fn docker_a_run_claims_the_container_the_last_run_left_waiting() {
-    a_run_claims_the_container_the_last_run_left_waiting("docker");
+    a_run_claims_the_container_the_last_run_left_waiting("docker", true);
+}
+
+fn docker_a_run_without_a_link_claims_a_container_woken_by_a_signal() {
+    a_run_claims_the_container_the_last_run_left_waiting("docker", false);
 }
 
 fn podman_a_run_claims_the_container_the_last_run_left_waiting() {
-    a_run_claims_the_container_the_last_run_left_waiting("podman");
+    a_run_claims_the_container_the_last_run_left_waiting("podman", true);
 }
 
 /// Two runs started at once with one container waiting: one takes it, the
@@ -762,6 +776,7 @@ fn pool_options_are_checked() {
 fn main() -> std::process::ExitCode {
     trials::run(vec![
         trial!(docker_a_run_claims_the_container_the_last_run_left_waiting),
+        trial!(docker_a_run_without_a_link_claims_a_container_woken_by_a_signal),
         trial!(podman_a_run_claims_the_container_the_last_run_left_waiting),
         trial!(docker_two_runs_at_once_never_claim_the_same_container),
         trial!(docker_an_idle_warm_container_ends_itself_and_gc_sweeps_it),

@@ -420,9 +420,14 @@ impl Ctx {
             _ => None,
         };
         let linked = containment.egress_log.is_some() || containment.gateway.is_some();
-        if let Some(slot) = waiting.filter(|_| linked) {
-            binds.push(link::prepare(&slot.link).map_err(link_failed)?);
-        }
+        // A warm container with a link directory waits on a pipe there.
+        let wake = match waiting.filter(|_| linked) {
+            Some(slot) => {
+                binds.push(link::prepare(&slot.link).map_err(link_failed)?);
+                Some(pool::make_wake(&slot.link).map_err(link_failed)?)
+            }
+            None => None,
+        };
         let mut labels = container_labels(spec.labels.clone(), &self.grant, &self.plugin);
         let requested_networks = spec.networks.clone();
         let mut networks = spec.networks.into_iter();
@@ -536,7 +541,8 @@ impl Ctx {
                 ));
             };
             main.extend(body.cmd.take().unwrap_or_default());
-            body.entrypoint = Some(pool::waiting_entrypoint(slot.idle, main));
+            let pipe = wake.as_ref().map(|_| format!("{}/{}", link::MOUNT, pool::WAKE));
+            body.entrypoint = Some(pool::waiting_entrypoint(slot.idle, pipe.as_deref(), main));
             labels.insert(POOL_LABEL.into(), slot.dir.display().to_string());
         }
         body.labels = Some(labels);
@@ -605,7 +611,7 @@ impl Ctx {
                 }
                 if let Some(slot) = waiting {
                     let engine = engine_name(self.engine.unwrap_or(Engine::Docker));
-                    slot.created(&id, engine, &fingerprint, forwarder);
+                    slot.created(&id, engine, &fingerprint, forwarder, wake);
                 }
                 Ok((id, link))
             }

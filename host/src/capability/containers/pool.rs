@@ -19,9 +19,12 @@
 //! network and limits. Otherwise it is removed and the run creates its own.
 //!
 //! The container's first process is a shell that ends after the pool's idle
-//! lifetime unless the claim's `SIGUSR1` replaces it with the provider's
-//! own: an idle container ends itself with no daemon, and `sanddune gc`
-//! removes what is left.
+//! lifetime unless the claim wakes it, which replaces it with the
+//! provider's own: an idle container ends itself with no daemon, and
+//! `sanddune gc` removes what is left. A container with a link directory
+//! is woken through a pipe there ([`WAKE`]), which only the host can
+//! write; one without, by `SIGUSR1`, which costs the engine a runtime call
+//! (about 20 ms on dockerd, and an exec started beside it waits for it).
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -42,6 +45,8 @@ pub const POOL_LABEL: &str = "sanddune.pool";
 pub const POOLS_DIR: &str = "sanddune-pool";
 /// A slot's record while it waits for a run.
 pub const READY: &str = "ready.json";
+/// The pipe in a warm container's link directory its first process waits on.
+pub const WAKE: &str = "wake";
 /// A claimed slot's record: `claimed-<owner id>.json`.
 pub const CLAIMED_PREFIX: &str = "claimed-";
 /// How long a container waits when `pool-idle` is not given.
@@ -123,6 +128,9 @@ pub struct SlotRecord {
     /// The exec of the link's forwarder, started with the container.
     #[serde(default)]
     pub forwarder: Option<String>,
+    /// The pipe that wakes it, on the host; None: it waits for `SIGUSR1`.
+    #[serde(default)]
+    pub wake: Option<PathBuf>,
 }
 
 /// A repository's pool for one key: `<git dir>/sanddune-pool/<key>`.
@@ -179,13 +187,15 @@ impl FillSlot {
         }
     }
 
-    /// `forwarder`: the exec of its link's forwarder, if it has a link.
+    /// `forwarder`: the exec of its link's forwarder, if it has a link;
+    /// `wake`: the pipe that wakes it, if it waits on one.
     pub(super) fn created(
         &self,
         container: &str,
         engine: &str,
         fingerprint: &str,
         forwarder: Option<String>,
+        wake: Option<PathBuf>,
     ) {
         *self.made.lock().unwrap() = Some(SlotRecord {
             container: container.into(),
@@ -195,6 +205,7 @@ impl FillSlot {
             until: unix_now() + self.idle.as_secs(),
             link: forwarder.is_some().then(|| self.link.clone()),
             forwarder,
+            wake,
         });
     }
 
@@ -277,27 +288,35 @@ impl Claimed {
         if self.record.until < unix_now() + MARGIN.as_secs() {
             return Err("its idle lifetime was about to end".into());
         }
-        let wake = KillContainerOptionsBuilder::default()
-            .signal("USR1")
-            .build();
-        docker
-            .kill_container(id, Some(wake))
-            .await
-            .map_err(|e| format!("it did not take the claim's signal: {e}"))?;
-        let info = docker
-            .inspect_container(id, None)
-            .await
-            .map_err(|e| format!("cannot inspect it: {e}"))?;
+        match &self.record.wake {
+            Some(pipe) => wake(pipe)?,
+            None => {
+                let signal = KillContainerOptionsBuilder::default()
+                    .signal("USR1")
+                    .build();
+                docker
+                    .kill_container(id, Some(signal))
+                    .await
+                    .map_err(|e| format!("it did not take the claim's signal: {e}"))?;
+            }
+        }
+        // The forwarder was started with it; without it the run's link
+        // would be cut off.
+        let forwarder = async {
+            match &self.record.forwarder {
+                Some(exec) => docker
+                    .inspect_exec(exec)
+                    .await
+                    .is_ok_and(|e| e.running == Some(true)),
+                None => true,
+            }
+        };
+        let (info, forwarder) = tokio::join!(docker.inspect_container(id, None), forwarder);
+        let info = info.map_err(|e| format!("cannot inspect it: {e}"))?;
         if info.state.and_then(|s| s.running) != Some(true) {
             return Err("it is no longer running".into());
         }
-        // Started with it; without it the run's link would be cut off.
-        if let Some(exec) = &self.record.forwarder
-            && !docker
-                .inspect_exec(exec)
-                .await
-                .is_ok_and(|e| e.running == Some(true))
-        {
+        if !forwarder {
             return Err("its link's forwarder is not running".into());
         }
         *self.env.lock().unwrap() = Some((id.clone(), env));
@@ -451,16 +470,72 @@ pub(super) fn fingerprint(
 }
 
 /// The first process of a waiting container: a shell that ends after
-/// `idle` unless `SIGUSR1` comes first, which makes it `main` (the
-/// provider's entrypoint and command).
-pub(super) fn waiting_entrypoint(idle: Duration, main: Vec<String>) -> Vec<String> {
-    let script = format!(
-        "trap 'kill $! 2>/dev/null; exec \"$@\"' USR1; sleep {} & wait $!",
-        idle.as_secs()
-    );
+/// `idle` unless woken first, which makes it `main` (the provider's
+/// entrypoint and command). With `pipe` (its path in the container), the
+/// wake is a line `go` there: the shell reads the pipe while a `sleep`
+/// holds it open for writing, so the sleep's end is the read's end of
+/// file. Without, the wake is `SIGUSR1`. The sleep is reaped before the
+/// hand-over: the agent finds no process of the wait.
+pub(super) fn waiting_entrypoint(
+    idle: Duration,
+    pipe: Option<&str>,
+    main: Vec<String>,
+) -> Vec<String> {
+    let idle = idle.as_secs();
+    let script = match pipe {
+        Some(pipe) => format!(
+            "sleep {idle} >'{pipe}' & read w <'{pipe}'; kill $! 2>/dev/null; wait $! 2>/dev/null; \
+             [ \"$w\" = go ] && exec \"$@\"; exit 0"
+        ),
+        None => format!(
+            "trap 'kill $! 2>/dev/null; wait $! 2>/dev/null; exec \"$@\"' USR1; sleep {idle} & wait $!"
+        ),
+    };
     let mut argv = vec!["sh".to_string(), "-c".to_string(), script, "sh".to_string()];
     argv.extend(main);
     argv
+}
+
+/// Make the pipe a warm container waits on in its link directory `dir`:
+/// readable by the container's user, whoever it maps to; only the host,
+/// which owns the directory, can write or replace it.
+pub(super) fn make_wake(dir: &Path) -> std::io::Result<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    let pipe = dir.join(WAKE);
+    let _ = std::fs::remove_file(&pipe);
+    let path = std::ffi::CString::new(pipe.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("a pipe path with a NUL"))?;
+    // SAFETY: a NUL-terminated path this function owns.
+    if unsafe { libc::mkfifo(path.as_ptr(), 0o600) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    std::fs::set_permissions(&pipe, std::fs::Permissions::from_mode(0o644))?;
+    Ok(pipe)
+}
+
+/// Wake a warm container through its pipe, which also proves its waiting
+/// shell is there (no reader: `ENXIO`); the pipe then goes, so the link
+/// directory is as a new container's.
+fn wake(pipe: &Path) -> Result<(), String> {
+    use std::io::Write;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW)
+        .open(pipe)
+        .map_err(|e| match e.raw_os_error() {
+            Some(libc::ENXIO) => "it no longer waits for a run".to_string(),
+            _ => format!("cannot wake it through {}: {e}", pipe.display()),
+        })?;
+    if !file.metadata().is_ok_and(|m| m.file_type().is_fifo()) {
+        return Err(format!("{} is not its pipe", pipe.display()));
+    }
+    file.write_all(b"go\n")
+        .map_err(|e| format!("cannot wake it through {}: {e}", pipe.display()))?;
+    drop(file);
+    let _ = std::fs::remove_file(pipe);
+    Ok(())
 }
 
 /// A short hex digest of `parts`: a pool's key.
@@ -546,6 +621,7 @@ mod tests {
             until,
             link: None,
             forwarder: None,
+            wake: None,
         };
         publish(&dir, &record).unwrap();
         dir
@@ -597,14 +673,82 @@ mod tests {
         assert_eq!(slot_state(&half), SlotState::Dead(None));
     }
 
-    #[test]
-    fn the_waiting_shell_hands_over_to_the_providers_process() {
+    /// Start the waiting shell of `pipe`'s kind on the host's `sh`, with
+    /// `echo handed-over` as the provider's process.
+    fn waiting(idle: u64, pipe: Option<&Path>) -> std::process::Child {
+        let pipe = pipe.map(|p| p.to_str().unwrap());
         let argv = waiting_entrypoint(
-            Duration::from_secs(60),
-            vec!["sleep".into(), "infinity".into()],
+            Duration::from_secs(idle),
+            pipe,
+            vec!["echo".into(), "handed-over".into()],
         );
-        assert_eq!(&argv[..2], ["sh", "-c"]);
-        assert!(argv[2].contains("sleep 60 & wait"));
-        assert_eq!(&argv[3..], ["sh", "sleep", "infinity"]);
+        std::process::Command::new(&argv[0])
+            .args(&argv[1..])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    fn said(child: std::process::Child) -> String {
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success());
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    /// Until a reader opens it, the pipe cannot be woken.
+    fn wake_when_waiting(pipe: &Path) {
+        for _ in 0..200 {
+            match wake(pipe) {
+                Ok(()) => return,
+                Err(e) if e.contains("no longer waits") => {
+                    std::thread::sleep(Duration::from_millis(10))
+                }
+                Err(e) => panic!("{e}"),
+            }
+        }
+        panic!("the shell never waited on its pipe");
+    }
+
+    #[test]
+    fn a_shell_woken_through_its_pipe_hands_over_and_the_pipe_goes() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = make_wake(dir.path()).unwrap();
+        let shell = waiting(60, Some(&pipe));
+        wake_when_waiting(&pipe);
+        assert_eq!(said(shell), "handed-over\n");
+        assert!(!pipe.exists(), "the link directory is as a new container's");
+        assert!(
+            wake(&pipe).unwrap_err().contains("cannot wake it"),
+            "nothing left to wake"
+        );
+    }
+
+    #[test]
+    fn a_shell_not_woken_ends_after_its_idle_lifetime_and_then_cannot_be() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = make_wake(dir.path()).unwrap();
+        assert_eq!(said(waiting(1, Some(&pipe))), "", "it ended itself");
+        assert!(wake(&pipe).unwrap_err().contains("no longer waits"));
+        // The signal's kind ends the same way.
+        assert_eq!(said(waiting(1, None)), "");
+    }
+
+    #[test]
+    fn a_shell_woken_by_the_signal_hands_over() {
+        let shell = waiting(60, None);
+        // The trap is set once the shell runs; a signal before would end it.
+        std::thread::sleep(Duration::from_millis(300));
+        // SAFETY: signalling a child this test started.
+        assert_eq!(unsafe { libc::kill(shell.id() as i32, libc::SIGUSR1) }, 0);
+        assert_eq!(said(shell), "handed-over\n");
+    }
+
+    #[test]
+    fn a_pipe_replaced_by_a_file_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let pipe = dir.path().join(WAKE);
+        std::fs::write(&pipe, "").unwrap();
+        assert!(wake(&pipe).unwrap_err().contains("is not its pipe"));
+        assert_eq!(std::fs::read(&pipe).unwrap(), b"");
     }
 }
