@@ -132,10 +132,13 @@ pub(super) async fn prepare_place(
     };
     let worktree = match &strategy {
         BranchStrategy::Head => None,
+        BranchStrategy::MergeToHead if claimed => {
+            Some(repo.open_claimed_worktree(&format!("run-{id}"), &branch, true)?)
+        }
         BranchStrategy::MergeToHead => Some(add(&format!("run-{id}"), &branch, true)?),
         // Moved to the branch's name if it is kept (`Repo::close_worktree_later`).
         BranchStrategy::Branch(b) if claimed => {
-            Some(repo.open_claimed_worktree(&format!("run-{id}"), b)?)
+            Some(repo.open_claimed_worktree(&format!("run-{id}"), b, false)?)
         }
         BranchStrategy::Branch(b) => Some(add(&worktree_name(b), b, false)?),
     };

@@ -90,18 +90,14 @@ impl RunPool {
     /// takes as its own. A merge-to-head slot's worktree is brought to the
     /// host's HEAD first; a branch run's gets its branch.
     pub(super) fn claim(&mut self, repo: &Repo) -> Option<String> {
-        if let BranchStrategy::Branch(branch) = &self.strategy {
-            let own = repo
-                .root()
-                .join(crate::worktree::WORKTREES_DIR)
-                .join(crate::worktree::worktree_name(branch));
-            if std::fs::symlink_metadata(&own).is_ok() {
-                self.note = Some(format!(
-                    "pool: not used: the branch's worktree {} is there, and is reused with its work",
-                    own.display()
-                ));
-                return None;
-            }
+        if let BranchStrategy::Branch(branch) = &self.strategy
+            && let Some(own) = repo.branch_worktree_there(branch)
+        {
+            self.note = Some(format!(
+                "pool: not used: the branch's worktree {} is there, and is reused with its work",
+                own.display()
+            ));
+            return None;
         }
         let Some((id, claimed)) = pool::claim(&self.dir) else {
             self.note = Some("pool: no warm container was waiting; creating one".into());

@@ -1247,14 +1247,13 @@ impl Repo {
                 "`{branch}` is not a valid branch name"
             )));
         }
-        let dir = self.root.join(WORKTREES_DIR);
-        let own = dir.join(worktree_name(branch));
-        if std::fs::symlink_metadata(&own).is_ok() {
+        if let Some(own) = self.branch_worktree_there(branch) {
             return Err(Error::input(format!(
                 "the branch's worktree {} is there, and is reused with its work",
                 own.display()
             )));
         }
+        let dir = self.root.join(WORKTREES_DIR);
         let _git = GitLock::acquire(&self.git_dir())?;
         let head = self.repo.head().map_err(|e| git_err("read HEAD", e))?;
         let holders = self.registered_worktrees()?;
@@ -1297,9 +1296,26 @@ impl Repo {
         Ok(())
     }
 
-    /// Open the worktree `name` that [`Repo::switch_pooled_worktree`] put
-    /// `branch` in, locked for the run, as a branch run's new worktree.
-    pub fn open_claimed_worktree(&self, name: &str, branch: &str) -> Result<Worktree> {
+    /// The worktree a run on `branch` reuses (`.sanddune/worktrees/<name>`),
+    /// if anything is there: a warm container's worktree is not put on
+    /// that branch then (checked before a claim, and again at the switch).
+    pub fn branch_worktree_there(&self, branch: &str) -> Option<PathBuf> {
+        let own = self.root.join(WORKTREES_DIR).join(worktree_name(branch));
+        std::fs::symlink_metadata(&own).is_ok().then_some(own)
+    }
+
+    /// Open the worktree `name` of a warm container a run claimed, which
+    /// [`Repo::reset_pooled_worktree`] or [`Repo::switch_pooled_worktree`]
+    /// made ready with `branch`, locked for the run, as its new worktree
+    /// (`temporary`: a merge-to-head run's, whose branch goes after it).
+    /// Made by the pool with its files, it needs none of a reused one's
+    /// steps.
+    pub fn open_claimed_worktree(
+        &self,
+        name: &str,
+        branch: &str,
+        temporary: bool,
+    ) -> Result<Worktree> {
         let dir = self.root.join(WORKTREES_DIR);
         let lock = WorktreeLock::acquire(&dir, name, branch, &self.git_dir())?;
         let path = dir.join(name);
@@ -1318,7 +1334,7 @@ impl Repo {
             base: self.branch_head(branch)?,
             path,
             branch: branch.to_string(),
-            temporary: false,
+            temporary,
             origin: WorktreeOrigin::Created,
             lock,
             git_dir: self.git_dir(),
