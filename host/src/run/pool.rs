@@ -103,6 +103,9 @@ impl RunPool {
             self.note = Some("pool: no warm container was waiting; creating one".into());
             return None;
         };
+        // Its engine is known now: what the provider's preflight will ask
+        // of it is asked beside the worktree's and the agent's planning.
+        crate::capability::containers::warm_up(engine_of(&claimed.record.engine));
         let (name, temporary) = (format!("run-{id}"), format!("sanddune/run-{id}"));
         let ready = match &self.strategy {
             BranchStrategy::Head => Ok(()),

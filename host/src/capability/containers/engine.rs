@@ -129,56 +129,111 @@ impl ContainerState {
 }
 
 /// What this process learned of the engine at each socket, kept for its
-/// life.
-struct PerSocket<T>(std::sync::Mutex<Vec<(String, T)>>);
+/// life. Learned once: callers that ask at the same moment (a workflow's
+/// items, a run and its [`warm_up`]) wait for the one asking.
+struct PerSocket<T>(std::sync::Mutex<Vec<(String, Arc<tokio::sync::OnceCell<T>>)>>);
 
 impl<T: Clone> PerSocket<T> {
     const fn new() -> Self {
         Self(std::sync::Mutex::new(Vec::new()))
     }
 
-    fn get(&self, socket: &str) -> Option<T> {
-        let known = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        known
-            .iter()
-            .find(|(s, _)| s == socket)
-            .map(|(_, v)| v.clone())
-    }
-
-    fn put(&self, socket: String, value: T) {
-        let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        known.push((socket, value));
+    /// What is known at `socket`, learned by `learn` if nothing is yet
+    /// (and then `true`: just learned).
+    async fn get_or_learn<F: Future<Output = Result<T, String>>>(
+        &self,
+        socket: &str,
+        learn: impl FnOnce() -> F,
+    ) -> Result<(T, bool), String> {
+        let cell = {
+            let mut known = self.0.lock().unwrap_or_else(|e| e.into_inner());
+            match known.iter().find(|(s, _)| s == socket) {
+                Some((_, cell)) => cell.clone(),
+                None => {
+                    let cell = Arc::new(tokio::sync::OnceCell::new());
+                    known.push((socket.to_string(), cell.clone()));
+                    cell
+                }
+            }
+        };
+        let mut learned = false;
+        let value = cell
+            .get_or_try_init(|| {
+                learned = true;
+                learn()
+            })
+            .await?;
+        Ok((value.clone(), learned))
     }
 }
 
 /// Connect to an engine and agree on an API version (Debian's engines speak
 /// 1.41). Builds and long execs stream: the client timeout is generous.
-/// The version is agreed once per socket and process: dockerd answers
-/// `/version` in 6-35 ms (it asks containerd and runc theirs), and a run
-/// connects in its preflight and again in its create. Later connects only
-/// ping (under a millisecond), so an engine that stopped is still found here.
 pub async fn connect_negotiated(engine: Engine) -> Result<Docker, String> {
-    static AGREED: PerSocket<bollard::ClientVersion> = PerSocket::new();
+    Ok(agree(engine).await?.0)
+}
+
+/// Connect to `engine` and agree on an API version, as bollard's
+/// negotiation does, keeping the engine's version its `/version` also
+/// gave: dockerd answers `/version` in 6-35 ms (it asks containerd and runc
+/// theirs), so a process asks it once per socket, where it would ask again
+/// to describe the engine. Later connects only ping (under a millisecond),
+/// so an engine that stopped is still found here.
+async fn agree(engine: Engine) -> Result<(Docker, String), String> {
+    static AGREED: PerSocket<(bollard::ClientVersion, String)> = PerSocket::new();
     let socket = engine_socket(engine);
-    let known = AGREED.get(&socket);
     let unreachable = |e: bollard::errors::Error| {
         format!("cannot reach {} at {socket}: {e}", engine_name(engine))
     };
     let silent = |e: bollard::errors::Error| {
         format!("{} at {socket} does not answer: {e}", engine_name(engine))
     };
-    if let Some(version) = known {
-        let docker = Docker::connect_with_unix(&socket, 600, &version).map_err(unreachable)?;
+    let negotiate = || async {
+        let probe = Docker::connect_with_unix(&socket, 600, bollard::API_DEFAULT_VERSION)
+            .map_err(unreachable)?;
+        let answer = probe.version().await.map_err(silent)?;
+        let spoken = answer
+            .api_version
+            .as_deref()
+            .and_then(api_version)
+            .ok_or_else(|| {
+                format!(
+                    "{} at {socket} gave no API version it speaks",
+                    engine_name(engine)
+                )
+            })?;
+        let api = if spoken < *bollard::API_DEFAULT_VERSION {
+            spoken
+        } else {
+            *bollard::API_DEFAULT_VERSION
+        };
+        Ok((api, answer.version.unwrap_or_default()))
+    };
+    let ((api, version), learned) = AGREED.get_or_learn(&socket, negotiate).await?;
+    let docker = Docker::connect_with_unix(&socket, 600, &api).map_err(unreachable)?;
+    if !learned {
         docker.ping().await.map_err(silent)?;
-        return Ok(docker);
     }
-    let docker = Docker::connect_with_unix(&socket, 600, bollard::API_DEFAULT_VERSION)
-        .map_err(unreachable)?
-        .negotiate_version()
-        .await
-        .map_err(silent)?;
-    AGREED.put(socket, docker.client_version());
-    Ok(docker)
+    Ok((docker, version))
+}
+
+/// `1.41` as a client version.
+fn api_version(text: &str) -> Option<bollard::ClientVersion> {
+    let (major, minor) = text.split_once('.')?;
+    Some(bollard::ClientVersion {
+        major_version: major.parse().ok()?,
+        minor_version: minor.parse().ok()?,
+    })
+}
+
+/// Learn what a run's sandbox will ask of `engine` (its API version and
+/// description) in the background, while the run does its other planning:
+/// a run that claimed a warm container knows its engine before its
+/// provider's preflight asks.
+pub fn warm_up(engine: Engine) {
+    tokio::spawn(async move {
+        let _ = connect(engine).await;
+    });
 }
 
 pub fn engine_name(engine: Engine) -> &'static str {
@@ -776,31 +831,52 @@ pub(crate) fn archive(host: &Path, name: &str) -> std::io::Result<Vec<u8>> {
     builder.into_inner()
 }
 
+/// An API version every engine sanddune supports speaks (Debian's docker
+/// and podman speak 1.41): `/info` is asked at it beside the negotiation.
+const SPOKEN_BY_ALL: bollard::ClientVersion = bollard::ClientVersion {
+    major_version: 1,
+    minor_version: 41,
+};
+
 /// Connect to `engine` and describe it and the host user. The description
-/// is asked once per socket and process (`/version` and `/info` are each
-/// 6-35 ms on dockerd); it does not change while the engine answers.
+/// is asked once per socket and process (`/info` is 6-35 ms on dockerd);
+/// it does not change while the engine answers. On first contact `/info`
+/// is asked beside `/version` rather than after it; an engine that no
+/// longer speaks [`SPOKEN_BY_ALL`] is asked again at the agreed version.
 async fn connect(engine: Engine) -> Result<(Docker, EngineInfo), String> {
     static DESCRIBED: PerSocket<EngineInfo> = PerSocket::new();
-    let docker = connect_negotiated(engine).await?;
     let socket = engine_socket(engine);
-    let known = DESCRIBED.get(&socket);
-    let info = match known {
-        Some(info) => info,
-        None => {
-            let info = describe(&docker, engine).await?;
-            DESCRIBED.put(socket, info.clone());
-            info
-        }
+    let mut fresh = None;
+    let agreed_here = &mut fresh;
+    let at = &socket;
+    let learn = || async move {
+        let early = async {
+            let docker = Docker::connect_with_unix(at, 600, &SPOKEN_BY_ALL).ok()?;
+            docker.info().await.ok()
+        };
+        let (agreed, early) = tokio::join!(agree(engine), early);
+        let (docker, version) = agreed?;
+        let info = match early {
+            Some(info) => Ok(info),
+            None => docker.info().await,
+        };
+        let info = describe(engine, version, info);
+        *agreed_here = Some(docker);
+        Ok(info)
+    };
+    let (info, _) = DESCRIBED.get_or_learn(&socket, learn).await?;
+    let docker = match fresh {
+        Some(docker) => docker,
+        None => agree(engine).await?.0,
     };
     Ok((docker, info))
 }
 
-async fn describe(docker: &Docker, engine: Engine) -> Result<EngineInfo, String> {
-    let (version, info) = tokio::join!(docker.version(), docker.info());
-    let version = version
-        .map_err(|e| format!("{}: {e}", engine_name(engine)))?
-        .version
-        .unwrap_or_default();
+fn describe(
+    engine: Engine,
+    version: String,
+    info: Result<bollard::models::SystemInfo, bollard::errors::Error>,
+) -> EngineInfo {
     // SAFETY: getuid/getgid cannot fail.
     let (host_uid, host_gid) = unsafe { (libc::getuid(), libc::getgid()) };
     // Docker and Podman 5 say `name=rootless` here; Podman 4's compat API
@@ -811,12 +887,12 @@ async fn describe(docker: &Docker, engine: Engine) -> Result<EngineInfo, String>
         .and_then(|i| i.security_options)
         .is_some_and(|opts| opts.iter().any(|o| o.contains("rootless")))
         || (matches!(engine, Engine::Podman) && host_uid != 0);
-    Ok(EngineInfo {
+    EngineInfo {
         version,
         host_uid,
         host_gid,
         rootless,
-    })
+    }
 }
 
 /// The capability's calls, as the bindings of every WIT version make them.

@@ -29,6 +29,7 @@ pub mod snapshot;
 pub use containment::Containment;
 pub use engine::{
     ContainerState, connect_negotiated, default_image, engine_name, engine_socket, force_remove,
+    warm_up,
 };
 pub(crate) use engine::{archive, first_file};
 pub use limits::{LimitHit, ResourceLimits};
