@@ -66,6 +66,7 @@ pub(super) fn plan(
         kind,
         &side_by_side.to_string(),
         &git_dir.display().to_string(),
+        pool::WAKE_FORMAT,
     ]);
     Some(RunPool {
         options,

@@ -47,6 +47,11 @@ pub const POOLS_DIR: &str = "sanddune-pool";
 pub const READY: &str = "ready.json";
 /// The pipe in a warm container's link directory its first process waits on.
 pub const WAKE: &str = "wake";
+/// How this sanddune wakes its warm containers, part of a pool's key: a
+/// sanddune that wakes them otherwise (an older one sent only `SIGUSR1`,
+/// which a shell waiting on the pipe ignores) fills and claims another
+/// pool, and never adopts a container it could not wake.
+pub const WAKE_FORMAT: &str = "wake: a pipe in the link directory, else SIGUSR1";
 /// A claimed slot's record: `claimed-<owner id>.json`.
 pub const CLAIMED_PREFIX: &str = "claimed-";
 /// How long a container waits when `pool-idle` is not given.
@@ -129,6 +134,7 @@ pub struct SlotRecord {
     #[serde(default)]
     pub forwarder: Option<String>,
     /// The pipe that wakes it, on the host; None: it waits for `SIGUSR1`.
+    /// (Absent from an older sanddune's records, which gc still reads.)
     #[serde(default)]
     pub wake: Option<PathBuf>,
 }
