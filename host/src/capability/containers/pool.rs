@@ -703,7 +703,7 @@ mod tests {
 
     /// Until a reader opens it, the pipe cannot be woken.
     fn wake_when_waiting(pipe: &Path) {
-        for _ in 0..200 {
+        for _ in 0..1000 {
             match wake(pipe) {
                 Ok(()) => return,
                 Err(e) if e.contains("no longer waits") => {
@@ -742,8 +742,25 @@ mod tests {
     #[test]
     fn a_shell_woken_by_the_signal_hands_over() {
         let shell = waiting(60, None);
-        // The trap is set once the shell runs; a signal before would end it.
-        std::thread::sleep(Duration::from_millis(300));
+        // A signal before the trap is set would end the shell: wait until
+        // the kernel says it catches SIGUSR1 (bit 10 of `SigCgt`).
+        let status = format!("/proc/{}/status", shell.id());
+        let catches = || {
+            std::fs::read_to_string(&status)
+                .ok()
+                .and_then(|s| {
+                    let mask = s.lines().find_map(|l| l.strip_prefix("SigCgt:"))?;
+                    u64::from_str_radix(mask.trim(), 16).ok()
+                })
+                .is_some_and(|mask| mask & (1 << (libc::SIGUSR1 - 1)) != 0)
+        };
+        for _ in 0..1000 {
+            if catches() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert!(catches(), "the shell never set its trap");
         // SAFETY: signalling a child this test started.
         assert_eq!(unsafe { libc::kill(shell.id() as i32, libc::SIGUSR1) }, 0);
         assert_eq!(said(shell), "handed-over\n");
