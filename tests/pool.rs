@@ -101,13 +101,11 @@ fn slot_leftovers(repo: &TestRepo) -> (String, Vec<String>, Vec<String>) {
 fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str, link: bool) {
     require_engine(engine);
     let repo = TestRepo::new();
-    let mut extra = vec!["--strategy", "merge-to-head", "--env"];
-    if !link {
-        extra.push("--no-gateway");
-    }
     let with = |secret: &'static str| {
-        let mut args = extra.clone();
-        args.insert(3, secret);
+        let mut args = vec!["--strategy", "merge-to-head", "--env", secret];
+        if !link {
+            args.push("--no-gateway");
+        }
         args
     };
     let first = pooled_run(

@@ -831,9 +831,10 @@ pub(crate) fn archive(host: &Path, name: &str) -> std::io::Result<Vec<u8>> {
     builder.into_inner()
 }
 
-/// An API version every engine sanddune supports speaks (Debian's docker
-/// and podman speak 1.41): `/info` is asked at it beside the negotiation.
-const SPOKEN_BY_ALL: bollard::ClientVersion = bollard::ClientVersion {
+/// The API version `/info` is asked at beside the negotiation: the one
+/// Debian's docker and podman speak. An engine that no longer does (Docker
+/// 29 speaks 1.44 and up) is asked again at the agreed version.
+const EARLY_INFO_API: bollard::ClientVersion = bollard::ClientVersion {
     major_version: 1,
     minor_version: 41,
 };
@@ -841,8 +842,7 @@ const SPOKEN_BY_ALL: bollard::ClientVersion = bollard::ClientVersion {
 /// Connect to `engine` and describe it and the host user. The description
 /// is asked once per socket and process (`/info` is 6-35 ms on dockerd);
 /// it does not change while the engine answers. On first contact `/info`
-/// is asked beside `/version` rather than after it; an engine that no
-/// longer speaks [`SPOKEN_BY_ALL`] is asked again at the agreed version.
+/// is asked beside `/version` rather than after it, at [`EARLY_INFO_API`].
 async fn connect(engine: Engine) -> Result<(Docker, EngineInfo), String> {
     static DESCRIBED: PerSocket<EngineInfo> = PerSocket::new();
     let socket = engine_socket(engine);
@@ -851,7 +851,7 @@ async fn connect(engine: Engine) -> Result<(Docker, EngineInfo), String> {
     let at = &socket;
     let learn = || async move {
         let early = async {
-            let docker = Docker::connect_with_unix(at, 600, &SPOKEN_BY_ALL).ok()?;
+            let docker = Docker::connect_with_unix(at, 600, &EARLY_INFO_API).ok()?;
             docker.info().await.ok()
         };
         let (agreed, early) = tokio::join!(agree(engine), early);
