@@ -157,7 +157,10 @@ fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str, link: bool
         !said.contains("wake-pipe-left") && !said.contains("sleep 600"),
         "the wait left something behind: {said}"
     );
-    assert!(said.contains("sleep infinity"), "the provider's process: {said}");
+    assert!(
+        said.contains("sleep infinity"),
+        "the provider's process: {said}"
+    );
     assert!(
         log.contains(&format!("on branch sanddune/run-{reserved}")),
         "the run took the id the container was made for: {log}"

@@ -596,7 +596,9 @@ impl Ctx {
                 ));
             };
             main.extend(body.cmd.take().unwrap_or_default());
-            let pipe = wake.as_ref().map(|_| format!("{}/{}", link::MOUNT, pool::WAKE));
+            let pipe = wake
+                .as_ref()
+                .map(|_| format!("{}/{}", link::MOUNT, pool::WAKE));
             body.entrypoint = Some(pool::waiting_entrypoint(slot.idle, pipe.as_deref(), main));
             labels.insert(POOL_LABEL.into(), slot.dir.display().to_string());
         }
