@@ -5,10 +5,11 @@
 //   VERCEL_MOCK_URL=http://127.0.0.1:PORT node check.mjs
 //
 // Prints one `ok <step>` line per step; exits non-zero on the first failure.
+// The snapshot steps come last, with sandboxes of their own.
 
 import assert from "node:assert/strict";
 import { Writable } from "node:stream";
-import { Sandbox } from "@vercel/sandbox";
+import { APIError, Sandbox, Snapshot } from "@vercel/sandbox";
 
 const mock = process.env.VERCEL_MOCK_URL;
 if (!mock) throw new Error("set VERCEL_MOCK_URL");
@@ -115,3 +116,87 @@ assert.equal(sandbox.status, "stopped");
 ok("stop");
 await sandbox.delete();
 ok("delete");
+
+// ---- Snapshots --------------------------------------------------------
+// A snapshot stops its sandbox; a new sandbox starts from its files (modes,
+// symlinks and HOME too); a deleted snapshot can no longer be started from.
+const source = await Sandbox.create({ ...credentials, fetch: fetchToMock, tags: { "sanddune-run": "sdk-check" } });
+await source.writeFiles([
+  { path: "kept.txt", content: Buffer.from("kept by the snapshot\n") },
+  { path: "tool.sh", content: Buffer.from("#!/bin/sh\necho tool\n"), mode: 0o755 },
+]);
+const linked = await source.runCommand("sh", ["-c", 'ln -s kept.txt link.txt && echo home > "$HOME/.in-home"']);
+assert.equal(linked.exitCode, 0, await linked.stderr());
+const sleeper = await source.runCommand({ cmd: "sleep", args: ["30"], detached: true });
+const sourceSession = source.currentSession().sessionId;
+const snapshot = await source.snapshot();
+assert.match(snapshot.snapshotId, /^snap_/);
+assert.equal(snapshot.status, "created");
+assert.equal(snapshot.sourceSessionId, sourceSession);
+assert.ok(snapshot.sizeBytes > 0, String(snapshot.sizeBytes));
+assert.ok(snapshot.expiresAt > snapshot.createdAt, String(snapshot.expiresAt));
+assert.equal(source.status, "stopped");
+assert.ok(source.currentSession().snapshottedAt instanceof Date);
+// The snapshot stopped the session, and its commands with it.
+assert.notEqual((await sleeper.wait()).exitCode, 0);
+ok("snapshot");
+
+const got = await Snapshot.get({ ...credentials, fetch: fetchToMock, snapshotId: snapshot.snapshotId });
+assert.equal(got.snapshotId, snapshot.snapshotId);
+assert.equal(got.status, "created");
+assert.equal(got.sizeBytes, snapshot.sizeBytes);
+const snapshots = await Snapshot.list({ ...credentials, fetch: fetchToMock, name: source.name });
+assert.deepEqual(snapshots.snapshots.map((s) => s.id), [snapshot.snapshotId]);
+ok("snapshot get and list");
+
+// A stopped session cannot be snapshotted (the session object, not the
+// sandbox, so the SDK does not try to resume it).
+await assert.rejects(source.currentSession().snapshot(), (e) => {
+  assert.ok(e instanceof APIError, String(e));
+  assert.equal(e.response.status, 410);
+  assert.equal(e.json.error.code, "sandbox_stopped");
+  return true;
+});
+ok("snapshot of a stopped session");
+
+const restored = await Sandbox.create({
+  ...credentials,
+  fetch: fetchToMock,
+  source: { type: "snapshot", snapshotId: snapshot.snapshotId },
+  tags: { "sanddune-run": "sdk-check" },
+});
+assert.equal(restored.status, "running");
+assert.notEqual(restored.name, source.name);
+assert.equal(restored.sourceSnapshotId, snapshot.snapshotId);
+assert.equal((await restored.readFileToBuffer({ path: "kept.txt" })).toString(), "kept by the snapshot\n");
+assert.equal(await (await restored.runCommand("./tool.sh")).stdout(), "tool\n");
+assert.equal(await (await restored.runCommand("readlink", ["link.txt"])).stdout(), "kept.txt\n");
+assert.equal(await (await restored.runCommand("sh", ["-c", 'cat "$HOME/.in-home"'])).stdout(), "home\n");
+ok("create from snapshot");
+
+await snapshot.delete();
+assert.equal(snapshot.status, "deleted");
+const gone = await Snapshot.get({ ...credentials, fetch: fetchToMock, snapshotId: snapshot.snapshotId });
+assert.equal(gone.status, "deleted");
+const after = await Snapshot.list({ ...credentials, fetch: fetchToMock, name: source.name });
+assert.deepEqual(after.snapshots, []);
+await assert.rejects(
+  Sandbox.create({ ...credentials, fetch: fetchToMock, source: { type: "snapshot", snapshotId: snapshot.snapshotId } }),
+  (e) => {
+    assert.ok(e instanceof APIError, String(e));
+    assert.equal(e.response.status, 410);
+    assert.equal(e.json.error.code, "snapshot_not_found");
+    return true;
+  },
+);
+await assert.rejects(Snapshot.get({ ...credentials, fetch: fetchToMock, snapshotId: "snap_unknown" }), (e) => {
+  assert.ok(e instanceof APIError, String(e));
+  assert.equal(e.response.status, 404);
+  return true;
+});
+ok("snapshot delete");
+
+await restored.stop();
+await restored.delete();
+await source.delete();
+ok("snapshot cleanup");

@@ -11,6 +11,16 @@
 //! does, and faults can be injected: any status on any operation (401,
 //! 403, 404, 410, 422, 429 with `Retry-After`, 5xx), a command stream that
 //! ends before the exit code, a connection dropped mid-exec.
+//!
+//! Snapshots are real too: `POST .../sessions/{sid}/snapshot` stops the
+//! session (killing its commands, as `stop` does) and keeps a copy (`cp -a`:
+//! modes and symlinks kept) of the sandbox's whole directory in a temporary
+//! directory of the mock's; a create with `source: {type: "snapshot"}`
+//! starts from a copy of that, and one from a deleted or expired snapshot
+//! answers 410 `snapshot_not_found`. Snapshots can be got, listed and
+//! deleted, and a test can make one vanish behind the client's back
+//! (`delete_snapshot_behind`). A symlink with an absolute target still
+//! points into the source sandbox's directory (there is no chroot).
 
 use std::collections::{BTreeMap, VecDeque};
 use std::convert::Infallible;
@@ -48,6 +58,11 @@ pub enum Op {
     ExtendTimeout,
     Delete,
     List,
+    /// `POST /v2/sandboxes/sessions/{sid}/snapshot`.
+    Snapshot,
+    GetSnapshot,
+    DeleteSnapshot,
+    ListSnapshots,
     Any,
 }
 
@@ -112,6 +127,19 @@ pub struct SandboxView {
     pub tags: BTreeMap<String, String>,
     pub cwd: PathBuf,
     pub body: Value,
+    /// The snapshot it was created from.
+    pub source_snapshot: Option<String>,
+}
+
+/// What a test can see of a snapshot.
+#[derive(Clone, Debug)]
+pub struct SnapshotView {
+    pub id: String,
+    pub source_session: String,
+    /// `created`, or `deleted` once deleted or expired.
+    pub status: String,
+    pub deleted: bool,
+    pub size_bytes: u64,
 }
 
 struct Sandbox {
@@ -130,6 +158,54 @@ struct Sandbox {
     timeout: u64,
     vcpus: u64,
     runtime: Option<String>,
+    source_snapshot: Option<String>,
+    snapshotted: Option<u64>,
+}
+
+struct Snap {
+    id: String,
+    source_session: String,
+    source_name: String,
+    /// The copy of the source sandbox's directory; dropped (removed) on
+    /// delete and expiry.
+    dir: Option<tempfile::TempDir>,
+    size: u64,
+    created: u64,
+    updated: u64,
+    expires: Option<u64>,
+    last_used: Option<u64>,
+    deleted: bool,
+}
+
+impl Snap {
+    fn gone(&self) -> bool {
+        self.deleted || self.expires.is_some_and(|e| now_ms() >= e)
+    }
+
+    fn json(&self) -> Value {
+        let mut s = json!({
+            "id": self.id,
+            "sourceSessionId": self.source_session,
+            "region": "iad1",
+            "status": if self.gone() { "deleted" } else { "created" },
+            "sizeBytes": self.size,
+            "createdAt": self.created,
+            "updatedAt": self.updated,
+        });
+        if let Some(e) = self.expires {
+            s["expiresAt"] = json!(e);
+        }
+        if let Some(u) = self.last_used {
+            s["lastUsedAt"] = json!(u);
+        }
+        s
+    }
+
+    fn delete(&mut self) {
+        self.deleted = true;
+        self.updated = now_ms();
+        self.dir.take();
+    }
 }
 
 #[derive(Clone)]
@@ -169,6 +245,7 @@ struct State {
     /// PATH of the commands the mock runs.
     path: String,
     sandboxes: Vec<Sandbox>,
+    snapshots: Vec<Snap>,
     cmds: BTreeMap<String, Cmd>,
     faults: VecDeque<Fault>,
     seen: Vec<Seen>,
@@ -231,6 +308,12 @@ impl VercelMock {
                 };
                 for sid in expired {
                     stop(&reaped, &sid);
+                }
+                // An expired snapshot's copy goes, as Vercel deletes it.
+                for s in reaped.lock().unwrap().snapshots.iter_mut() {
+                    if s.gone() && !s.deleted {
+                        s.delete();
+                    }
                 }
             }
         });
@@ -299,8 +382,35 @@ impl VercelMock {
                 tags: s.tags.clone(),
                 cwd: s.cwd.clone(),
                 body: s.body.clone(),
+                source_snapshot: s.source_snapshot.clone(),
             })
             .collect()
+    }
+
+    pub fn snapshots(&self) -> Vec<SnapshotView> {
+        let st = self.state.lock().unwrap();
+        st.snapshots
+            .iter()
+            .map(|s| SnapshotView {
+                id: s.id.clone(),
+                source_session: s.source_session.clone(),
+                status: if s.gone() { "deleted" } else { "created" }.into(),
+                deleted: s.gone(),
+                size_bytes: s.size,
+            })
+            .collect()
+    }
+
+    /// Delete snapshot `id` on the service's side, as when it expires:
+    /// the client is not told, and a create from it then answers 410
+    /// `snapshot_not_found`. False when there is no such snapshot.
+    pub fn delete_snapshot_behind(&self, id: &str) -> bool {
+        let mut st = self.state.lock().unwrap();
+        let Some(s) = st.snapshots.iter_mut().find(|s| s.id == id) else {
+            return false;
+        };
+        s.delete();
+        true
     }
 
     /// Commands still running in any sandbox.
@@ -334,6 +444,8 @@ impl Drop for VercelMock {
         if let Some(rt) = self.runtime.take() {
             rt.shutdown_background();
         }
+        // The copies go with the mock, even if a task still holds the state.
+        self.state.lock().unwrap().snapshots.clear();
     }
 }
 
@@ -470,6 +582,10 @@ fn op_of(method: &str, parts: &[&str]) -> Option<Op> {
         ("POST", ["v2", "sandboxes", "sessions", _, "fs", "mkdir"]) => Op::Mkdir,
         ("POST", ["v2", "sandboxes", "sessions", _, "stop"]) => Op::Stop,
         ("POST", ["v2", "sandboxes", "sessions", _, "extend-timeout"]) => Op::ExtendTimeout,
+        ("POST", ["v2", "sandboxes", "sessions", _, "snapshot"]) => Op::Snapshot,
+        ("GET", ["v2", "sandboxes", "snapshots"]) => Op::ListSnapshots,
+        ("GET", ["v2", "sandboxes", "snapshots", _]) => Op::GetSnapshot,
+        ("DELETE", ["v2", "sandboxes", "snapshots", _]) => Op::DeleteSnapshot,
         ("DELETE", ["v2", "sandboxes", _]) => Op::Delete,
         _ => return None,
     })
@@ -542,9 +658,12 @@ async fn route(
         return error(400, "bad_request", "content-type must be application/json");
     }
     match op {
-        Op::Create => create(state, counter, &parts, json_body()),
+        Op::Create => create(state, counter, &parts, json_body()).await,
         Op::List => list(state, &q),
         Op::Delete => delete(state, parts[2], &q),
+        Op::GetSnapshot => get_snapshot(state, parts[3]),
+        Op::DeleteSnapshot => delete_snapshot(state, parts[3]),
+        Op::ListSnapshots => list_snapshots(state, &q),
         _ => {
             let sid = parts[3];
             let (cwd, root, home, env, path_var) = {
@@ -554,6 +673,15 @@ async fn route(
                 };
                 if op == Op::GetSession {
                     return ok(json!({"session": session_json(sb), "routes": []}));
+                }
+                // While its copy is taken the session answers as Vercel's
+                // does mid-snapshot.
+                if sb.status == "snapshotting" && !matches!(op, Op::GetCommand | Op::Logs) {
+                    return error(
+                        422,
+                        "sandbox_snapshotting",
+                        "The sandbox is being snapshotted",
+                    );
                 }
                 if sb.status == "stopped" || sb.deleted {
                     if op == Op::Stop {
@@ -593,6 +721,7 @@ async fn route(
                 Op::Mkdir => mkdir(&sb, json_body()),
                 Op::Stop => stop(state, sid),
                 Op::ExtendTimeout => extend(state, sid, json_body()),
+                Op::Snapshot => snapshot(state, counter, sid, &body).await,
                 _ => error(404, "not_found", path),
             }
         }
@@ -655,6 +784,12 @@ fn session_json(sb: &Sandbox) -> Value {
     if sb.status == "stopped" {
         s["stoppedAt"] = json!(now_ms());
     }
+    if let Some(id) = &sb.source_snapshot {
+        s["sourceSnapshotId"] = json!(id);
+    }
+    if let Some(t) = sb.snapshotted {
+        s["snapshottedAt"] = json!(t);
+    }
     s
 }
 
@@ -675,7 +810,12 @@ fn sandbox_json(sb: &Sandbox) -> Value {
     })
 }
 
-fn create(state: &Shared, counter: &AtomicU64, parts: &[&str], body: Value) -> Response<Body> {
+async fn create(
+    state: &Shared,
+    counter: &AtomicU64,
+    parts: &[&str],
+    body: Value,
+) -> Response<Body> {
     if body["projectId"].as_str() != Some(PROJECT) {
         return error(404, "not_found", "Project not found");
     }
@@ -691,12 +831,37 @@ fn create(state: &Shared, counter: &AtomicU64, parts: &[&str], body: Value) -> R
             "runtime and image cannot be used together",
         );
     }
-    let n = counter.fetch_add(1, Ordering::SeqCst);
+    // From a snapshot: its copy must still be there, or nothing is created.
+    let source = match body["source"]["type"].as_str() {
+        Some("snapshot") => {
+            let Some(id) = body["source"]["snapshotId"].as_str() else {
+                return error(400, "bad_request", "source.snapshotId is required");
+            };
+            let st = state.lock().unwrap();
+            match st.snapshots.iter().find(|s| s.id == id && !s.gone()) {
+                Some(Snap { dir: Some(d), .. }) => Some((id.to_string(), d.path().to_path_buf())),
+                _ => return snapshot_not_found(id),
+            }
+        }
+        _ => None,
+    };
     let root = match tempfile::Builder::new().prefix("vercel-mock-").tempdir() {
         Ok(r) => r,
         Err(e) => return error(500, "internal", &e.to_string()),
     };
     let root_path = root.path().canonicalize().unwrap();
+    if let Some((id, from)) = &source {
+        // Deleted while being copied: as if it had been gone before.
+        if copy_tree(from, &root_path).await.is_err() {
+            return snapshot_not_found(id);
+        }
+        let mut st = state.lock().unwrap();
+        match st.snapshots.iter_mut().find(|s| &s.id == id && !s.gone()) {
+            Some(s) => s.last_used = Some(now_ms()),
+            None => return snapshot_not_found(id),
+        }
+    }
+    let n = counter.fetch_add(1, Ordering::SeqCst);
     let cwd = root_path.join("vercel/sandbox");
     let home = root_path.join("home/vercel-sandbox");
     std::fs::create_dir_all(&cwd).unwrap();
@@ -735,6 +900,8 @@ fn create(state: &Shared, counter: &AtomicU64, parts: &[&str], body: Value) -> R
         timeout: body["timeout"].as_u64().unwrap_or(300_000),
         vcpus: body["resources"]["vcpus"].as_u64().unwrap_or(2),
         runtime: body["runtime"].as_str().map(str::to_string),
+        source_snapshot: source.map(|(id, _)| id),
+        snapshotted: None,
         body: body.clone(),
     };
     let routes: Vec<Value> = body["ports"]
@@ -774,6 +941,185 @@ fn list(state: &Shared, q: &BTreeMap<String, String>) -> Response<Body> {
     let next = (end < found.len()).then(|| end.to_string());
     let page = &found[start.min(end)..end];
     ok(json!({"sandboxes": page, "pagination": {"count": page.len(), "next": next}}))
+}
+
+fn snapshot_not_found(id: &str) -> Response<Body> {
+    // The code `Sandbox.getOrCreate` looks for (isSnapshotNotFoundError).
+    error(
+        410,
+        "snapshot_not_found",
+        &format!("Snapshot {id} not found"),
+    )
+}
+
+/// Copy `from`'s contents into `to` as `cp -a` does: modes, symlinks and
+/// times kept.
+async fn copy_tree(from: &std::path::Path, to: &std::path::Path) -> Result<(), String> {
+    let out = tokio::process::Command::new("cp")
+        .arg("-a")
+        .arg(format!("{}/.", from.display()))
+        .arg(to)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .map_err(|e| e.to_string())?;
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).trim().to_string());
+    }
+    Ok(())
+}
+
+/// The bytes of the regular files under `dir` (symlinks not followed).
+fn tree_size(dir: &std::path::Path) -> u64 {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .flatten()
+        .map(|e| match e.file_type() {
+            Ok(t) if t.is_dir() => tree_size(&e.path()),
+            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len()),
+            _ => 0,
+        })
+        .sum()
+}
+
+/// Snapshots live 30 days unless the client says otherwise (0: forever).
+const SNAPSHOT_EXPIRATION_MS: u64 = 30 * 24 * 3600 * 1000;
+
+async fn snapshot(state: &Shared, counter: &AtomicU64, sid: &str, body: &[u8]) -> Response<Body> {
+    // The SDK sends no body unless an expiration is given.
+    let body: Value = if body.is_empty() {
+        Value::Null
+    } else {
+        match serde_json::from_slice(body) {
+            Ok(v) => v,
+            Err(e) => return error(400, "bad_request", &format!("invalid JSON: {e}")),
+        }
+    };
+    let expiration = match &body["expiration"] {
+        Value::Null => SNAPSHOT_EXPIRATION_MS,
+        v => match v.as_u64() {
+            Some(ms) => ms,
+            None => return error(400, "bad_request", "expiration must be milliseconds"),
+        },
+    };
+    // The session stops first, as a VM is stopped to be snapshotted.
+    let (root, name) = {
+        let mut st = state.lock().unwrap();
+        let sb = st.sandboxes.iter_mut().find(|s| s.session == sid).unwrap();
+        // Another snapshot got in since the route looked.
+        if sb.status != "running" {
+            return error(
+                422,
+                "sandbox_snapshotting",
+                "The sandbox is being snapshotted",
+            );
+        }
+        sb.status = "snapshotting".into();
+        sb.snapshotted = Some(now_ms());
+        let taken = (sb.root_path.clone(), sb.name.clone());
+        for c in st
+            .cmds
+            .values()
+            .filter(|c| c.session == sid && c.exit.is_none())
+        {
+            if let Some(p) = c.pgid {
+                kill_group(p, libc::SIGKILL);
+            }
+        }
+        taken
+    };
+    let id = format!("snap_mock{}", counter.fetch_add(1, Ordering::SeqCst));
+    // A task of its own, so a client that hangs up mid-copy does not leave
+    // the session snapshotting for ever.
+    let (state, sid) = (state.clone(), sid.to_string());
+    let task = tokio::spawn(async move {
+        let copied = match tempfile::Builder::new()
+            .prefix("vercel-mock-snapshot-")
+            .tempdir()
+        {
+            Ok(dir) => copy_tree(&root, dir.path()).await.map(|()| dir),
+            Err(e) => Err(e.to_string()),
+        };
+        let mut st = state.lock().unwrap();
+        let sb = st.sandboxes.iter_mut().find(|s| s.session == sid).unwrap();
+        sb.status = "stopped".into();
+        let session = session_json(sb);
+        let dir = match copied {
+            Ok(d) => d,
+            Err(e) => return error(500, "internal", &format!("copying the sandbox: {e}")),
+        };
+        let now = now_ms();
+        let snap = Snap {
+            id,
+            source_session: sid,
+            source_name: name,
+            size: tree_size(dir.path()),
+            dir: Some(dir),
+            created: now,
+            updated: now,
+            expires: (expiration > 0).then(|| now + expiration),
+            last_used: None,
+            deleted: false,
+        };
+        let response = json!({"snapshot": snap.json(), "session": session});
+        st.snapshots.push(snap);
+        ok(response)
+    });
+    task.await
+        .unwrap_or_else(|e| error(500, "internal", &format!("snapshot task: {e}")))
+}
+
+fn get_snapshot(state: &Shared, id: &str) -> Response<Body> {
+    let st = state.lock().unwrap();
+    // A deleted one is still there, with status "deleted".
+    match st.snapshots.iter().find(|s| s.id == id) {
+        Some(s) => ok(json!({"snapshot": s.json()})),
+        None => error(404, "not_found", "Snapshot not found"),
+    }
+}
+
+fn delete_snapshot(state: &Shared, id: &str) -> Response<Body> {
+    let mut st = state.lock().unwrap();
+    match st.snapshots.iter_mut().find(|s| s.id == id) {
+        Some(s) => {
+            if !s.deleted {
+                s.delete();
+            }
+            ok(json!({"snapshot": s.json()}))
+        }
+        None => error(404, "not_found", "Snapshot not found"),
+    }
+}
+
+fn list_snapshots(state: &Shared, q: &BTreeMap<String, String>) -> Response<Body> {
+    if q.get("project").map(String::as_str) != Some(PROJECT) {
+        return error(400, "bad_request", "project is required");
+    }
+    let st = state.lock().unwrap();
+    let mut found: Vec<&Snap> = st
+        .snapshots
+        .iter()
+        .filter(|s| !s.gone())
+        .filter(|s| q.get("name").is_none_or(|n| &s.source_name == n))
+        .collect();
+    // Newest first unless asked otherwise.
+    if q.get("sortOrder").map(String::as_str) != Some("asc") {
+        found.reverse();
+    }
+    let parse = |k: &str, default: usize| q.get(k).map_or(Some(default), |v| v.parse().ok());
+    let page_size = st.page_size.unwrap_or(50);
+    let (Some(limit), Some(start)) = (parse("limit", page_size), parse("cursor", 0)) else {
+        return error(400, "bad_request", "limit and cursor must be numbers");
+    };
+    let end = (start + limit.max(1)).min(found.len());
+    let next = (end < found.len()).then(|| end.to_string());
+    let page: Vec<Value> = found[start.min(end)..end]
+        .iter()
+        .map(|s| s.json())
+        .collect();
+    ok(json!({"snapshots": page, "pagination": {"count": page.len(), "next": next}}))
 }
 
 fn kill_group(pgid: i32, signal: i32) {

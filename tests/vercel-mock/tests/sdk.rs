@@ -1,6 +1,7 @@
 //! The mock speaks the real protocol: the official `@vercel/sandbox` SDK
 //! (pinned in tests/sdk/vercel) runs create, streamed exec, file write and
-//! read, mkdir, kill, list, stop and delete against it, and fails on any
+//! read, mkdir, kill, list, stop and delete against it, then snapshot,
+//! get, list and delete snapshots and create from one, and fails on any
 //! response its schemas reject.
 //!
 //! The SDK is installed by the test itself (`npm ci` from the pinned
@@ -122,6 +123,12 @@ fn the_official_sdk_accepts_the_mock() {
         "list",
         "stop",
         "delete",
+        "snapshot",
+        "snapshot get and list",
+        "snapshot of a stopped session",
+        "create from snapshot",
+        "snapshot delete",
+        "snapshot cleanup",
     ] {
         assert!(
             stdout.lines().any(|l| l == format!("ok {step}")),
@@ -143,6 +150,11 @@ fn the_official_sdk_accepts_the_mock() {
         "/kill",
         "/stop",
         "200 DELETE /v2/sandboxes/",
+        "/snapshot",
+        "200 GET /v2/sandboxes/snapshots/snap_",
+        "200 GET /v2/sandboxes/snapshots",
+        "200 DELETE /v2/sandboxes/snapshots/snap_",
+        "410 POST /v3/sandboxes",
     ] {
         assert!(
             seen.iter().any(|s| s.contains(want)),
@@ -151,6 +163,18 @@ fn the_official_sdk_accepts_the_mock() {
     }
     let view = &mock.sandboxes()[0];
     assert!(view.deleted && view.status == "stopped");
+    // One snapshot, deleted; one sandbox started from it, none from the
+    // deleted one.
+    let snaps = mock.snapshots();
+    assert_eq!(snaps.len(), 1, "{snaps:#?}");
+    assert!(snaps[0].deleted && snaps[0].status == "deleted");
+    let from: Vec<_> = mock
+        .sandboxes()
+        .into_iter()
+        .filter(|s| s.source_snapshot.as_deref() == Some(snaps[0].id.as_str()))
+        .collect();
+    assert_eq!(from.len(), 1, "{from:#?}");
+    assert!(mock.running_commands().is_empty());
 }
 
 fn the_official_sdk_takes_the_mocks_faults_as_the_real_apis() {
