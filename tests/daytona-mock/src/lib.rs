@@ -15,6 +15,21 @@
 //! An async command's stdin stays open (a FIFO the mock holds) until it
 //! ends. Deleting a session kills its process group.
 //!
+//! Snapshots (`POST /sandbox/{id}/snapshot {name}`, `/snapshots`) are
+//! copies of a sandbox's whole tree (`cp -a`: modes and symlinks kept) that
+//! the mock holds by name. The sandbox is `snapshotting` for a moment after
+//! the copy and then back in its previous state; only then does the
+//! snapshot exist, `active` at once, as Daytona inserts a snapshot taken
+//! from a sandbox. A create naming it (by name or id) gets a copy of the
+//! tree; one naming Daytona's default snapshot, or none, an empty tree, and
+//! one naming any other is refused (400), as Daytona refuses a snapshot it
+//! does not have. A deleted snapshot is `removing` for a moment, then
+//! gone. A name already taken is not refused: Daytona v0.190.0 finds the
+//! clash only when it stores the snapshot, logs it and keeps the first
+//! (inject a 409 on `Op::SnapshotSandbox` for a client that should expect
+//! one). Absolute symlinks into the sandbox's own directory are pointed at
+//! the new sandbox's, as every Daytona sandbox has the same paths.
+//!
 //! Faults can be injected: any status on any call (401, 403, 404, 409,
 //! 410, 422, 429 with `Retry-After`, 5xx), a session lost while its command
 //! runs (the daemon restarted: the log ends, no exit code ever comes), and
@@ -22,13 +37,14 @@
 
 mod files;
 mod server;
+mod snapshots;
 mod toolbox;
 
 use std::collections::{BTreeMap, VecDeque};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -64,6 +80,12 @@ pub enum Op {
     BulkDownload,
     Folder,
     DeleteFile,
+    /// `POST /sandbox/{id}/snapshot`.
+    SnapshotSandbox,
+    ListSnapshots,
+    GetSnapshot,
+    DeleteSnapshot,
+    ActivateSnapshot,
     Any,
 }
 
@@ -132,6 +154,23 @@ pub struct SandboxView {
     pub body: Value,
     /// Sessions alive now.
     pub sessions: Vec<String>,
+    /// The id of the snapshot it was created from, when the mock held it
+    /// (not for the default snapshot).
+    pub from_snapshot: Option<String>,
+}
+
+/// What a test can see of a snapshot.
+#[derive(Clone, Debug)]
+pub struct SnapshotView {
+    pub id: String,
+    pub name: String,
+    /// As `GET /snapshots/{id}` answers it (`active`, `removing`), or
+    /// `gone` once Daytona no longer has it.
+    pub state: String,
+    /// Deleted, through the API or behind the client's back.
+    pub deleted: bool,
+    /// The sandbox it was taken from.
+    pub sandbox: String,
 }
 
 pub(crate) struct Cmd {
@@ -171,6 +210,63 @@ pub(crate) struct Sandbox {
     pub body: Value,
     pub created: String,
     pub sessions: BTreeMap<String, Session>,
+    pub snapshotting: Option<Snapshotting>,
+    /// The snapshot (id, name) it was created from.
+    pub from_snapshot: Option<(String, String)>,
+}
+
+/// A sandbox being snapshotted.
+pub(crate) struct Snapshotting {
+    /// The snapshot's name.
+    pub name: String,
+    /// The state it returns to.
+    pub previous: String,
+    /// When it is back; none while its tree is being copied.
+    pub until: Option<Instant>,
+}
+
+pub(crate) struct Snapshot {
+    pub id: String,
+    pub name: String,
+    /// The sandbox it was taken from.
+    pub sandbox: String,
+    /// The copy of that sandbox's tree, shared with the creates copying
+    /// it so that a delete meanwhile cannot pull it from under them.
+    pub tree: Option<Arc<tempfile::TempDir>>,
+    /// That sandbox's root: absolute symlinks in the tree point under it.
+    pub origin: PathBuf,
+    /// When the sandbox is back from snapshotting: Daytona stores the
+    /// snapshot only then.
+    pub ready_at: Instant,
+    /// Deleted: `removing` until then, then gone (Daytona's cleanup drops
+    /// the row, and the name is free again).
+    pub gone_at: Option<Instant>,
+    pub size_gb: f64,
+    /// The source sandbox's create body (resources, region).
+    pub body: Value,
+    pub created: String,
+    pub updated: String,
+}
+
+impl Snapshot {
+    /// Its state as the API answers it, or none while it does not exist:
+    /// not yet, or no more.
+    pub fn state(&self, now: Instant) -> Option<&'static str> {
+        if now < self.ready_at {
+            return None;
+        }
+        match self.gone_at {
+            None => Some("active"),
+            Some(t) if now < t => Some("removing"),
+            Some(_) => None,
+        }
+    }
+
+    /// Its row exists (or will once the sandbox is back), so its name is
+    /// taken.
+    pub fn holds_name(&self, now: Instant) -> bool {
+        self.gone_at.is_none_or(|t| now < t)
+    }
 }
 
 #[derive(Default)]
@@ -183,6 +279,9 @@ pub(crate) struct State {
     pub seen: Vec<Seen>,
     /// Sandboxes per list page when the client gives no `limit`.
     pub page_size: Option<usize>,
+    pub snapshots: Vec<Snapshot>,
+    /// How long a sandbox stays `snapshotting` once its tree is copied.
+    pub snapshotting_time: Option<Duration>,
 }
 
 pub(crate) type Shared = Arc<Mutex<State>>;
@@ -257,6 +356,12 @@ impl DaytonaMock {
         self.state.lock().unwrap().page_size = Some(n);
     }
 
+    /// Keep a snapshotted sandbox `snapshotting` this long after its tree
+    /// is copied (default 150 ms), so a test can act in the meantime.
+    pub fn set_snapshotting_time(&self, d: Duration) {
+        self.state.lock().unwrap().snapshotting_time = Some(d);
+    }
+
     pub fn clear_faults(&self) {
         self.state.lock().unwrap().faults.clear();
     }
@@ -266,19 +371,61 @@ impl DaytonaMock {
     }
 
     pub fn sandboxes(&self) -> Vec<SandboxView> {
-        let st = self.state.lock().unwrap();
+        let mut st = self.state.lock().unwrap();
         st.sandboxes
-            .iter()
-            .map(|s| SandboxView {
-                id: s.id.clone(),
-                state: s.state.clone(),
-                deleted: s.deleted,
-                labels: s.labels.clone(),
-                home: s.home.clone(),
-                body: s.body.clone(),
-                sessions: s.sessions.keys().cloned().collect(),
+            .iter_mut()
+            .map(|s| {
+                server::refresh(s);
+                SandboxView {
+                    id: s.id.clone(),
+                    state: s.state.clone(),
+                    deleted: s.deleted,
+                    labels: s.labels.clone(),
+                    home: s.home.clone(),
+                    body: s.body.clone(),
+                    sessions: s.sessions.keys().cloned().collect(),
+                    from_snapshot: s.from_snapshot.as_ref().map(|(id, _)| id.clone()),
+                }
             })
             .collect()
+    }
+
+    /// Every snapshot the mock took, deleted ones too, oldest first; not
+    /// those whose sandbox is still snapshotting.
+    pub fn snapshots(&self) -> Vec<SnapshotView> {
+        let now = Instant::now();
+        let st = self.state.lock().unwrap();
+        st.snapshots
+            .iter()
+            .filter(|s| now >= s.ready_at)
+            .map(|s| SnapshotView {
+                id: s.id.clone(),
+                name: s.name.clone(),
+                state: s.state(now).unwrap_or("gone").to_string(),
+                deleted: s.gone_at.is_some(),
+                sandbox: s.sandbox.clone(),
+            })
+            .collect()
+    }
+
+    /// Remove the snapshot named or numbered `name_or_id` at once, as if
+    /// deleted on Daytona's side (another client, the dashboard). False
+    /// when there is no such snapshot.
+    pub fn delete_snapshot_behind(&self, name_or_id: &str) -> bool {
+        let now = Instant::now();
+        let mut st = self.state.lock().unwrap();
+        match st
+            .snapshots
+            .iter_mut()
+            .find(|s| s.state(now).is_some() && (s.id == name_or_id || s.name == name_or_id))
+        {
+            Some(s) => {
+                s.gone_at = Some(now);
+                s.tree.take();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Commands still running in any sandbox.

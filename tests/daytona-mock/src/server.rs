@@ -1,5 +1,6 @@
 //! The HTTP side: one hyper server for both APIs, authentication, the
-//! injected status faults, the error shapes, and the API's sandbox calls.
+//! injected status faults, the error shapes, and the API's sandbox calls
+//! (its snapshot calls are in `snapshots`).
 
 use std::collections::BTreeMap;
 use std::convert::Infallible;
@@ -13,7 +14,14 @@ use hyper::body::Incoming;
 use hyper::{Request, Response, StatusCode};
 use serde_json::{Value, json};
 
-use crate::{API_KEY, Fault, JWT, ORGANIZATION, Op, Sandbox, Seen, Shared, files, toolbox};
+use crate::{
+    API_KEY, Fault, JWT, ORGANIZATION, Op, Sandbox, Seen, Shared, files, snapshots, toolbox,
+};
+
+/// The snapshot a sandbox created without one (or naming this one) has:
+/// Daytona's default, which every organization can use. The mock holds no
+/// tree for it: such a sandbox starts empty.
+pub(crate) const DEFAULT_SNAPSHOT: &str = "daytonaio/sandbox:0.5.0";
 
 pub(crate) type Body = BoxBody<Bytes, std::io::Error>;
 
@@ -257,6 +265,11 @@ fn op_of(method: &str, parts: &[&str]) -> Option<Op> {
         ("GET", ["api", "sandbox", _]) => Op::GetSandbox,
         ("POST", ["api", "sandbox", _, "stop"]) => Op::Stop,
         ("DELETE", ["api", "sandbox", _]) => Op::Delete,
+        ("POST", ["api", "sandbox", _, "snapshot"]) => Op::SnapshotSandbox,
+        ("GET", ["api", "snapshots"]) => Op::ListSnapshots,
+        ("GET", ["api", "snapshots", _]) => Op::GetSnapshot,
+        ("DELETE", ["api", "snapshots", _]) => Op::DeleteSnapshot,
+        ("POST", ["api", "snapshots", _, "activate"]) => Op::ActivateSnapshot,
         ("GET", ["toolbox", _, "work-dir"]) => Op::WorkDir,
         ("GET", ["toolbox", _, "user-home-dir"]) => Op::HomeDir,
         ("POST", ["toolbox", _, "process", "session"]) => Op::CreateSession,
@@ -344,11 +357,16 @@ async fn route(
         }
     }
     match op {
-        Op::Create => create(state, counter, r),
+        Op::Create => create(state, counter, r).await,
         Op::List => list(state, r),
         Op::GetSandbox => with_sandbox(state, parts[2], r, |sb| ok(200, sandbox_json(sb))),
         Op::Stop => stop(state, parts[2], r),
         Op::Delete => delete(state, parts[2], r),
+        Op::SnapshotSandbox => snapshots::take(state, counter, parts[2], r).await,
+        Op::ListSnapshots => snapshots::list(state, r),
+        Op::GetSnapshot => snapshots::get(state, parts[2], r),
+        Op::DeleteSnapshot => snapshots::delete(state, parts[2], r),
+        Op::ActivateSnapshot => snapshots::activate(state, parts[2], r),
         _ => {
             let id = parts[1];
             {
@@ -422,11 +440,26 @@ fn list(state: &Shared, r: &Req) -> Response<Body> {
     ok(200, json!({"items": items, "nextCursor": next}))
 }
 
-/// A sandbox starts a moment after it is created, as a real one does.
+/// A sandbox starts a moment after it is created, as a real one does, and
+/// is back from snapshotting a moment after its tree is copied.
 pub(crate) fn refresh(sb: &mut Sandbox) {
-    if sb.state == "starting" && Instant::now() >= sb.start_at {
+    let now = Instant::now();
+    if sb.state == "starting" && now >= sb.start_at {
         sb.state = "started".into();
     }
+    if sb.state == "snapshotting"
+        && let Some(s) = &sb.snapshotting
+        && s.until.is_some_and(|t| now >= t)
+    {
+        sb.state = s.previous.clone();
+        sb.snapshotting = None;
+    }
+}
+
+/// A state change under way: Daytona answers a stop or delete with 409.
+fn in_progress(sb: &Sandbox, r: &Req) -> Option<Response<Body>> {
+    (sb.state == "snapshotting")
+        .then(|| api_error(409, &r.path, "Sandbox state change in progress"))
 }
 
 fn with_sandbox(
@@ -456,11 +489,21 @@ fn with_sandbox(
 
 pub(crate) fn sandbox_json(sb: &Sandbox) -> Value {
     let b = &sb.body;
+    let snapshot = match (&sb.from_snapshot, b["snapshot"].as_str()) {
+        (Some((_, name)), _) => name.as_str(),
+        (None, Some(name)) if !name.trim().is_empty() => name,
+        _ => DEFAULT_SNAPSHOT,
+    };
+    // What it is meant to be: while snapshotting, what it was.
+    let settled = sb
+        .snapshotting
+        .as_ref()
+        .map_or(sb.state.as_str(), |s| s.previous.as_str());
     json!({
         "id": sb.id,
         "organizationId": ORGANIZATION,
         "name": sb.name,
-        "snapshot": b["snapshot"].as_str().unwrap_or("daytonaio/sandbox:0.5.0"),
+        "snapshot": snapshot,
         "user": b["user"].as_str().unwrap_or("daytona"),
         "env": sb.env,
         "labels": sb.labels,
@@ -473,7 +516,7 @@ pub(crate) fn sandbox_json(sb: &Sandbox) -> Value {
         "memory": b["memory"].as_u64().unwrap_or(1),
         "disk": b["disk"].as_u64().unwrap_or(3),
         "state": sb.state,
-        "desiredState": if sb.deleted { "destroyed" } else if sb.state == "stopped" { "stopped" } else { "started" },
+        "desiredState": if sb.deleted { "destroyed" } else if settled == "stopped" { "stopped" } else { "started" },
         "backupState": "None",
         "autoStopInterval": b["autoStopInterval"].as_u64().unwrap_or(15),
         "autoArchiveInterval": b["autoArchiveInterval"].as_u64().unwrap_or(10080),
@@ -487,7 +530,10 @@ pub(crate) fn sandbox_json(sb: &Sandbox) -> Value {
     })
 }
 
-fn create(state: &Shared, counter: &AtomicU64, r: &Req) -> Response<Body> {
+/// `POST /sandbox`. A `snapshot` the mock holds (by name, or id) gives
+/// the sandbox a copy of its tree; Daytona's default gives an empty one;
+/// any other is refused with Daytona's 400, and nothing is created.
+async fn create(state: &Shared, counter: &AtomicU64, r: &Req) -> Response<Body> {
     let body = r.json();
     if !body.is_object() {
         return api_error(400, &r.path, "the body must be a JSON object");
@@ -501,6 +547,16 @@ fn create(state: &Shared, counter: &AtomicU64, r: &Req) -> Response<Body> {
             "Cannot specify a snapshot when using a build info entry",
         );
     }
+    let wanted = body["snapshot"]
+        .as_str()
+        .filter(|s| !s.trim().is_empty() && *s != DEFAULT_SNAPSHOT);
+    let source = match wanted {
+        None => None,
+        Some(key) => match snapshots::for_create(&state.lock().unwrap(), key) {
+            Ok(found) => Some(found),
+            Err(message) => return api_error(400, &r.path, &message),
+        },
+    };
     let n = counter.fetch_add(1, Ordering::SeqCst);
     let root = match tempfile::Builder::new().prefix("daytona-mock-").tempdir() {
         Ok(r) => r,
@@ -514,6 +570,26 @@ fn create(state: &Shared, counter: &AtomicU64, r: &Req) -> Response<Body> {
         Err(e) => return api_error(500, &r.path, &e.to_string()),
     };
     let root_path = root.path().canonicalize().unwrap();
+    let mut from_snapshot = None;
+    if let Some(snapshots::Source {
+        id,
+        name,
+        tree,
+        origin,
+    }) = source
+    {
+        let to = root_path.clone();
+        // `tree` is held until the copy ends, even if the snapshot is
+        // deleted meanwhile.
+        let copied =
+            tokio::task::spawn_blocking(move || snapshots::fill(tree.path(), &origin, &to))
+                .await
+                .unwrap_or_else(|e| Err(e.to_string()));
+        if let Err(e) = copied {
+            return api_error(500, &r.path, &format!("copying snapshot {name}: {e}"));
+        }
+        from_snapshot = Some((id, name));
+    }
     let home = root_path.join("home/daytona");
     std::fs::create_dir_all(&home).unwrap();
     let labels = strings(&body["labels"]);
@@ -539,6 +615,8 @@ fn create(state: &Shared, counter: &AtomicU64, r: &Req) -> Response<Body> {
         body,
         created: now_iso(),
         sessions: BTreeMap::new(),
+        snapshotting: None,
+        from_snapshot,
     };
     let answer = sandbox_json(&sb);
     state.lock().unwrap().sandboxes.push(sb);
@@ -547,6 +625,9 @@ fn create(state: &Shared, counter: &AtomicU64, r: &Req) -> Response<Body> {
 
 fn stop(state: &Shared, id: &str, r: &Req) -> Response<Body> {
     with_sandbox(state, id, r, |sb| {
+        if let Some(refused) = in_progress(sb, r) {
+            return refused;
+        }
         toolbox::end_sessions(sb);
         sb.state = "stopped".into();
         ok(200, sandbox_json(sb))
@@ -555,6 +636,9 @@ fn stop(state: &Shared, id: &str, r: &Req) -> Response<Body> {
 
 fn delete(state: &Shared, id: &str, r: &Req) -> Response<Body> {
     with_sandbox(state, id, r, |sb| {
+        if let Some(refused) = in_progress(sb, r) {
+            return refused;
+        }
         toolbox::end_sessions(sb);
         sb.state = "destroyed".into();
         sb.deleted = true;

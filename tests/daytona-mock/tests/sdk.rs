@@ -1,7 +1,8 @@
 //! The mock speaks the real protocol: the official `@daytonaio/sdk`
 //! (pinned in tests/sdk/daytona) runs create, a session with async and
 //! synchronous commands whose state and log it follows, stdin, one-shot
-//! execute, file upload, download, folder and delete, kill (deleting the
+//! execute, file upload, download, folder and delete, a snapshot of the
+//! sandbox (taken, got, listed, created from, deleted), kill (deleting the
 //! session), stop and delete against it, and meets its faults; any answer
 //! the SDK cannot read fails the test.
 //!
@@ -118,6 +119,8 @@ fn node(dir: &Path, script: &str, mock: &DaytonaMock) -> (bool, String, String) 
 fn the_official_sdk_accepts_the_mock() {
     let dir = sdk_dir();
     let mock = DaytonaMock::start();
+    // Long enough that the SDK surely finds the sandbox snapshotting.
+    mock.set_snapshotting_time(std::time::Duration::from_millis(400));
     let (success, stdout, stderr) = node(&dir, "check.mjs", &mock);
     assert!(success, "the SDK rejected the mock:\n{stdout}\n{stderr}");
     for step in [
@@ -128,6 +131,9 @@ fn the_official_sdk_accepts_the_mock() {
         "input",
         "execute",
         "files",
+        "snapshot",
+        "create from snapshot",
+        "snapshot delete",
         "kill",
         "stop",
         "delete",
@@ -155,6 +161,11 @@ fn the_official_sdk_accepts_the_mock() {
         "204 DELETE /toolbox/",
         "/stop",
         "200 DELETE /api/sandbox/",
+        "/snapshot",
+        "200 GET /api/snapshots/sdk-check-snapshot",
+        "200 GET /api/snapshots",
+        "200 DELETE /api/snapshots/",
+        "400 POST /api/sandbox",
     ] {
         assert!(
             lines.iter().any(|s| s.contains(want)),
@@ -166,9 +177,38 @@ fn the_official_sdk_accepts_the_mock() {
             .any(|s| s.sdk_version.as_deref() == Some("0.190.1")),
         "the SDK names its version"
     );
+    // After the snapshot's POST the SDK polled the sandbox until it was
+    // back: a first look, then more while it was snapshotting.
+    let at = lines
+        .iter()
+        .position(|l| l.starts_with("200 POST /api/sandbox/") && l.ends_with("/snapshot"))
+        .unwrap();
+    let polls = lines[at + 1..]
+        .iter()
+        .take_while(|l| l.starts_with("200 GET /api/sandbox/"))
+        .count();
+    assert!(polls >= 2, "{:#?}", &lines[at..]);
     let view = &mock.sandboxes()[0];
     assert!(view.deleted);
     assert_eq!(view.body["labels"]["sanddune-run"], "sdk-check");
+    // The snapshot came from the first sandbox, the copy from the snapshot;
+    // the failed create made nothing.
+    let snapshots = mock.snapshots();
+    assert_eq!(snapshots.len(), 1, "{snapshots:?}");
+    assert_eq!(snapshots[0].sandbox, view.id);
+    assert!(snapshots[0].deleted);
+    let copies: Vec<_> = mock
+        .sandboxes()
+        .into_iter()
+        .filter(|s| s.from_snapshot.is_some())
+        .collect();
+    assert_eq!(copies.len(), 1);
+    assert_eq!(copies[0].from_snapshot.as_ref(), Some(&snapshots[0].id));
+    assert_eq!(
+        mock.sandboxes().len(),
+        3,
+        "two created in check.mjs, one copy"
+    );
 }
 
 fn the_official_sdk_takes_the_mocks_faults_as_daytonas() {

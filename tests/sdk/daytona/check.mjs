@@ -132,6 +132,49 @@ await sandbox.fs.deleteFile(`${home}/up`, true);
 await assert.rejects(sandbox.fs.downloadFile(`${home}/up/two.bin`));
 ok("files");
 
+// Snapshot: the sandbox's tree becomes a snapshot. The sandbox is
+// `snapshotting` meanwhile and the SDK polls it until it is back; the
+// snapshot is then active, by name or by id, and listed.
+await sandbox.fs.uploadFiles([
+  { source: Buffer.from("kept in the snapshot\n"), destination: `${home}/kept/note.txt` },
+]);
+const snapName = "sdk-check-snapshot";
+await sandbox._experimental_createSnapshot(snapName, 30);
+assert.equal(sandbox.state, "started");
+const snap = await daytona.snapshot.get(snapName);
+assert.equal(snap.name, snapName);
+assert.equal(snap.state, "active");
+assert.equal((await daytona.snapshot.get(snap.id)).name, snapName);
+const snaps = await daytona.snapshot.list();
+assert.deepEqual(snaps.items.map((s) => s.id), [snap.id]);
+assert.equal(snaps.total, 1);
+assert.equal(snaps.page, 1);
+assert.equal(snaps.totalPages, 1);
+// Later changes are not in it.
+await sandbox.fs.uploadFiles([
+  { source: Buffer.from("changed after\n"), destination: `${home}/kept/note.txt` },
+]);
+ok("snapshot");
+
+// A sandbox created from it has the tree as it was, under its own home.
+const copy = await daytona.create({ snapshot: snapName }, { timeout: 30 });
+assert.equal(copy.state, "started");
+assert.equal(copy.snapshot, snapName);
+const copyHome = await copy.getUserHomeDir();
+const note = await copy.fs.downloadFile(`${copyHome}/kept/note.txt`);
+assert.equal(note.toString(), "kept in the snapshot\n");
+await copy.delete();
+ok("create from snapshot");
+
+// Deleted, it can no longer be created from (400, naming it).
+await daytona.snapshot.delete(snap);
+await assert.rejects(daytona.create({ snapshot: snapName }, { timeout: 10 }), (e) => {
+  assert.equal(e.statusCode, 400, String(e));
+  assert.ok(e.message.includes(snapName), e.message);
+  return true;
+});
+ok("snapshot delete");
+
 // Kill: deleting the session kills what runs in it; its commands are gone.
 const long = await sandbox.process.executeSessionCommand(session, {
   command: "sleep 30",
