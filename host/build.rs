@@ -64,6 +64,8 @@ const TEST_ONLY: &[(&str, &str)] = &[
     ("v0-5-agent", "sanddune-test-plugin-v0-5-agent"),
     ("v0-6-sandbox", "sanddune-test-plugin-v0-6-sandbox"),
     ("v0-6-agent", "sanddune-test-plugin-v0-6-agent"),
+    ("v0-7-sandbox", "sanddune-test-plugin-v0-7-sandbox"),
+    ("v0-7-agent", "sanddune-test-plugin-v0-7-agent"),
 ];
 
 fn main() {

@@ -1,6 +1,6 @@
 //! Components built against an older release of the WIT package keep
 //! loading and running: the test guests are built from the frozen
-//! `wit/v0.1/` to `wit/v0.6/` snapshots, the built-ins from the current
+//! `wit/v0.1/` to `wit/v0.7/` snapshots, the built-ins from the current
 //! `wit/`. The WASI packages the frozen releases import stay the ones
 //! they were released with.
 
@@ -9,11 +9,11 @@ mod common;
 use common::{TestRepo, plugin_file, stderr, stdout};
 
 /// The frozen releases, each with a sandbox and an agent test guest.
-const FROZEN: [&str; 6] = ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6"];
+const FROZEN: [&str; 7] = ["0.1", "0.2", "0.3", "0.4", "0.5", "0.6", "0.7"];
 /// The current release, which the built-ins speak.
-const CURRENT: &str = "0.7";
-const ALL: [&str; 7] = [
-    FROZEN[0], FROZEN[1], FROZEN[2], FROZEN[3], FROZEN[4], FROZEN[5], CURRENT,
+const CURRENT: &str = "0.8";
+const ALL: [&str; 8] = [
+    FROZEN[0], FROZEN[1], FROZEN[2], FROZEN[3], FROZEN[4], FROZEN[5], FROZEN[6], CURRENT,
 ];
 
 /// The `kind` ("sandbox" or "agent") provider of contract `version`: a test
@@ -98,7 +98,7 @@ fn plugin_inspect_names_the_contract_version_of_each_component() {
             for expected in [
                 format!("sanddune:plugin@{version}.0"),
                 format!("contract {version}"),
-                "speaks 0.1, 0.2, 0.3, 0.4, 0.5, 0.6".into(),
+                "speaks 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8".into(),
             ] {
                 assert!(text.contains(&expected), "{plugin}: {text}");
             }
@@ -130,6 +130,40 @@ fn a_sandbox_and_an_agent_of_different_releases_run_together() {
             runs_and_commits(&repo, sandbox, agent);
         }
     }
+}
+
+/// Keeping snapshots came with 0.8: a provider of 0.7 keeps none, so a
+/// run that asks it for one is refused before anything is created, and the
+/// provider never sees the option.
+#[test]
+fn a_0_7_provider_keeps_no_snapshot_and_the_run_is_refused_up_front() {
+    let repo = TestRepo::new();
+    let sandbox = guest("0.7", "sandbox");
+    let out = repo.sanddune(&[
+        "run",
+        "--sandbox",
+        &sandbox,
+        "--agent",
+        "demo",
+        "--prompt",
+        "x",
+        "--sandbox-opt",
+        "snapshot=auto",
+        "--yes",
+    ]);
+    assert_eq!(out.status.code(), Some(2), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains(
+            "sandbox provider `v0-7-sandbox` cannot keep a snapshot (snapshot=auto): it keeps none itself (its contract is older than 0.8, or it says so)"
+        ),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(
+        repo.git(&["branch", "--list"]).lines().count(),
+        1,
+        "no branch was made"
+    );
 }
 
 /// A run killed inside `create` leaves a record with no state; `find`

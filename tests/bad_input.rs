@@ -115,8 +115,8 @@ fn a_component_built_against_an_incompatible_api_version() {
         &a,
         &[
             "built against sanddune:plugin@0.9.0",
-            "this sanddune speaks sanddune:plugin 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7",
-            "rebuild the plugin against sanddune:plugin@0.7.0",
+            "this sanddune speaks sanddune:plugin 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8",
+            "rebuild the plugin against sanddune:plugin@0.8.0",
         ],
     );
 }
@@ -141,7 +141,7 @@ fn a_component_importing_an_undeclared_interface() {
         &repo,
         &a,
         &[
-            "does not fit the sanddune agent provider world of sanddune:plugin@0.7",
+            "does not fit the sanddune agent provider world of sanddune:plugin@0.8",
             "test:undeclared/backdoor",
         ],
     );

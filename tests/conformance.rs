@@ -87,6 +87,12 @@ fn test_isolated_passes_every_sandbox_check() {
     let repo = TestRepo::new();
     let out = plugin_test(&repo, &["test-isolated"]);
     assert_passes(&out, SANDBOX_CHECKS);
+    // It keeps no snapshots: that check is skipped, saying so.
+    let snapshot = check_line(&stdout(&out), "snapshot-keep-and-start").to_string();
+    assert!(
+        snapshot.starts_with("SKIP ") && snapshot.contains("keeps no snapshots"),
+        "{snapshot}"
+    );
     // The built-in, loaded as a file like a third-party plugin, too.
     let file = plugin_file("sanddune-plugin-test-isolated");
     assert_passes(
@@ -130,6 +136,17 @@ fn vercel_passes_every_sandbox_check_against_the_mock() {
     );
     assert_passes(&out, SANDBOX_CHECKS);
     let text = stdout(&out);
+    // It keeps snapshots (0.8): kept, started from, removed.
+    let snapshot = check_line(&text, "snapshot-keep-and-start");
+    assert!(
+        snapshot.starts_with("PASS ") && snapshot.contains("kept snap_"),
+        "{text}"
+    );
+    assert!(
+        mock.snapshots().iter().all(|s| s.deleted),
+        "{:?}",
+        mock.snapshots()
+    );
     let origins = check_line(&text, "http-origins");
     assert!(
         origins.starts_with("PASS ") && origins.contains(&format!("({})", mock.url())),
@@ -246,7 +263,7 @@ fn a_misbehaving_sandbox_provider_fails_the_checks_it_breaks() {
         "{text}"
     );
     assert!(
-        stderr(&out).contains("failed 8 of 25 conformance checks"),
+        stderr(&out).contains("failed 8 of 26 conformance checks"),
         "{}",
         stderr(&out)
     );

@@ -376,6 +376,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)]) -> SandboxSpec {
         gateway: None,
         setup: vec![],
         pool: None,
+        snapshot: None,
     }
 }
 

@@ -45,6 +45,7 @@ fn spec(repo: &TestRepo, run_id: &str, config: &[(&str, &str)], side_by_side: u3
         gateway: None,
         setup: vec![],
         pool: None,
+        snapshot: None,
     }
 }
 

@@ -365,7 +365,7 @@ fn plugin_inspect_shows_requests_and_imports() {
         "{text}"
     );
     assert!(text.contains("programs:   sh"), "{text}");
-    assert!(text.contains("sanddune:plugin/process@0.7.0"), "{text}");
+    assert!(text.contains("sanddune:plugin/process@0.8.0"), "{text}");
 
     let out = repo.sanddune(&["plugin", "inspect", "claude-code"]);
     let text = stdout(&out);

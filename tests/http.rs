@@ -195,6 +195,7 @@ async fn sandbox(rt: &PluginRuntime) -> (Sandbox, tempfile::TempDir) {
         gateway: None,
         setup: vec![],
         pool: None,
+        snapshot: None,
     };
     (provider.create(&spec).await.unwrap(), dir)
 }

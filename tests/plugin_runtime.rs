@@ -44,6 +44,7 @@ fn spec(dir: &std::path::Path, config: &[(&str, &str)]) -> SandboxSpec {
         gateway: None,
         setup: vec![],
         pool: None,
+        snapshot: None,
     }
 }
 

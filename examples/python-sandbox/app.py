@@ -41,6 +41,8 @@ class SandboxProvider(exports.SandboxProvider):
                 CapabilityRequest(kind="scratch-dir", value=""),
             ],
             container_engine=None,
+            # It keeps no snapshots: the host never calls keep or remove_snapshot.
+            snapshots=False,
         )
 
     def preflight(self, options: PreflightOptions) -> None:
@@ -65,6 +67,9 @@ class SandboxProvider(exports.SandboxProvider):
     def find(self, options: CreateOptions) -> list[str]:
         # Empty: a sandbox is a directory in the run's scratch dir, which the host removes by run id.
         return []
+
+    def remove_snapshot(self, options: CreateOptions, id: str) -> None:
+        raise Err(f"python-sandbox keeps no snapshots, so it has no {id}")
 
     def attach(self, state: str, options: CreateOptions) -> Sandbox:
         scratch = scratch_dir(options)

@@ -175,6 +175,9 @@ class Sandbox(sandbox_provider.Sandbox):
                 # Fails on a non-empty directory before removing anything.
                 os.rmdir(full)
 
+    def keep(self, name: str) -> str:
+        raise Err("python-sandbox keeps no snapshots")
+
     def close(self) -> None:
         try:
             remove_tree(self.root)

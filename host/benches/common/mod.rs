@@ -49,6 +49,7 @@ pub async fn sandbox(
         gateway: None,
         setup: vec![],
         pool: None,
+        snapshot: None,
     };
     let sandbox = provider.create(&spec).await.unwrap();
     (runtime, sandbox)

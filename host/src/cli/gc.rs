@@ -162,6 +162,8 @@ pub async fn gc(args: GcArgs) -> Result<()> {
     let git_dir = repo.as_ref().map(Repo::git_dir);
     super::snapshot::remove_older_than(args.snapshot_max_age, git_dir.as_deref()).await;
     if let Some(repo) = &repo {
+        let runtime = args.approval.runtime()?;
+        super::snapshot::remove_kept_older_than(args.snapshot_max_age, repo, &runtime).await;
         for run in crate::run::registry::clear_dead(&repo.git_dir()) {
             println!(
                 "cleared the record of dead run `{}` ({})",

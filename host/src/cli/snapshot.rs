@@ -1,5 +1,6 @@
-//! `sanddune snapshot ls|rm`: the prepared snapshots (ADR 0035) that runs
-//! with `--sandbox-opt snapshot=auto` kept, in Docker and in Podman; and the
+//! `sanddune snapshot ls|rm`: the prepared snapshots that runs with
+//! `--sandbox-opt snapshot=auto` kept: in Docker and in Podman (ADR 0035),
+//! and those a provider keeps itself, such as Vercel's (ADR 0038); and the
 //! age past which `sanddune gc` removes them.
 
 use std::path::{Path, PathBuf};
@@ -11,6 +12,8 @@ use crate::age::age;
 use crate::capability::containers::snapshot::{self, SnapshotImage, short_id};
 use crate::capability::containers::{Engine, connect_negotiated, engine_name};
 use crate::error::{Error, Result};
+use crate::plugin::PluginRuntime;
+use crate::run::provider_snapshot;
 use crate::worktree::Repo;
 
 #[derive(Subcommand)]
@@ -34,7 +37,8 @@ pub struct LsArgs {
 
 #[derive(Args)]
 pub struct RmArgs {
-    /// Image ids (a prefix of 12 or more hex digits) or tags.
+    /// Image ids (a prefix of 12 or more hex digits) or tags; a provider's
+    /// snapshot by its whole id.
     #[arg(required_unless_present = "all")]
     snapshots: Vec<String>,
     /// All of this repository's snapshots.
@@ -43,6 +47,8 @@ pub struct RmArgs {
     /// The repository (default: the current one).
     #[arg(long, default_value = ".")]
     cwd: PathBuf,
+    #[command(flatten)]
+    approval: super::ApprovalArgs,
 }
 
 pub async fn snapshot(command: SnapshotCommands) -> Result<()> {
@@ -111,6 +117,26 @@ async fn ls(args: LsArgs) -> Result<()> {
             );
         }
     }
+    // A provider's are recorded in the repository: this one's only.
+    if let Ok(repo) = Repo::discover(&args.cwd) {
+        for (_, k) in provider_snapshot::list(&repo.git_dir()) {
+            if !any {
+                println!(
+                    "ENGINE  ID            TAG                                    AGE       SIZE     FROM"
+                );
+                any = true;
+            }
+            println!(
+                "{:<7} {:<13} {:<38} {:<9} {:<8} {}",
+                k.provider_name,
+                k.id,
+                "-",
+                age(now - k.created as i64),
+                "-",
+                k.provider
+            );
+        }
+    }
     if !any {
         println!(
             "no snapshots (a run with --sandbox-opt snapshot=auto keeps one after its set-up)"
@@ -141,6 +167,26 @@ async fn rm(args: RmArgs) -> Result<()> {
                 Err(e) => {
                     failed += 1;
                     eprintln!("{}: {e}", engine_name(engine));
+                }
+            }
+        }
+    }
+    if let Ok(repo) = Repo::discover(&args.cwd) {
+        let kept = provider_snapshot::list(&repo.git_dir());
+        let kept: Vec<_> = kept
+            .into_iter()
+            .filter(|(_, k)| args.all || wanted.contains(&k.id.as_str()))
+            .collect();
+        if !kept.is_empty() {
+            let runtime = args.approval.runtime()?;
+            for (record, k) in kept {
+                wanted.retain(|w| *w != k.id);
+                match provider_snapshot::remove(&repo, &runtime, &record, &k).await {
+                    Ok(()) => println!("removed {} snapshot {}", k.provider_name, k.id),
+                    Err(e) => {
+                        failed += 1;
+                        eprintln!("{}: {e}", k.provider_name);
+                    }
                 }
             }
         }
@@ -201,6 +247,28 @@ pub async fn remove_older_than(max_age: Duration, repo: Option<&Path>) -> usize 
         }
     }
     removed
+}
+
+/// Remove the snapshots providers keep for `repo` (ADR 0038) that are
+/// older than `max_age`, through each provider; a line for each. What
+/// `sanddune gc` does with them.
+pub async fn remove_kept_older_than(max_age: Duration, repo: &Repo, runtime: &PluginRuntime) {
+    let now = now();
+    for (record, k) in provider_snapshot::list(&repo.git_dir()) {
+        let old = now - k.created as i64;
+        if old as u64 <= max_age.as_secs() {
+            continue;
+        }
+        match provider_snapshot::remove(repo, runtime, &record, &k).await {
+            Ok(()) => println!(
+                "removed {} snapshot {} ({} old)",
+                k.provider_name,
+                k.id,
+                age(old)
+            ),
+            Err(e) => eprintln!("{}: snapshot {}: {e}", k.provider_name, k.id),
+        }
+    }
 }
 
 fn now() -> i64 {

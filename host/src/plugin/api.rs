@@ -43,6 +43,8 @@ pub struct ProviderInfo {
     /// The engine its sandboxes are containers of (declared since 0.6):
     /// where a dev container's image is built.
     pub container_engine: Option<Engine>,
+    /// Whether it keeps snapshots (declared since 0.8).
+    pub snapshots: bool,
 }
 
 /// What `preflight` is told (since 0.6).
@@ -73,6 +75,8 @@ pub struct CreateOptions {
     pub env: Vec<EnvVar>,
     pub config: Vec<(String, String)>,
     pub scratch_dir: Option<String>,
+    /// The provider's snapshot to start from (since 0.8).
+    pub snapshot: Option<String>,
 }
 
 #[derive(Clone, Debug)]

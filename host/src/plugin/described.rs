@@ -116,6 +116,7 @@ mod tests {
             }],
             capabilities: Default::default(),
             container_engine: None,
+            snapshots: false,
         }
     }
 

@@ -36,6 +36,7 @@ mod plan;
 pub(crate) mod pool;
 mod prerequisites;
 mod privileges;
+pub mod provider_snapshot;
 pub mod reclaim;
 pub mod registry;
 mod sandbox_record;

@@ -278,6 +278,7 @@ impl Refill {
             gateway: self.sandbox.gateway.clone(),
             setup: vec![],
             pool: Some(ticket.clone()),
+            snapshot: None,
         };
         let sandbox = match self.sandbox.provider.create(&spec).await {
             Ok(sandbox) => sandbox,

@@ -115,6 +115,7 @@ pub(super) async fn check_sandbox_provider(
         gateway: None,
         setup: vec![],
         pool: None,
+        snapshot: None,
     };
     let refuse = |why: String, hint: &str| {
         Error::input(format!(

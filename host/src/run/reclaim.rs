@@ -260,7 +260,33 @@ pub(super) async fn load_for(
     runtime: &PluginRuntime,
     record: &Record,
 ) -> Result<(SandboxProvider, SandboxSpec)> {
-    let loaded = SandboxProvider::load(runtime, &PluginRef::parse(&record.provider)).await?;
+    let (loaded, env) = load_provider(repo, runtime, &record.provider).await?;
+    let spec = SandboxSpec {
+        run_id: record.run_id.clone(),
+        name: record.name.clone(),
+        worktree: record.worktree.clone(),
+        git_dir: repo.git_dir(),
+        branch: record.branch.clone(),
+        env,
+        config: record.config.clone(),
+        side_by_side: 1,
+        git_shield: record.git_shield.clone(),
+        gateway: None,
+        setup: vec![],
+        pool: None,
+        snapshot: None,
+    };
+    Ok((loaded, spec))
+}
+
+/// The provider a run named as `source`, loaded, with the env it declares
+/// read from this process's environment (gc's, `snapshot rm`'s).
+pub(super) async fn load_provider(
+    repo: &Repo,
+    runtime: &PluginRuntime,
+    source: &str,
+) -> Result<(SandboxProvider, Vec<(String, String)>)> {
+    let loaded = SandboxProvider::load(runtime, &PluginRef::parse(source)).await?;
     let env = plan::resolve_env(
         repo.root(),
         Default::default(),
@@ -269,21 +295,7 @@ pub(super) async fn load_for(
         &[],
         &[],
     )?;
-    let spec = SandboxSpec {
-        run_id: record.run_id.clone(),
-        name: record.name.clone(),
-        worktree: record.worktree.clone(),
-        git_dir: repo.git_dir(),
-        branch: record.branch.clone(),
-        env: env.into_iter().collect(),
-        config: record.config.clone(),
-        side_by_side: 1,
-        git_shield: record.git_shield.clone(),
-        gateway: None,
-        setup: vec![],
-        pool: None,
-    };
-    Ok((loaded, spec))
+    Ok((loaded, env.into_iter().collect()))
 }
 
 /// Bundle the sandbox's commits the host may lack (those since `base`) and

@@ -121,6 +121,20 @@ impl Pending {
     }
 }
 
+/// The sandbox's state changed (a provider put another sandbox in its
+/// place when it kept a snapshot): its record names the new one.
+pub(super) async fn restate(sandbox: &mut Sandbox) -> Result<()> {
+    let Some(path) = sandbox.record().map(Path::to_path_buf) else {
+        return Ok(());
+    };
+    let state = sandbox.state().await?;
+    let io = |e: String| Error::Other(anyhow::anyhow!("update the sandbox's record: {e}"));
+    let bytes = std::fs::read(&path).map_err(|e| io(e.to_string()))?;
+    let mut record: Record = serde_json::from_slice(&bytes).map_err(|e| io(e.to_string()))?;
+    record.state = Some(state);
+    Pending { path, record }.write()
+}
+
 /// The records of the sandboxes open now (not those being closed).
 pub(super) fn records(git_dir: &Path) -> Vec<Record> {
     std::fs::read_dir(git_dir.join(DIR))

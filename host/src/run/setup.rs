@@ -12,6 +12,7 @@ use super::identity;
 use super::log::RunLog;
 use super::place::{Place, hook_log};
 use super::plan::{self, SandboxPlan};
+use super::provider_snapshot::{self, Wanted};
 use super::{sandbox_record, snapshot, sync};
 use crate::capability::containers::pool::PoolTicket;
 use crate::capability::containers::snapshot::short_id;
@@ -113,7 +114,7 @@ async fn snapshot_setup(
         return (hooks.clone(), None);
     }
     if setup.is_empty() {
-        log.line("snapshot=auto: no set-up runs in the sandbox (no sandbox hooks), so there is nothing to keep");
+        log.line(snapshot::NOTHING_TO_KEEP);
         return (hooks.clone(), None);
     }
     match snapshot::untracked(worktree) {
@@ -144,7 +145,7 @@ pub(super) async fn start_sandbox(
         None => super::strategy::run_id(),
     };
     let (agent_git, git_shield) = place.agent_git_dir(provider, &agent_id)?;
-    let spec = SandboxSpec {
+    let mut spec = SandboxSpec {
         run_id: place.run_id.clone(),
         name: o.name.clone().unwrap_or_else(|| place.branch.clone()),
         worktree: place.path().to_path_buf(),
@@ -157,6 +158,7 @@ pub(super) async fn start_sandbox(
         gateway: plan.gateway.gateway.clone(),
         setup: o.hooks.sandbox_setup(),
         pool: plan.pool.clone(),
+        snapshot: None,
     };
     log.status(&format!("starting sandbox `{}`", provider.name()));
     say_gateway(plan, log);
@@ -165,8 +167,14 @@ pub(super) async fn start_sandbox(
         PluginRef::File(path) => plan::absolute(&path)?.display().to_string(),
         PluginRef::Builtin(name) => name,
     };
-    let record = sandbox_record::begin(provider, source, &super::strategy::run_id(), &spec)?;
-    let mut sandbox = match timings.time("sandbox create", provider.create(&spec)).await {
+    // A snapshot the provider keeps itself (ADR 0038): one that matches is
+    // where the sandbox starts.
+    let mut wanted = provider_snapshot::wanted(provider, &plan.config, &spec, log)?;
+    spec.snapshot = wanted.as_ref().and_then(Wanted::found_id);
+    let record =
+        sandbox_record::begin(provider, source.clone(), &super::strategy::run_id(), &spec)?;
+    let created = provider_snapshot::create(provider, &mut spec, wanted.as_mut(), log).await;
+    let mut sandbox = match created {
         Ok(sandbox) => sandbox,
         Err(e) => {
             record.abandon();
@@ -205,7 +213,16 @@ pub(super) async fn start_sandbox(
             Some(trailer) => Some(identity::install_trailer_hook(&mut sandbox, trailer).await?),
             None => None,
         };
-        let (hooks, keep_after) = snapshot_setup(&mut sandbox, &o.hooks, place.path(), log).await;
+        let (hooks, keep_after) = match &spec.snapshot {
+            Some(id) => {
+                log.line(&format!(
+                    "snapshot: started from snapshot {id}: its set-up ({} sandbox hook(s)) is skipped",
+                    spec.setup.len()
+                ));
+                (o.hooks.host_only(), None)
+            }
+            None => snapshot_setup(&mut sandbox, &o.hooks, place.path(), log).await,
+        };
         if !hooks.host_on_sandbox_ready.is_empty()
             || !hooks.sandbox_on_sandbox_ready.is_empty()
             || !hooks.devcontainer.is_empty()
@@ -224,6 +241,11 @@ pub(super) async fn start_sandbox(
         if let Some(before) = keep_after {
             let start = std::time::Instant::now();
             snapshot::keep(&mut sandbox, place.path(), &before, log).await;
+            timings.record("snapshot keep", start.elapsed());
+        }
+        if let Some(w) = wanted.as_mut().filter(|_| spec.snapshot.is_none()) {
+            let start = std::time::Instant::now();
+            provider_snapshot::keep(&mut sandbox, w, provider, &source, &spec, log).await?;
             timings.record("snapshot keep", start.elapsed());
         }
         Ok(hooks_dir)

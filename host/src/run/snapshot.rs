@@ -14,6 +14,10 @@ use crate::plugin::api::{Command, ExecRequest};
 use crate::plugin::sandbox::Sandbox;
 use crate::worktree::git;
 
+/// What the log says when `snapshot=auto` has no set-up to keep.
+pub(super) const NOTHING_TO_KEEP: &str =
+    "snapshot=auto: no set-up runs in the sandbox (no sandbox hooks), so there is nothing to keep";
+
 /// The worktree's untracked and ignored paths, as git lists them (a new
 /// directory as one entry): taken before the set-up, what it did not
 /// write.

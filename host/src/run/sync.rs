@@ -94,11 +94,14 @@ pub async fn sync_in(sandbox: &mut Sandbox, worktree: &Worktree, history: Histor
             pack.shallow.join(" ")
         )
     };
-    // `git init` keeps the objects already there.
+    // `git init` keeps the objects already there. A sandbox started from
+    // a snapshot (ADR 0038) has the checkout its set-up ran in: `-f` puts
+    // the tip's files over it, and what the set-up added (untracked,
+    // ignored) stays.
     sandbox_sh(
         sandbox,
         format!(
-            "git init -q {}{shallow} && git checkout -q -B {} {tip}",
+            "git init -q {}{shallow} && git checkout -q -f -B {} {tip}",
             q(&wt),
             q(&worktree.branch)
         ),

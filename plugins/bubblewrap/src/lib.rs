@@ -66,6 +66,7 @@ impl Guest for Provider {
             })
             .collect(),
             container_engine: None,
+            snapshots: false,
         }
     }
 
@@ -86,6 +87,13 @@ impl Guest for Provider {
 
     /// Empty: a jail dies with the host's process, and the scratch dir that
     /// holds its HOME is found and removed by the run id in its name.
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
+        Err(format!(
+            "this provider keeps no snapshots, so it has no {id}"
+        ))
+    }
+
     fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
         Ok(vec![])
     }
@@ -383,6 +391,11 @@ impl GuestSandbox for JailSandbox {
         removed.map_err(|e| format!("removing {path}: {e}"))
     }
 
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn keep(&self, _name: String) -> Result<String, String> {
+        Err("this provider keeps no snapshots".into())
+    }
+
     /// Nothing to stop: every command's jail ended with it (a program an
     /// agent left running ended with the jail's PID namespace). The host
     /// removes the scratch dir, HOME and `/tmp` with it.
@@ -435,6 +448,7 @@ mod tests {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
             scratch_dir: Some("/tmp/sanddune-bubblewrap-r-x".into()),
+            snapshot: None,
         }
     }
 

@@ -97,6 +97,7 @@ mod component {
                     .collect(),
                 capabilities,
                 container_engine: None,
+                snapshots: false,
             }
         }
 
@@ -118,6 +119,13 @@ mod component {
                 env_pairs(&options),
             )?;
             Ok(Sandbox::new(Daytona(sandbox)))
+        }
+
+        /// It keeps no snapshots (`snapshots: false`): the host never asks.
+        fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
+            Err(format!(
+                "this provider keeps no snapshots, so it has no {id}"
+            ))
         }
 
         fn find(options: CreateOptions) -> Result<Vec<String>, String> {
@@ -272,6 +280,11 @@ mod component {
 
         fn remove(&self, path: String, recursive: bool, force: bool) -> Result<(), String> {
             self.0.remove(&path, recursive, force)
+        }
+
+        /// It keeps no snapshots (`snapshots: false`): the host never asks.
+        fn keep(&self, _name: String) -> Result<String, String> {
+            Err("this provider keeps no snapshots".into())
         }
 
         fn close(&self) -> Result<(), String> {

@@ -124,6 +124,7 @@ impl Guest for Provider {
                 })
                 .collect(),
             container_engine: Some(flavour::DECLARED),
+            snapshots: false,
         }
     }
 
@@ -210,6 +211,13 @@ impl Guest for Provider {
     }
 
     /// The run's containers, by the labels the host gave them.
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
+        Err(format!(
+            "this provider keeps no snapshots, so it has no {id}"
+        ))
+    }
+
     fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
         containers::connect(flavour::ENGINE)?;
         containers::list()
@@ -638,6 +646,11 @@ fi"#;
             ),
         )
         .map(drop)
+    }
+
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn keep(&self, _name: String) -> Result<String, String> {
+        Err("this provider keeps no snapshots".into())
     }
 
     fn close(&self) -> Result<(), String> {

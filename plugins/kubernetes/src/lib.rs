@@ -61,6 +61,7 @@ mod component {
                     })
                     .collect(),
                 container_engine: None,
+                snapshots: false,
             }
         }
 
@@ -116,6 +117,13 @@ mod component {
         }
 
         /// The run's pods, by the labels the host gave them.
+        /// It keeps no snapshots (`snapshots: false`): the host never asks.
+        fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
+            Err(format!(
+                "this provider keeps no snapshots, so it has no {id}"
+            ))
+        }
+
         fn find(options: CreateOptions) -> Result<Vec<String>, String> {
             pods::connect()?;
             let workdir = workdir_of(&options);
@@ -392,6 +400,11 @@ mod component {
                 &[&full, flag(recursive), flag(force)],
             )
             .map(drop)
+        }
+
+        /// It keeps no snapshots (`snapshots: false`): the host never asks.
+        fn keep(&self, _name: String) -> Result<String, String> {
+            Err("this provider keeps no snapshots".into())
         }
 
         fn close(&self) -> Result<(), String> {

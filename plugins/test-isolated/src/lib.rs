@@ -52,6 +52,7 @@ impl Guest for Provider {
                 })
                 .collect(),
             container_engine: None,
+            snapshots: false,
         }
     }
 
@@ -76,6 +77,13 @@ impl Guest for Provider {
 
     /// Empty: a sandbox is a directory in the run's scratch dir, which the
     /// host finds and removes by the run id in its name.
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
+        Err(format!(
+            "this provider keeps no snapshots, so it has no {id}"
+        ))
+    }
+
     fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
         Ok(vec![])
     }
@@ -336,6 +344,11 @@ impl GuestSandbox for IsolatedSandbox {
             fs::remove_dir(&full)
         };
         removed.map_err(|e| format!("removing {path}: {e}"))
+    }
+
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn keep(&self, _name: String) -> Result<String, String> {
+        Err("this provider keeps no snapshots".into())
     }
 
     fn close(&self) -> Result<(), String> {

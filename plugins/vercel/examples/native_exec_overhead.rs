@@ -31,7 +31,15 @@ fn main() {
         _ => None,
     };
     let config = vec![("api-url".to_string(), mock.url().to_string())];
-    let sb = VercelSandbox::create(NativeHttp, &creds, &config, "bench", "bench", vec![]).unwrap();
+    let sb = VercelSandbox::create(
+        NativeHttp,
+        &creds,
+        &config,
+        ("bench", "bench"),
+        vec![],
+        None,
+    )
+    .unwrap();
     let spec = || ExecSpec {
         command: Command::Argv(vec!["true".into()]),
         cwd: None,

@@ -318,8 +318,15 @@ impl<T: Transport> Api<T> {
         })
     }
 
-    /// `POST /v3/sandboxes` (`/v2/sandboxes` with a runtime).
-    pub fn create(&self, options: &Options, tags: &[(&str, &str)]) -> Result<Created> {
+    /// `POST /v3/sandboxes` (`/v2/sandboxes` with a runtime); from
+    /// `snapshot` when given (`source: {type: "snapshot"}`), whose image it
+    /// was made from is the sandbox's, so no runtime or image is sent.
+    pub fn create(
+        &self,
+        options: &Options,
+        tags: &[(&str, &str)],
+        snapshot: Option<&str>,
+    ) -> Result<Created> {
         let mut body = json!({
             "projectId": self.creds.project_id,
             "ports": options.ports,
@@ -329,10 +336,12 @@ impl<T: Transport> Api<T> {
         if let Some(vcpus) = options.vcpus {
             body["resources"] = json!({ "vcpus": vcpus });
         }
-        if let Some(runtime) = &options.runtime {
+        let runtime = options.runtime.as_ref().filter(|_| snapshot.is_none());
+        if let Some(id) = snapshot {
+            body["source"] = json!({ "type": "snapshot", "snapshotId": id });
+        } else if let Some(runtime) = runtime {
             body["runtime"] = json!(runtime);
-        }
-        if let Some(image) = &options.image {
+        } else if let Some(image) = &options.image {
             body["image"] = json!(image);
         }
         body["networkPolicy"] = match &options.network {
@@ -340,7 +349,7 @@ impl<T: Transport> Api<T> {
             Network::DenyAll => json!({ "mode": "deny-all" }),
             Network::Allow(domains) => json!({ "allow": domains }),
         };
-        let endpoint = if options.runtime.is_some() {
+        let endpoint = if runtime.is_some() {
             "/v2/sandboxes"
         } else {
             "/v3/sandboxes"
@@ -555,6 +564,40 @@ impl<T: Transport> Api<T> {
         self.send_and_drain("extending the sandbox's timeout", &|| {
             self.request(Method::Post, path.clone(), Some(body.clone()), false)
         })
+    }
+
+    /// `POST /v2/sandboxes/sessions/{id}/snapshot`: the session's
+    /// filesystem kept as a snapshot, whose id is returned. The session
+    /// stops with it.
+    pub fn snapshot(&self, session: &str) -> Result<String> {
+        let path = self.path(&format!("/v2/sandboxes/sessions/{session}/snapshot"), &[]);
+        // Twice would keep two: no retry on a lost connection.
+        let response = self.send(
+            "keeping the sandbox as a snapshot",
+            &|| self.request(Method::Post, path.clone(), None, false),
+            false,
+        )?;
+        let v = self.json("keeping the sandbox as a snapshot", response)?;
+        v["snapshot"]["id"]
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| {
+                ApiError::protocol(format!(
+                    "keeping the sandbox as a snapshot: unexpected answer {}",
+                    clip(&v.to_string())
+                ))
+            })
+    }
+
+    /// `DELETE /v2/sandboxes/snapshots/{id}`; gone already is fine.
+    pub fn delete_snapshot(&self, id: &str) -> Result<()> {
+        let path = self.path(&format!("/v2/sandboxes/snapshots/{}", encode(id)), &[]);
+        match self.send_and_drain("removing the snapshot", &|| {
+            self.request(Method::Delete, path.clone(), None, false)
+        }) {
+            Err(e) if e.status == Some(404) => Ok(()),
+            done => done,
+        }
     }
 
     /// `DELETE /v2/sandboxes/{name}?projectId=`; gone already is fine.

@@ -20,6 +20,7 @@ pub use sanddune_cloud_http::transport;
 
 #[cfg(target_arch = "wasm32")]
 mod component {
+    use std::cell::RefCell;
     use std::fs;
     use std::path::Path;
 
@@ -89,6 +90,7 @@ mod component {
                     .collect(),
                 capabilities,
                 container_engine: None,
+                snapshots: true,
             }
         }
 
@@ -104,11 +106,15 @@ mod component {
                 WasiHttp,
                 &env_lookup,
                 &options.config,
-                &options.run_id,
-                &options.name,
+                (&options.run_id, &options.name),
                 env_pairs(&options),
+                options.snapshot.as_deref(),
             )?;
-            Ok(Sandbox::new(Vercel(sandbox)))
+            Ok(Sandbox::new(Vercel(RefCell::new(sandbox))))
+        }
+
+        fn remove_snapshot(options: CreateOptions, id: String) -> Result<(), String> {
+            VercelSandbox::remove_snapshot(WasiHttp, &env_lookup, &options.config, &id)
         }
 
         fn find(options: CreateOptions) -> Result<Vec<String>, String> {
@@ -120,14 +126,17 @@ mod component {
                 WasiHttp,
                 &env_lookup,
                 &options.config,
+                (&options.run_id, &options.name),
                 &state,
                 env_pairs(&options),
             )?;
-            Ok(Sandbox::new(Vercel(sandbox)))
+            Ok(Sandbox::new(Vercel(RefCell::new(sandbox))))
         }
     }
 
-    struct Vercel(VercelSandbox<WasiHttp>);
+    /// In a cell: keeping a snapshot puts another Vercel sandbox in its
+    /// place.
+    struct Vercel(RefCell<VercelSandbox<WasiHttp>>);
 
     fn spec(request: ExecRequest) -> ExecSpec {
         ExecSpec {
@@ -176,15 +185,15 @@ mod component {
 
     impl GuestSandbox for Vercel {
         fn worktree_path(&self) -> String {
-            self.0.worktree_path().to_string()
+            self.0.borrow().worktree_path().to_string()
         }
 
         fn state(&self) -> String {
-            self.0.state.encode()
+            self.0.borrow().state.encode()
         }
 
         fn exec(&self, request: ExecRequest, sink: &OutputSink) -> Result<ExecResult, String> {
-            let outcome = self.0.exec(spec(request), &mut |stream, text| {
+            let outcome = self.0.borrow().exec(spec(request), &mut |stream, text| {
                 let stream = match stream {
                     Stream::Stdout => OutputStream::Stdout,
                     Stream::Stderr => OutputStream::Stderr,
@@ -210,7 +219,7 @@ mod component {
                     .into_iter()
                     .map(|(rel, d, m)| (join(&sandbox_path, &rel), d, m))
                     .collect();
-                self.0.put(files)
+                self.0.borrow().put(files)
             } else {
                 self.copy_file_in(host_path, sandbox_path)
             }
@@ -218,11 +227,11 @@ mod component {
 
         fn copy_file_in(&self, host_path: String, sandbox_path: String) -> Result<(), String> {
             let data = fs::read(&host_path).map_err(|e| format!("reading {host_path}: {e}"))?;
-            self.0.put(vec![(sandbox_path, data, 0o644)])
+            self.0.borrow().put(vec![(sandbox_path, data, 0o644)])
         }
 
         fn copy_file_out(&self, sandbox_path: String, host_path: String) -> Result<(), String> {
-            let data = self.0.read_file(&sandbox_path)?;
+            let data = self.0.borrow().read_file(&sandbox_path)?;
             if let Some(parent) = Path::new(&host_path).parent() {
                 fs::create_dir_all(parent)
                     .map_err(|e| format!("creating {}: {e}", parent.display()))?;
@@ -231,15 +240,15 @@ mod component {
         }
 
         fn read_file(&self, path: String) -> Result<Vec<u8>, String> {
-            self.0.read_file(&path)
+            self.0.borrow().read_file(&path)
         }
 
         fn write_file(&self, path: String, data: Vec<u8>) -> Result<(), String> {
-            self.0.write_file(&path, &data)
+            self.0.borrow().write_file(&path, &data)
         }
 
         fn stat(&self, path: String) -> Result<FileStat, String> {
-            let s = self.0.stat(&path)?;
+            let s = self.0.borrow().stat(&path)?;
             Ok(FileStat {
                 is_file: s.is_file,
                 is_directory: s.is_directory,
@@ -250,23 +259,28 @@ mod component {
         }
 
         fn read_dir(&self, path: String) -> Result<Vec<String>, String> {
-            self.0.read_dir(&path)
+            self.0.borrow().read_dir(&path)
         }
 
         fn exists(&self, path: String) -> Result<bool, String> {
-            self.0.exists(&path)
+            self.0.borrow().exists(&path)
         }
 
         fn mkdir(&self, path: String, recursive: bool) -> Result<(), String> {
-            self.0.mkdir(&path, recursive)
+            self.0.borrow().mkdir(&path, recursive)
         }
 
         fn remove(&self, path: String, recursive: bool, force: bool) -> Result<(), String> {
-            self.0.remove(&path, recursive, force)
+            self.0.borrow().remove(&path, recursive, force)
+        }
+
+        /// Vercel's snapshots have no name; the host's is not needed.
+        fn keep(&self, _name: String) -> Result<String, String> {
+            self.0.borrow_mut().keep()
         }
 
         fn close(&self) -> Result<(), String> {
-            self.0.close()
+            self.0.borrow().close()
         }
     }
 

@@ -55,7 +55,28 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The tags a sandbox of run `run_id` named `name` gets: how `find`
+/// reaches it.
+fn tags(run_id: &str, name: &str) -> [(&'static str, String); 2] {
+    [
+        (TAG_RUN, run_id.to_string()),
+        (TAG_NAME, name.chars().take(200).collect()),
+    ]
+}
+
 impl State {
+    /// No sandbox yet: what a create starts from.
+    fn none() -> State {
+        State {
+            name: String::new(),
+            session: String::new(),
+            cwd: String::new(),
+            scratch: String::new(),
+            timeout_ms: 0,
+            expires_ms: Cell::new(u64::MAX),
+        }
+    }
+
     pub fn encode(&self) -> String {
         json!({
             "name": self.name, "session": self.session, "cwd": self.cwd, "scratch": self.scratch,
@@ -86,6 +107,10 @@ impl State {
 pub struct VercelSandbox<T: Transport> {
     pub api: Api<T>,
     pub state: State,
+    /// The options and tags it was created with, for the sandbox that
+    /// takes its place when it is kept as a snapshot.
+    options: Options,
+    tags: [(&'static str, String); 2],
     env: Vec<(String, String)>,
     closed: Cell<bool>,
     counter: Cell<u64>,
@@ -110,49 +135,96 @@ fn err(e: ApiError) -> String {
 impl<T: Transport> VercelSandbox<T> {
     /// Create a sandbox. Credentials and options are checked before any
     /// request; once the sandbox exists, any later failure stops and deletes it.
+    /// Create a sandbox, from `snapshot` when given. Credentials and
+    /// options are checked before any request; once the sandbox exists,
+    /// any later failure stops and deletes it.
     pub fn create(
         transport: T,
         env_lookup: &dyn Fn(&str) -> Option<String>,
         config: &[(String, String)],
-        run_id: &str,
-        name: &str,
+        (run_id, name): (&str, &str),
         env: Vec<(String, String)>,
+        snapshot: Option<&str>,
     ) -> Result<Self, String> {
         let creds: Credentials = config::credentials(env_lookup)?;
         let options: Options = config::options(config)?;
         let api = Api::new(options.api_url.clone(), creds, transport);
-        let tag_name: String = name.chars().take(200).collect();
-        let requested = now_ms();
-        let created = api
-            .create(&options, &[(TAG_RUN, run_id), (TAG_NAME, &tag_name)])
-            .map_err(err)?;
         let mut sandbox = VercelSandbox {
             api,
-            state: State {
-                name: created.name.clone(),
-                session: created.session_id.clone(),
-                cwd: created.cwd.clone(),
-                scratch: String::new(),
-                timeout_ms: options.timeout_ms,
-                // Counted from before the request: never later than Vercel's.
-                expires_ms: Cell::new(requested + options.timeout_ms),
-            },
+            state: State::none(),
+            tags: tags(run_id, name),
+            options,
             env: sandbox_env(env),
             closed: Cell::new(false),
             counter: Cell::new(random_start()),
             pending_kills: RefCell::new(vec![]),
         };
-        match sandbox.finish_create(&created.status) {
-            Ok(()) => Ok(sandbox),
+        sandbox.start(snapshot)?;
+        Ok(sandbox)
+    }
+
+    /// Create a Vercel sandbox with this one's options and tags, wait for
+    /// it to run and make it this one; the state it replaces is returned.
+    /// A sandbox that does not come up is stopped and deleted, and this
+    /// one is left as it was.
+    fn start(&mut self, snapshot: Option<&str>) -> Result<State, String> {
+        let tags = self.tags.each_ref().map(|(k, v)| (*k, v.as_str()));
+        let requested = now_ms();
+        let created = self
+            .api
+            .create(&self.options, &tags, snapshot)
+            .map_err(err)?;
+        let next = State {
+            name: created.name.clone(),
+            session: created.session_id.clone(),
+            cwd: created.cwd.clone(),
+            scratch: String::new(),
+            timeout_ms: self.options.timeout_ms,
+            // Counted from before the request: never later than Vercel's.
+            expires_ms: Cell::new(requested + self.options.timeout_ms),
+        };
+        let previous = std::mem::replace(&mut self.state, next);
+        match self.finish_create(&created.status) {
+            Ok(()) => Ok(previous),
             Err(e) => {
-                let cleanup = sandbox
-                    .close()
+                let _ = self.api.stop(&self.state.session);
+                let deleted = self.api.delete(&self.state.name);
+                self.state = previous;
+                let cleanup = deleted
                     .err()
-                    .map(|c| format!("; cleaning up also failed: {c}"))
+                    .map(|d| format!("; cleaning up also failed: {}", d.message))
                     .unwrap_or_default();
                 Err(format!("{e}{cleanup}"))
             }
         }
+    }
+
+    /// Keep this sandbox's filesystem as a snapshot and return its id.
+    /// Vercel stops the session it snapshots, so a sandbox started from
+    /// the snapshot takes this one's place (its state changes), and the
+    /// stopped one is deleted.
+    pub fn keep(&mut self) -> Result<String, String> {
+        self.check_open()?;
+        let id = self.api.snapshot(&self.state.session).map_err(err)?;
+        let old = self.start(Some(&id)).map_err(|e| {
+            format!("kept snapshot {id}, but a sandbox started from it did not come up: {e}")
+        })?;
+        // Stopped already; a delete that fails leaves it to expire.
+        let _ = self.api.delete(&old.name);
+        Ok(id)
+    }
+
+    /// Remove the snapshot `id`; gone already is fine.
+    pub fn remove_snapshot(
+        transport: T,
+        env_lookup: &dyn Fn(&str) -> Option<String>,
+        config: &[(String, String)],
+        id: &str,
+    ) -> Result<(), String> {
+        let creds = config::credentials(env_lookup)?;
+        let options = config::options(config)?;
+        let api = Api::new(options.api_url, creds, transport);
+        api.delete_snapshot(id).map_err(err)
     }
 
     fn finish_create(&mut self, status: &str) -> Result<(), String> {
@@ -224,6 +296,7 @@ impl<T: Transport> VercelSandbox<T> {
         transport: T,
         env_lookup: &dyn Fn(&str) -> Option<String>,
         config: &[(String, String)],
+        (run_id, name): (&str, &str),
         state: &str,
         env: Vec<(String, String)>,
     ) -> Result<Self, String> {
@@ -231,8 +304,10 @@ impl<T: Transport> VercelSandbox<T> {
         let options = config::options(config)?;
         let state = State::decode(state)?;
         Ok(VercelSandbox {
-            api: Api::new(options.api_url, creds, transport),
+            api: Api::new(options.api_url.clone(), creds, transport),
             state,
+            tags: tags(run_id, name),
+            options,
             env: sandbox_env(env),
             closed: Cell::new(false),
             counter: Cell::new(random_start()),

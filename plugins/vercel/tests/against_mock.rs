@@ -28,12 +28,12 @@ fn create(mock: &VercelMock) -> VercelSandbox<NativeHttp> {
         NativeHttp,
         &creds,
         &config(mock),
-        "run-123",
-        "my-branch",
+        ("run-123", "my-branch"),
         vec![
             ("GREETING".into(), "hello".into()),
             ("VERCEL_TOKEN".into(), TOKEN.into()),
         ],
+        None,
     )
     .unwrap()
 }
@@ -267,12 +267,19 @@ fn file_operations_round_trip() {
 fn missing_credentials_are_named_before_anything_is_created() {
     let mock = VercelMock::start();
     let only_token = |k: &str| (k == "VERCEL_TOKEN").then(|| TOKEN.to_string());
-    let e = VercelSandbox::create(NativeHttp, &only_token, &config(&mock), "r", "n", vec![])
-        .err()
-        .unwrap();
+    let e = VercelSandbox::create(
+        NativeHttp,
+        &only_token,
+        &config(&mock),
+        ("r", "n"),
+        vec![],
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.contains("VERCEL_TEAM_ID and VERCEL_PROJECT_ID"), "{e}");
     let none = |_: &str| None;
-    let e = VercelSandbox::create(NativeHttp, &none, &config(&mock), "r", "n", vec![])
+    let e = VercelSandbox::create(NativeHttp, &none, &config(&mock), ("r", "n"), vec![], None)
         .err()
         .unwrap();
     assert!(e.contains("VERCEL_OIDC_TOKEN"), "{e}");
@@ -292,9 +299,16 @@ fn auth_failures_name_the_credential() {
             creds(k)
         }
     };
-    let e = VercelSandbox::create(NativeHttp, &bad_token, &config(&mock), "r", "n", vec![])
-        .err()
-        .unwrap();
+    let e = VercelSandbox::create(
+        NativeHttp,
+        &bad_token,
+        &config(&mock),
+        ("r", "n"),
+        vec![],
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.contains("401") && e.contains("VERCEL_TOKEN"), "{e}");
     let bad_team = |k: &str| {
         if k == "VERCEL_TEAM_ID" {
@@ -303,9 +317,16 @@ fn auth_failures_name_the_credential() {
             creds(k)
         }
     };
-    let e = VercelSandbox::create(NativeHttp, &bad_team, &config(&mock), "r", "n", vec![])
-        .err()
-        .unwrap();
+    let e = VercelSandbox::create(
+        NativeHttp,
+        &bad_team,
+        &config(&mock),
+        ("r", "n"),
+        vec![],
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.contains("403") && e.contains("VERCEL_TEAM_ID"), "{e}");
     assert_eq!(mock.seen().len(), 2, "4xx are never retried");
     assert!(mock.sandboxes().is_empty());
@@ -425,7 +446,7 @@ fn a_failure_after_create_stops_and_deletes_the_sandbox() {
         retry_after: None,
         times: 3,
     });
-    let e = VercelSandbox::create(NativeHttp, &creds, &config(&mock), "r", "n", vec![])
+    let e = VercelSandbox::create(NativeHttp, &creds, &config(&mock), ("r", "n"), vec![], None)
         .err()
         .unwrap();
     assert!(e.contains("500"), "{e}");
@@ -443,6 +464,7 @@ fn attach_reopens_the_sandbox_from_its_state() {
         NativeHttp,
         &creds,
         &config(&mock),
+        ("run-123", "my-branch"),
         &sb.state.encode(),
         vec![],
     )
@@ -518,7 +540,8 @@ fn a_cancelled_exec_is_killed_at_the_next_call() {
     let t = Cancellable {
         cancel: Default::default(),
     };
-    let sb = VercelSandbox::create(t.clone(), &creds, &config(&mock), "r", "n", vec![]).unwrap();
+    let sb =
+        VercelSandbox::create(t.clone(), &creds, &config(&mock), ("r", "n"), vec![], None).unwrap();
     let e = sb
         .exec(shell("echo started; sleep 30"), &mut |_, line| {
             if line == "started" {
@@ -558,7 +581,7 @@ fn a_sandbox_in_use_is_extended_before_its_timeout() {
     let mock = VercelMock::start();
     let mut cfg = config(&mock);
     cfg.push(("timeout".into(), "3s".into()));
-    let sb = VercelSandbox::create(NativeHttp, &creds, &cfg, "r", "n", vec![]).unwrap();
+    let sb = VercelSandbox::create(NativeHttp, &creds, &cfg, ("r", "n"), vec![], None).unwrap();
     // Six seconds of use of a sandbox that times out after three: each exec
     // near the end of the timeout extends it.
     for _ in 0..6 {
@@ -576,7 +599,7 @@ fn a_sandbox_in_use_is_extended_before_its_timeout() {
     sb.close().unwrap();
 
     // Unused, the mock stops it like Vercel does.
-    let idle = VercelSandbox::create(NativeHttp, &creds, &cfg, "r", "n", vec![]).unwrap();
+    let idle = VercelSandbox::create(NativeHttp, &creds, &cfg, ("r", "n"), vec![], None).unwrap();
     std::thread::sleep(Duration::from_millis(3500));
     assert!(
         mock.sandboxes()
@@ -595,8 +618,15 @@ fn find_pages_through_the_runs_sandboxes_and_closing_one_deletes_it() {
     let mock = VercelMock::start();
     mock.set_page_size(1);
     let (first, second) = (create(&mock), create(&mock));
-    let other =
-        VercelSandbox::create(NativeHttp, &creds, &config(&mock), "run-9", "b", vec![]).unwrap();
+    let other = VercelSandbox::create(
+        NativeHttp,
+        &creds,
+        &config(&mock),
+        ("run-9", "b"),
+        vec![],
+        None,
+    )
+    .unwrap();
     let found = VercelSandbox::find(NativeHttp, &creds, &config(&mock), "run-123").unwrap();
     assert_eq!(found.len(), 2, "{found:?}");
     let lists = mock
@@ -606,10 +636,17 @@ fn find_pages_through_the_runs_sandboxes_and_closing_one_deletes_it() {
         .count();
     assert_eq!(lists, 2, "one page per sandbox");
     for state in found {
-        VercelSandbox::attach(NativeHttp, &creds, &config(&mock), &state, vec![])
-            .unwrap()
-            .close()
-            .unwrap();
+        VercelSandbox::attach(
+            NativeHttp,
+            &creds,
+            &config(&mock),
+            ("run-9", "b"),
+            &state,
+            vec![],
+        )
+        .unwrap()
+        .close()
+        .unwrap();
     }
     let deleted: Vec<bool> = mock.sandboxes().iter().map(|s| s.deleted).collect();
     assert_eq!(deleted, [true, true, false]);
@@ -625,4 +662,83 @@ fn find_pages_through_the_runs_sandboxes_and_closing_one_deletes_it() {
     );
     drop((first, second));
     other.close().unwrap();
+}
+
+/// `keep` snapshots the sandbox (which stops its session) and puts a
+/// sandbox created from the snapshot in its place, with the same tags:
+/// the files are there, the state is the new sandbox's, the stopped one is
+/// deleted.
+#[test]
+fn keep_puts_a_sandbox_started_from_the_snapshot_in_its_place() {
+    let mock = VercelMock::start();
+    let mut sb = create(&mock);
+    sb.write_file("prepared.txt", b"by the set-up").unwrap();
+    let before = sb.state.encode();
+    let id = sb.keep().unwrap();
+    assert!(id.starts_with("snap_"), "{id}");
+    assert_ne!(sb.state.encode(), before);
+    assert_eq!(sb.read_file("prepared.txt").unwrap(), b"by the set-up");
+    let sandboxes = mock.sandboxes();
+    assert_eq!(sandboxes.len(), 2, "{sandboxes:?}");
+    assert!(sandboxes[0].deleted, "the stopped one is deleted");
+    assert_eq!(sandboxes[1].source_snapshot.as_deref(), Some(id.as_str()));
+    assert_eq!(
+        sandboxes[1].tags.get(TAG_RUN).map(String::as_str),
+        Some("run-123")
+    );
+    assert_eq!(
+        sandboxes[1].tags.get(TAG_NAME).map(String::as_str),
+        Some("my-branch")
+    );
+    // No runtime or image goes with a snapshot: the snapshot has its own.
+    assert!(
+        sandboxes[1].body.get("runtime").is_none(),
+        "{:?}",
+        sandboxes[1].body
+    );
+
+    // A later create starts from it.
+    let later = VercelSandbox::create(
+        NativeHttp,
+        &creds,
+        &config(&mock),
+        ("run-456", "later"),
+        vec![],
+        Some(&id),
+    )
+    .unwrap();
+    assert_eq!(later.read_file("prepared.txt").unwrap(), b"by the set-up");
+    later.close().unwrap();
+    sb.close().unwrap();
+
+    // Removed; removing it again is fine.
+    VercelSandbox::remove_snapshot(NativeHttp, &creds, &config(&mock), &id).unwrap();
+    assert!(mock.snapshots()[0].deleted);
+    VercelSandbox::remove_snapshot(NativeHttp, &creds, &config(&mock), "snap_unknown").unwrap();
+}
+
+/// A snapshot that is gone fails the create, with nothing left behind.
+#[test]
+fn a_create_from_a_snapshot_that_is_gone_fails_and_leaves_nothing() {
+    let mock = VercelMock::start();
+    let mut sb = create(&mock);
+    let id = sb.keep().unwrap();
+    sb.close().unwrap();
+    assert!(mock.delete_snapshot_behind(&id));
+    let e = VercelSandbox::create(
+        NativeHttp,
+        &creds,
+        &config(&mock),
+        ("run-456", "later"),
+        vec![],
+        Some(&id),
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains("410") || e.contains("snapshot_not_found"), "{e}");
+    assert!(
+        mock.sandboxes().iter().all(|s| s.deleted),
+        "{:?}",
+        mock.sandboxes()
+    );
 }

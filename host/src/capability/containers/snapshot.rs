@@ -166,7 +166,7 @@ impl Snapshot {
     /// inputs' digests. An input that is missing, not a regular file or
     /// leaves the worktree counts as missing: the key still changes when
     /// it appears.
-    fn material(&self) -> String {
+    pub(crate) fn material(&self) -> String {
         let mut material = self.material.clone();
         for input in &self.inputs {
             let path = self.worktree.join(input);
@@ -444,7 +444,7 @@ pub fn short_id(id: &str) -> &str {
     &id[..id.len().min(12)]
 }
 
-fn hex(bytes: &[u8]) -> String {
+pub(crate) fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 

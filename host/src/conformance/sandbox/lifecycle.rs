@@ -90,3 +90,60 @@ pub(super) async fn close(ctx: &mut Ctx) -> Checked {
     }
     Ok(String::new())
 }
+
+/// A provider that keeps snapshots (since 0.8, ADR 0038): a file written
+/// before `keep` is there after it (in the sandbox that may have taken the
+/// first one's place) and in a sandbox created from the snapshot;
+/// `remove-snapshot` removes it, and again without an error.
+pub(super) async fn snapshot(provider: &SandboxProvider, spec: &SandboxSpec) -> Checked {
+    const FILE: &str = "conformance-kept.txt";
+    let token = format!("kept-{}", super::unique());
+    let mut sandbox = provider
+        .create(spec)
+        .await
+        .map_err(|e| format!("create: {e}"))?;
+    let checked = async {
+        sandbox
+            .write_file(FILE, token.as_bytes())
+            .await
+            .map_err(|e| format!("write-file: {e}"))?;
+        let id = sandbox
+            .keep("sanddune-conformance")
+            .await
+            .map_err(|e| format!("keep: {e}"))?;
+        let after = sandbox
+            .read_file(FILE)
+            .await
+            .map_err(|e| format!("the sandbox is not usable after keep (read-file: {e})"))?;
+        ensure!(
+            after == token.as_bytes(),
+            "after keep {FILE} held {after:?}"
+        );
+        let from = SandboxSpec {
+            run_id: format!("conformance-{}", super::unique()),
+            snapshot: Some(id.clone()),
+            ..spec.clone()
+        };
+        let mut later = provider
+            .create(&from)
+            .await
+            .map_err(|e| format!("create from snapshot {id}: {e}"))?;
+        let read = later.read_file(FILE).await;
+        let _ = later.close().await;
+        let read = read.map_err(|e| format!("a sandbox created from snapshot {id}: {e}"))?;
+        ensure!(
+            read == token.as_bytes(),
+            "a sandbox created from snapshot {id} held {read:?} in {FILE}"
+        );
+        for time in ["", " again"] {
+            provider
+                .remove_snapshot(spec, &id)
+                .await
+                .map_err(|e| format!("remove-snapshot{time}: {e}"))?;
+        }
+        Ok(format!("kept {id}, started a sandbox from it, removed it"))
+    }
+    .await;
+    let _ = sandbox.close().await;
+    checked
+}

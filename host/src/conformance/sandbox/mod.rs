@@ -37,7 +37,7 @@ use exec::{
     exec_argv, exec_env, exec_output, exec_streams, exec_timeout, stdin_empty, stdin_intact,
 };
 use files::{copy_in, copy_round_trip, exists, mkdir, read_dir, remove, stat, write_read};
-use lifecycle::{attach, close, create, find};
+use lifecycle::{attach, close, create, find, snapshot};
 use support::{HostDirs, declared_env, unique};
 
 /// What the checks share.
@@ -97,6 +97,7 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
         gateway: None,
         setup: vec![],
         pool: None,
+        snapshot: None,
     };
     let sandbox = match provider.create(&spec).await {
         Ok(sandbox) => sandbox,
@@ -175,6 +176,10 @@ pub async fn run(provider: &SandboxProvider, config: &[(String, String)]) -> Rep
                 .unwrap_or(Ok(String::new()))
                 .map(|_| note),
         ),
+    }
+    match provider.info().snapshots {
+        true => report.push("snapshot-keep-and-start", snapshot(provider, &spec).await),
+        false => report.skip("snapshot-keep-and-start", "the provider keeps no snapshots"),
     }
     match asks_http {
         true => report.push("http-refusal-survived", http_refusal(provider, &spec).await),

@@ -149,18 +149,18 @@ pub(super) fn take_prepared(
     Ok((snapshot, pool))
 }
 
-/// The snapshot options of `config` (ADR 0035), taken out of it for a
-/// provider with the containers capability; refused for any other, whose
-/// sandbox the host cannot commit.
+/// The snapshot options of `config`, taken out of it for a provider with
+/// the containers capability (the host commits its container, ADR 0035)
+/// or one that keeps snapshots itself (ADR 0038); refused for any other.
 fn take_snapshot(
     config: &mut ProviderConfig,
     caps: &Capabilities,
     info: &ProviderInfo,
 ) -> Result<Option<SnapshotOptions>> {
-    if !caps.containers {
+    if !caps.containers && !info.snapshots {
         if let Some((key, value)) = config.iter().find(|(k, _)| SnapshotOptions::is_key(k)) {
             return Err(Error::input(format!(
-                "sandbox provider `{}` cannot keep a snapshot ({key}={value}): only providers that run containers through the host (docker, podman) can; nothing was created",
+                "sandbox provider `{}` cannot keep a snapshot ({key}={value}): it keeps none itself (its contract is older than 0.8, or it says so) and runs no containers through the host; nothing was created",
                 info.name
             )));
         }

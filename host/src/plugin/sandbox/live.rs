@@ -157,6 +157,22 @@ impl Sandbox {
         keep.await.map_err(Error::Plugin)
     }
 
+    /// Keep the sandbox as a snapshot of its provider's (since 0.8, ADR
+    /// 0038) named `name`, and return the provider's id of it. The provider
+    /// may have put another sandbox in its place, so the worktree path and
+    /// state are asked again (the caller updates the record gc reads).
+    pub async fn keep(&mut self, name: &str) -> Result<String> {
+        let (bindings, store, handle) = self.begin()?;
+        let r = bindings.keep(store, handle, name).await;
+        let id = self.end("keep", r)?;
+        let (bindings, store, handle) = self.begin()?;
+        let r = bindings.worktree_path(store, handle).await;
+        self.worktree_path = self.end("worktree-path", r)?;
+        self.state = None;
+        self.state().await?;
+        Ok(id)
+    }
+
     /// Kills what this sandbox's provider is running, from anywhere: its
     /// current call returns and the sandbox stays usable.
     pub fn canceller(&self) -> Brokered {
@@ -340,6 +356,11 @@ impl Sandbox {
     /// close failed, it is renamed to end in [`CLOSING`].
     pub fn remove_on_close(&mut self, record: PathBuf) {
         self.record = Some(record);
+    }
+
+    /// The record `remove_on_close` was given.
+    pub fn record(&self) -> Option<&Path> {
+        self.record.as_deref()
     }
 
     /// Call the provider's `close` on a sandbox `close` already closed:

@@ -7,6 +7,7 @@ use super::grants::{self, Resolved};
 use super::live::{Origin, Sandbox};
 use super::spec::SandboxSpec;
 use super::{flatten, instantiate, scratch_prefix, with_refusals};
+use crate::capability::containers::snapshot::SnapshotOptions;
 use crate::capability::{Capabilities, Grants, HttpGrant};
 use crate::error::{Error, Result};
 use crate::plugin::api::{PreflightError, PreflightOptions, ProviderInfo};
@@ -151,6 +152,18 @@ impl SandboxProvider {
         Ok(())
     }
 
+    /// The snapshot options `config` asks for, when this provider keeps
+    /// snapshots itself (since 0.8, ADR 0038): the run looks for a match
+    /// before the create and asks for one to be kept after the set-up.
+    pub fn own_snapshots(&self, config: &[(String, String)]) -> Result<Option<SnapshotOptions>> {
+        if !self.info.snapshots {
+            return Ok(None);
+        }
+        let mut config = config.to_vec();
+        let (snapshot, _) = grants::take_prepared(&mut config, &self.capabilities(), &self.info)?;
+        Ok(snapshot)
+    }
+
     /// `spec`'s options with the host's part taken out (`grants::resolve`).
     fn resolve(&self, spec: &SandboxSpec) -> Result<Resolved> {
         grants::resolve(spec, &self.capabilities(), &self.info)
@@ -289,6 +302,19 @@ impl SandboxProvider {
     /// (`find`, since 0.3): how `sanddune gc` reaches a sandbox whose run
     /// died inside `create`. None when the provider's contract has no
     /// `find`.
+    /// Remove the snapshot `id` this provider kept for a run of `spec`
+    /// (since 0.8, ADR 0038).
+    pub async fn remove_snapshot(&self, spec: &SandboxSpec, id: &str) -> Result<()> {
+        let resolved = self.resolve(spec)?;
+        let grants = self.grants(spec, None, &resolved)?;
+        let (mut store, bindings) = instantiate(&self.plugin, &self.info.name, grants).await?;
+        let options = spec.create_options(resolved.config, None);
+        begin_call(&mut store);
+        let removed = bindings.remove_snapshot(&mut store, &options, id).await;
+        flatten(&self.info.name, "remove-snapshot", removed)
+            .map_err(|e| with_refusals(e, store.data().http.take_refusals()))
+    }
+
     pub async fn find(&self, spec: &SandboxSpec) -> Result<Option<Vec<String>>> {
         let resolved = self.resolve(spec)?;
         let grants = self.grants(spec, None, &resolved)?;

@@ -38,6 +38,8 @@ pub struct SandboxSpec {
     pub setup: Vec<String>,
     /// The warm container this sandbox's create fills or uses (ADR 0037).
     pub pool: Option<Arc<PoolTicket>>,
+    /// The provider's snapshot this sandbox starts from (ADR 0038).
+    pub snapshot: Option<String>,
 }
 
 impl SandboxSpec {
@@ -57,6 +59,7 @@ impl SandboxSpec {
             env: env_vars(&self.env),
             config,
             scratch_dir: scratch.map(|p| p.display().to_string()),
+            snapshot: self.snapshot.clone(),
         }
     }
 }

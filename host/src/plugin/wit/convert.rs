@@ -4,7 +4,9 @@
 //! version's generated interfaces.
 
 macro_rules! shared_conversions {
-    () => {
+    // Since 0.8 the create options name a snapshot to start from:
+    // `shared_conversions!(snapshot)`.
+    ($($since_0_8:ident)?) => {
         fn env_vars(env: Vec<api::EnvVar>) -> Vec<types::EnvVar> {
             env.into_iter()
                 .map(|v| types::EnvVar {
@@ -45,6 +47,7 @@ macro_rules! shared_conversions {
         impl From<api::CreateOptions> for sandbox::CreateOptions {
             fn from(o: api::CreateOptions) -> Self {
                 Self {
+                    $($since_0_8: o.$since_0_8,)?
                     run_id: o.run_id,
                     name: o.name,
                     host_worktree_path: o.host_worktree_path,
@@ -195,17 +198,24 @@ macro_rules! since_0_2 {
 /// it declares.
 macro_rules! provider_info {
     () => {
-        provider_info!(@with |_: &sandbox::ProviderInfo| None);
+        provider_info!(@with |_: &sandbox::ProviderInfo| None, |_: &sandbox::ProviderInfo| false);
     };
     (since_0_6) => {
-        provider_info!(@with |i: &sandbox::ProviderInfo| {
+        provider_info!(@with provider_info!(@engine), |_: &sandbox::ProviderInfo| false);
+    };
+    // Since 0.8 a provider says whether it keeps snapshots.
+    (since_0_8) => {
+        provider_info!(@with provider_info!(@engine), |i: &sandbox::ProviderInfo| i.snapshots);
+    };
+    (@engine) => {
+        |i: &sandbox::ProviderInfo| {
             i.container_engine.map(|e| match e {
                 sandbox::ContainerEngine::Docker => api::Engine::Docker,
                 sandbox::ContainerEngine::Podman => api::Engine::Podman,
             })
-        });
+        }
     };
-    (@with $engine:expr) => {
+    (@with $engine:expr, $snapshots:expr) => {
         impl sandbox::ProviderInfo {
             /// The host's view; a capability request it cannot read is an error.
             pub fn into_api(self) -> Result<api::ProviderInfo, String> {
@@ -216,6 +226,8 @@ macro_rules! provider_info {
                 )?;
                 let engine: fn(&sandbox::ProviderInfo) -> Option<api::Engine> = $engine;
                 let container_engine = engine(&self);
+                let snapshots: fn(&sandbox::ProviderInfo) -> bool = $snapshots;
+                let snapshots = snapshots(&self);
                 Ok(api::ProviderInfo {
                     name: self.name,
                     version: self.version,
@@ -224,6 +236,7 @@ macro_rules! provider_info {
                     config: self.config.into_iter().map(Into::into).collect(),
                     capabilities,
                     container_engine,
+                    snapshots,
                 })
             }
         }

@@ -6,7 +6,7 @@
 use wasmtime::Store;
 use wasmtime::component::{InstancePre, ResourceAny};
 
-use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6, v0_7};
+use super::{ApiVersion, v0_1, v0_2, v0_3, v0_4, v0_5, v0_6, v0_7, v0_8};
 use crate::capability::PluginState;
 use crate::plugin::api;
 
@@ -24,6 +24,7 @@ macro_rules! each {
             $enum::V0_5($b) => $body,
             $enum::V0_6($b) => $body,
             $enum::V0_7($b) => $body,
+            $enum::V0_8($b) => $body,
         }
     };
 }
@@ -69,6 +70,11 @@ macro_rules! instantiate {
                     .instantiate_async($store)
                     .await?,
             ),
+            ApiVersion::V0_8 => Self::V0_8(
+                v0_8::$pre_type::new($pre.clone())?
+                    .instantiate_async($store)
+                    .await?,
+            ),
         })
     };
 }
@@ -81,6 +87,7 @@ pub enum SandboxBindings {
     V0_5(v0_5::SandboxPlugin),
     V0_6(v0_6::SandboxPlugin),
     V0_7(v0_7::SandboxPlugin),
+    V0_8(v0_8::SandboxPlugin),
 }
 
 impl SandboxBindings {
@@ -147,6 +154,11 @@ impl SandboxBindings {
                 .call_find(s, &o.clone().into())
                 .await
                 .map(Some),
+            Self::V0_8(b) => b
+                .sanddune_plugin_sandbox_provider()
+                .call_find(s, &o.clone().into())
+                .await
+                .map(Some),
         }
     }
 
@@ -168,7 +180,48 @@ impl SandboxBindings {
                 .call_preflight(s, &o.clone().into())
                 .await
                 .map(|r| Some(r.map_err(Into::into))),
+            Self::V0_8(b) => b
+                .sanddune_plugin_sandbox_provider()
+                .call_preflight(s, &o.clone().into())
+                .await
+                .map(|r| Some(r.map_err(Into::into))),
             _ => Ok(None),
+        }
+    }
+
+    /// Keep the sandbox `h` as a snapshot (since 0.8); an older provider
+    /// keeps none, and the host never asks one whose info says so.
+    pub async fn keep(
+        &self,
+        s: &mut Store<PluginState>,
+        h: ResourceAny,
+        name: &str,
+    ) -> Call<String> {
+        match self {
+            Self::V0_8(b) => {
+                b.sanddune_plugin_sandbox_provider()
+                    .sandbox()
+                    .call_keep(s, h, name)
+                    .await
+            }
+            _ => Ok(Err("its contract version keeps no snapshots".into())),
+        }
+    }
+
+    /// Remove a snapshot `keep` returned (since 0.8).
+    pub async fn remove_snapshot(
+        &self,
+        s: &mut Store<PluginState>,
+        o: &api::CreateOptions,
+        id: &str,
+    ) -> Call<()> {
+        match self {
+            Self::V0_8(b) => {
+                b.sanddune_plugin_sandbox_provider()
+                    .call_remove_snapshot(s, &o.clone().into(), id)
+                    .await
+            }
+            _ => Ok(Err("its contract version keeps no snapshots".into())),
         }
     }
 }
@@ -181,6 +234,7 @@ pub enum AgentBindings {
     V0_5(v0_5::AgentPlugin),
     V0_6(v0_6::AgentPlugin),
     V0_7(v0_7::AgentPlugin),
+    V0_8(v0_8::AgentPlugin),
 }
 
 impl AgentBindings {
@@ -277,6 +331,12 @@ impl AgentBindings {
                     .await
             }
             Self::V0_7(b) => {
+                b.sanddune_plugin_agent_provider()
+                    .stream_parser()
+                    .call_constructor(s, &r.clone().into())
+                    .await
+            }
+            Self::V0_8(b) => {
                 b.sanddune_plugin_agent_provider()
                     .stream_parser()
                     .call_constructor(s, &r.clone().into())

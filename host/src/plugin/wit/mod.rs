@@ -19,6 +19,7 @@ pub mod v0_4;
 pub mod v0_5;
 pub mod v0_6;
 pub mod v0_7;
+pub mod v0_8;
 
 use wasmtime::component::Linker;
 
@@ -40,10 +41,11 @@ pub enum ApiVersion {
     V0_5,
     V0_6,
     V0_7,
+    V0_8,
 }
 
 impl ApiVersion {
-    pub const ALL: [ApiVersion; 7] = [
+    pub const ALL: [ApiVersion; 8] = [
         ApiVersion::V0_1,
         ApiVersion::V0_2,
         ApiVersion::V0_3,
@@ -51,9 +53,10 @@ impl ApiVersion {
         ApiVersion::V0_5,
         ApiVersion::V0_6,
         ApiVersion::V0_7,
+        ApiVersion::V0_8,
     ];
     /// What `sanddune plugin new` scaffolds and the built-ins use.
-    pub const CURRENT: ApiVersion = ApiVersion::V0_7;
+    pub const CURRENT: ApiVersion = ApiVersion::V0_8;
 
     /// (major, minor); any patch of it loads.
     pub fn number(self) -> (u64, u64) {
@@ -65,6 +68,7 @@ impl ApiVersion {
             ApiVersion::V0_5 => (0, 5),
             ApiVersion::V0_6 => (0, 6),
             ApiVersion::V0_7 => (0, 7),
+            ApiVersion::V0_8 => (0, 8),
         }
     }
 
@@ -75,7 +79,7 @@ impl ApiVersion {
         Self::ALL.into_iter().find(|v| v.number() == (major, minor))
     }
 
-    /// `0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7` for messages.
+    /// `0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8` for messages.
     pub fn supported() -> String {
         Self::ALL
             .iter()
@@ -112,6 +116,7 @@ impl Linkers {
             ApiVersion::V0_5 => v0_5::add_to_linkers(&mut sandbox, &mut agent)?,
             ApiVersion::V0_6 => v0_6::add_to_linkers(&mut sandbox, &mut agent)?,
             ApiVersion::V0_7 => v0_7::add_to_linkers(&mut sandbox, &mut agent)?,
+            ApiVersion::V0_8 => v0_8::add_to_linkers(&mut sandbox, &mut agent)?,
         }
         Ok(Self { sandbox, agent })
     }

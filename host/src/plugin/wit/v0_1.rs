@@ -81,6 +81,7 @@ impl sandbox::ProviderInfo {
             config: self.config.into_iter().map(Into::into).collect(),
             capabilities,
             container_engine: None,
+            snapshots: false,
         })
     }
 }

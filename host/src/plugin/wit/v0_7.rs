@@ -1,11 +1,11 @@
-//! `sanddune:plugin@0.7.x` (`wit/`): the current version. What it adds to
-//! 0.6: the `jail` capability, programs run in a bubblewrap jail the host
-//! builds (ADR 0036).
+//! `sanddune:plugin@0.7.x` (`wit/v0.7/`, frozen). What it added to 0.6:
+//! the `jail` capability, programs run in a bubblewrap jail the host builds
+//! (ADR 0036). It differs from 0.8 in the sandbox provider: no snapshots.
 
 mod generated {
     wasmtime::component::bindgen!({
         world: "sandbox-plugin",
-        path: "../wit",
+        path: "../wit/v0.7",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {
@@ -21,7 +21,7 @@ mod generated {
 mod agent_generated {
     wasmtime::component::bindgen!({
         world: "agent-plugin",
-        path: "../wit",
+        path: "../wit/v0.7",
         imports: { default: async | trappable },
         exports: { default: async },
         with: {

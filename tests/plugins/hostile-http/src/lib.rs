@@ -60,6 +60,7 @@ impl Guest for HostileHttp {
                 })
                 .collect(),
             container_engine: None,
+            snapshots: false,
         }
     }
 
@@ -71,6 +72,13 @@ impl Guest for HostileHttp {
         Ok(Sandbox::new(HttpSandbox {
             worktree: options.host_worktree_path,
         }))
+    }
+
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
+        Err(format!(
+            "this provider keeps no snapshots, so it has no {id}"
+        ))
     }
 
     fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
@@ -279,6 +287,11 @@ impl GuestSandbox for HttpSandbox {
 
     fn remove(&self, _path: String, _recursive: bool, _force: bool) -> Result<(), String> {
         Err(UNSUPPORTED.into())
+    }
+
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn keep(&self, _name: String) -> Result<String, String> {
+        Err("this provider keeps no snapshots".into())
     }
 
     fn close(&self) -> Result<(), String> {

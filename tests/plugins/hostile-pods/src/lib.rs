@@ -111,6 +111,7 @@ impl Guest for Hostile {
                 value: String::new(),
             }],
             container_engine: None,
+            snapshots: false,
         }
     }
 
@@ -165,6 +166,13 @@ impl Guest for Hostile {
             other => format!("unknown attack {other}"),
         };
         Err(outcome)
+    }
+
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
+        Err(format!(
+            "this provider keeps no snapshots, so it has no {id}"
+        ))
     }
 
     fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
@@ -222,6 +230,11 @@ impl GuestSandbox for Never {
     fn remove(&self, _: String, _: bool, _: bool) -> Result<(), String> {
         match *self {}
     }
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn keep(&self, _name: String) -> Result<String, String> {
+        Err("this provider keeps no snapshots".into())
+    }
+
     fn close(&self) -> Result<(), String> {
         match *self {}
     }

@@ -47,6 +47,7 @@ impl Guest for Hostile {
                 })
                 .collect(),
             container_engine: None,
+            snapshots: false,
         }
     }
 
@@ -107,6 +108,13 @@ impl Guest for Hostile {
     }
 
     /// A hostile provider's sandboxes live no longer than its process.
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
+        Err(format!(
+            "this provider keeps no snapshots, so it has no {id}"
+        ))
+    }
+
     fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
         Ok(vec![])
     }
@@ -340,6 +348,11 @@ impl GuestSandbox for HostileSandbox {
 
     fn remove(&self, _path: String, _recursive: bool, _force: bool) -> Result<(), String> {
         Err(UNSUPPORTED.into())
+    }
+
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn keep(&self, _name: String) -> Result<String, String> {
+        Err("this provider keeps no snapshots".into())
     }
 
     fn close(&self) -> Result<(), String> {

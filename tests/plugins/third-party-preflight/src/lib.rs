@@ -52,6 +52,7 @@ impl Guest for Provider {
             })
             .collect(),
             container_engine: None,
+            snapshots: false,
         }
     }
 
@@ -98,6 +99,13 @@ impl Guest for Provider {
     }
 
     /// Its sandboxes are the host worktree: nothing outlives the run.
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
+        Err(format!(
+            "this provider keeps no snapshots, so it has no {id}"
+        ))
+    }
+
     fn find(_options: CreateOptions) -> Result<Vec<String>, String> {
         Ok(Vec::new())
     }
@@ -233,6 +241,11 @@ impl GuestSandbox for Worktree {
             _ => fs::remove_file(&p),
         };
         r.map_err(|e| format!("{path}: {e}"))
+    }
+
+    /// It keeps no snapshots (`snapshots: false`): the host never asks.
+    fn keep(&self, _name: String) -> Result<String, String> {
+        Err("this provider keeps no snapshots".into())
     }
 
     fn close(&self) -> Result<(), String> {

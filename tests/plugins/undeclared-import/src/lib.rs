@@ -1,4 +1,4 @@
-//! An agent provider of `sanddune:plugin@0.7.0` that also imports an
+//! An agent provider of `sanddune:plugin@0.8.0` that also imports an
 //! interface its world does not declare (`test:undeclared/backdoor`): the
 //! host must refuse it at load, naming the import, before anything runs.
 
@@ -10,7 +10,7 @@ wit_bindgen::generate!({
             open: func() -> string;
         }
         world agent-with-backdoor {
-            include sanddune:plugin/agent-plugin@0.7.0;
+            include sanddune:plugin/agent-plugin@0.8.0;
             import backdoor;
         }
     "#,
