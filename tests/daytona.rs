@@ -380,6 +380,7 @@ fn daytona_passes_the_conformance_kit_against_the_mock() {
         "attach",
         "close-idempotent",
         "find",
+        "snapshot-keep-and-start",
     ] {
         assert!(line(check).contains("PASS"), "{}", line(check));
     }
@@ -513,4 +514,33 @@ fn daytona_gc(repo: &TestRepo, env: &[(&str, &str)]) -> Output {
         gc.env_remove(key);
     }
     gc.envs(env.iter().copied()).output().unwrap()
+}
+
+/// Snapshots Daytona keeps (contract 0.8, ADR 0038): kept in place through
+/// the API (the sandbox snapshotting, then started again), started from,
+/// removed behind sanddune's back and made again, and removed
+/// (`common::snapshots`).
+#[test]
+fn a_daytona_snapshot_skips_the_set_up_until_it_is_gone_or_an_input_changes() {
+    let repo = TestRepo::new();
+    let mock = mock_for(&repo);
+    let provider = common::snapshots::Kept {
+        name: "daytona",
+        run: &|extra| run_on_daytona(&repo, &mock, extra, CREDENTIALS),
+        credentials: CREDENTIALS,
+        live: &|| {
+            mock.snapshots()
+                .into_iter()
+                .filter(|s| !s.deleted)
+                .map(|s| s.name)
+                .collect()
+        },
+        expire: &|name| mock.delete_snapshot_behind(name),
+    };
+    common::snapshots::skip_the_set_up_until_gone_or_changed(&repo, &provider);
+    assert!(
+        mock.sandboxes().iter().any(|s| s.from_snapshot.is_some()),
+        "{:?}",
+        mock.sandboxes()
+    );
 }

@@ -436,178 +436,34 @@ fn gc_finds_and_deletes_the_sandbox_of_a_run_killed_inside_create() {
     assert!(!stdout(&out).contains("vercel sandbox"), "{}", stdout(&out));
 }
 
-/// Snapshots Vercel keeps (contract 0.8, ADR 0038), through `sanddune
-/// run` as a user runs it: the first run with `snapshot=auto` runs its
-/// set-up and keeps the sandbox through the API (a sandbox started from
-/// the snapshot takes the stopped one's place, and the agent runs there);
-/// the next starts from it and skips the set-up, with what the set-up
-/// wrote in the worktree; a snapshot gone on Vercel's side is forgotten
-/// and made again; a changed input makes another; `snapshot rm` and gc's
-/// age remove them through the API.
+/// Snapshots Vercel keeps (contract 0.8, ADR 0038): kept through the API
+/// (a sandbox started from the snapshot takes the stopped one's place, and
+/// the agent runs there), started from, expired and made again, and
+/// removed (`common::snapshots`).
 #[test]
 fn a_vercel_snapshot_skips_the_set_up_until_it_is_gone_or_an_input_changes() {
     let repo = TestRepo::new();
     let mock = mock_for(&repo);
-    let seen = tempfile::tempdir().unwrap();
-    let (runs_file, stamps_file) = (seen.path().join("runs"), seen.path().join("stamps"));
-    let write = |path: &str, text: &str| {
-        let path = repo.path().join(path);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+    let provider = common::snapshots::Kept {
+        name: "vercel",
+        run: &|extra| run_on_vercel(&repo, &mock, extra, CREDENTIALS),
+        credentials: CREDENTIALS,
+        live: &|| {
+            mock.snapshots()
+                .into_iter()
+                .filter(|s| !s.deleted)
+                .map(|s| s.id)
+                .collect()
+        },
+        expire: &|id| mock.delete_snapshot_behind(id),
     };
-    write(".gitignore", "deps/\n");
-    write("deps.lock", "left-pad 1.0\n");
-    // The mock runs commands on this machine, so the set-up can count its
-    // runs in a file of the test's.
-    write(
-        ".sanddune/config.toml",
-        &format!(
-            r#"[sandboxOptions]
-snapshot = "auto"
-"snapshot.inputs" = "deps.lock"
-
-[[hooks.sandbox.onSandboxReady]]
-command = "mkdir -p deps && date +%s%N > deps/stamp && echo ran >> {}"
-"#,
-            runs_file.display()
-        ),
-    );
-    repo.git(&["add", "-A"]);
-    repo.git(&["commit", "-qm", "a lockfile and a set-up"]);
-    let runs = || {
-        std::fs::read_to_string(&runs_file)
-            .unwrap_or_default()
-            .lines()
-            .count()
-    };
-    let stamps = || {
-        std::fs::read_to_string(&stamps_file)
-            .unwrap_or_default()
-            .lines()
-            .map(String::from)
-            .collect::<Vec<_>>()
-    };
-    // The agent writes down the set-up's stamp it finds in its worktree.
-    let run = |name: &str| {
-        let prompt = format!(
-            "{name}\nFAKE:run: cat deps/stamp >> {}",
-            stamps_file.display()
-        );
-        let out = run_on_vercel(
-            &repo,
-            &mock,
-            &["--prompt", &prompt, "--trust", "--log", "terminal"],
-            CREDENTIALS,
-        );
-        assert!(out.status.success(), "{}", stderr(&out));
-        stderr(&out)
-    };
-    let live = || {
-        mock.snapshots()
-            .into_iter()
-            .filter(|s| !s.deleted)
-            .map(|s| s.id)
-            .collect::<Vec<_>>()
-    };
-    let ls = || {
-        let out = repo.sanddune(&["snapshot", "ls"]);
-        assert!(out.status.success(), "{}", stderr(&out));
-        stdout(&out)
-            .lines()
-            .filter(|l| l.starts_with("vercel"))
-            .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
-            .collect::<Vec<_>>()
-    };
-
-    let first = run("first");
-    assert!(
-        first.contains("snapshot: kept the prepared sandbox as snapshot snap_"),
-        "{first}"
-    );
-    assert_eq!(runs(), 1);
-    let kept = live();
-    assert_eq!(kept.len(), 1, "{:?}", mock.snapshots());
-    assert_eq!(ls(), kept);
-    // The agent ran in the sandbox started from the snapshot, which had
-    // the set-up's files; both sandboxes were deleted.
+    common::snapshots::skip_the_set_up_until_gone_or_changed(&repo, &provider);
+    // Keeping one put a sandbox started from the snapshot in the stopped
+    // one's place; every sandbox was deleted.
     let sandboxes = mock.sandboxes();
-    assert_eq!(sandboxes.len(), 2, "{sandboxes:?}");
-    assert_eq!(
-        sandboxes[1].source_snapshot.as_deref(),
-        Some(kept[0].as_str())
+    assert!(
+        sandboxes.iter().any(|s| s.source_snapshot.is_some()),
+        "{sandboxes:?}"
     );
     assert!(sandboxes.iter().all(|s| s.deleted), "{sandboxes:?}");
-    assert_eq!(stamps().len(), 1);
-
-    // The next run starts from it: no set-up, the set-up's files there.
-    let second = run("second");
-    assert!(
-        second.contains(&format!(
-            "snapshot: started from snapshot {}: its set-up (1 sandbox hook(s)) is skipped",
-            kept[0]
-        )),
-        "{second}"
-    );
-    assert_eq!(runs(), 1, "the set-up did not run again");
-    assert_eq!(stamps().len(), 2);
-    assert_eq!(stamps()[1], stamps()[0]);
-    assert_eq!(live(), kept, "nothing new kept");
-    // The agent ran in each.
-    assert_eq!(repo.calls("claude").len(), 2);
-
-    // Gone on Vercel's side (expired): the run says so, runs the set-up
-    // and keeps another.
-    assert!(mock.delete_snapshot_behind(&kept[0]));
-    let third = run("third");
-    assert!(
-        third.contains(&format!(
-            "warning: snapshot: the sandbox did not start from snapshot {}",
-            kept[0]
-        )),
-        "{third}"
-    );
-    assert_eq!(runs(), 2);
-    let renewed = live();
-    assert_eq!(renewed.len(), 1, "{:?}", mock.snapshots());
-    assert_ne!(renewed, kept);
-    assert_eq!(ls(), renewed);
-
-    // A changed input makes another, beside it.
-    write("deps.lock", "left-pad 1.1\n");
-    repo.git(&["commit", "-qam", "bump"]);
-    let fourth = run("fourth");
-    assert!(
-        fourth.contains("snapshot: kept the prepared sandbox"),
-        "{fourth}"
-    );
-    assert_eq!(runs(), 3);
-    let both = ls();
-    assert_eq!(both.len(), 2, "{both:?}");
-    assert_eq!(live().len(), 2);
-
-    // rm removes one through the API (with the remover's credentials);
-    // gc removes those past the age given.
-    let remover = |args: &[&str]| {
-        let mut cmd = repo.command(args);
-        cmd.envs(CREDENTIALS.iter().copied());
-        cmd.output().unwrap()
-    };
-    let out = remover(&["snapshot", "rm", &both[1]]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(stdout(&out).contains(&format!("removed vercel snapshot {}", both[1])));
-    assert_eq!(ls(), &both[..1]);
-    assert_eq!(live(), &both[..1]);
-    let out = remover(&["gc", "--snapshot-max-age", "1d"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(ls().len(), 1, "none is a day old");
-    std::thread::sleep(std::time::Duration::from_millis(1100));
-    let out = remover(&["gc", "--snapshot-max-age", "0s"]);
-    assert!(out.status.success(), "{}", stderr(&out));
-    assert!(
-        stdout(&out).contains(&format!("removed vercel snapshot {}", both[0])),
-        "{}",
-        stdout(&out)
-    );
-    assert!(ls().is_empty());
-    assert!(live().is_empty());
 }

@@ -7,6 +7,7 @@ pub mod hostile;
 pub mod live;
 pub mod non_root;
 pub mod servers;
+pub mod snapshots;
 pub mod tmux;
 // Its macro is unused in the suites on the built-in harness.
 #[allow(unused_macros, unused_imports)]

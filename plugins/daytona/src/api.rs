@@ -390,6 +390,65 @@ impl<T: Transport> Api<T> {
         )))
     }
 
+    /// `POST /sandbox/{id}/snapshot {name}`: the sandbox's filesystem kept
+    /// as a Daytona snapshot of that name. The sandbox is `snapshotting`
+    /// until it is done. Not repeated on a lost connection.
+    pub fn snapshot_sandbox(&self, id: &str, name: &str) -> Result<()> {
+        let what = "keeping the sandbox as a snapshot";
+        let r = self.send(
+            what,
+            Base::Api,
+            Method::Post,
+            &format!("/sandbox/{}/snapshot", encode(id)),
+            Body::Json(serde_json::json!({ "name": name })),
+            false,
+        )?;
+        self.done(what, r)
+    }
+
+    /// `GET /snapshots/{name}`: the snapshot's id and state, None when
+    /// there is none of that name.
+    pub fn snapshot(&self, name: &str) -> Result<Option<(String, String)>> {
+        let what = "reading the snapshot";
+        let r = match self.send(
+            what,
+            Base::Api,
+            Method::Get,
+            &format!("/snapshots/{}", encode(name)),
+            Body::None,
+            true,
+        ) {
+            Ok(r) => r,
+            Err(e) if e.kind == ErrorKind::Gone => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let v = self.json(what, r)?;
+        match (v["id"].as_str(), v["state"].as_str()) {
+            (Some(id), Some(state)) => Ok(Some((id.to_string(), state.to_string()))),
+            _ => Err(ApiError::protocol(format!(
+                "{what}: no id and state in {}",
+                clip(&v.to_string())
+            ))),
+        }
+    }
+
+    /// `DELETE /snapshots/{id}` (an id, not a name); gone already is fine.
+    pub fn delete_snapshot(&self, id: &str) -> Result<()> {
+        let what = "removing the snapshot";
+        match self.send(
+            what,
+            Base::Api,
+            Method::Delete,
+            &format!("/snapshots/{}", encode(id)),
+            Body::None,
+            true,
+        ) {
+            Ok(r) => self.done(what, r),
+            Err(e) if e.kind == ErrorKind::Gone => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
     /// `POST /sandbox/{id}/stop`; a sandbox that is gone counts as stopped.
     pub fn stop(&self, id: &str) -> Result<()> {
         let what = "stopping the sandbox";

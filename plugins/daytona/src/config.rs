@@ -110,8 +110,8 @@ pub const OPTIONS: &[(&str, &str, Option<&str>)] = &[
         Some(DEFAULT_TOOLBOX_URL),
     ),
     (
-        "snapshot",
-        "Snapshot to create the sandbox from (default: the organization's default snapshot)",
+        "base-snapshot",
+        "Daytona snapshot to create the sandbox from (default: the organization's default snapshot); sanddune's own `snapshot=auto` keeps prepared ones",
         None,
     ),
     (
@@ -197,7 +197,7 @@ pub fn options(
                 api_url_given = true;
             }
             "toolbox-url" => o.toolbox_url = BaseUrl::parse_option("toolbox-url", value)?,
-            "snapshot" => o.snapshot = text(value),
+            "base-snapshot" => o.snapshot = text(value),
             "image" => o.image = text(value),
             "target" => o.target = text(value),
             "user" => o.user = text(value),
@@ -252,7 +252,7 @@ pub fn options(
         o.api_url = from_env;
     }
     if o.snapshot.is_some() && o.image.is_some() {
-        return Err("snapshot and image cannot be used together".into());
+        return Err("base-snapshot and image cannot be used together".into());
     }
     Ok(o)
 }
@@ -316,7 +316,7 @@ mod tests {
         let o = options(
             &cfg(&[
                 ("api-url", "http://127.0.0.1:4567/api"),
-                ("snapshot", "daytona-small"),
+                ("base-snapshot", "daytona-small"),
                 ("cpu", "2"),
                 ("memory", "4"),
                 ("auto-stop", "0"),
@@ -340,7 +340,7 @@ mod tests {
             (vec![("auto-stop", "-5")], "auto-stop `-5`"),
             (vec![("toolbox-url", "ftp://x")], "toolbox-url `ftp://x`"),
             (
-                vec![("snapshot", "a"), ("image", "b")],
+                vec![("base-snapshot", "a"), ("image", "b")],
                 "cannot be used together",
             ),
         ] {

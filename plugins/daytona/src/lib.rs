@@ -97,7 +97,7 @@ mod component {
                     .collect(),
                 capabilities,
                 container_engine: None,
-                snapshots: false,
+                snapshots: true,
             }
         }
 
@@ -114,18 +114,15 @@ mod component {
                 WasiHttp,
                 &env_lookup,
                 &options.config,
-                &options.run_id,
-                &options.name,
+                (&options.run_id, &options.name),
                 env_pairs(&options),
+                options.snapshot.as_deref(),
             )?;
             Ok(Sandbox::new(Daytona(sandbox)))
         }
 
-        /// It keeps no snapshots (`snapshots: false`): the host never asks.
-        fn remove_snapshot(_options: CreateOptions, id: String) -> Result<(), String> {
-            Err(format!(
-                "this provider keeps no snapshots, so it has no {id}"
-            ))
+        fn remove_snapshot(options: CreateOptions, id: String) -> Result<(), String> {
+            DaytonaSandbox::remove_snapshot(WasiHttp, &env_lookup, &options.config, &id)
         }
 
         fn find(options: CreateOptions) -> Result<Vec<String>, String> {
@@ -282,9 +279,9 @@ mod component {
             self.0.remove(&path, recursive, force)
         }
 
-        /// It keeps no snapshots (`snapshots: false`): the host never asks.
-        fn keep(&self, _name: String) -> Result<String, String> {
-            Err("this provider keeps no snapshots".into())
+        /// The sandbox stays as it is: Daytona snapshots it in place.
+        fn keep(&self, name: String) -> Result<String, String> {
+            self.0.keep(&name)
         }
 
         fn close(&self) -> Result<(), String> {

@@ -22,6 +22,8 @@ pub const LABEL_RUN: &str = "sanddune-run";
 pub const LABEL_NAME: &str = "sanddune-name";
 /// How long `create` waits for the sandbox to start.
 const START_WAIT: Duration = Duration::from_secs(180);
+/// How long a snapshot of a sandbox may take: it copies the filesystem.
+const SNAPSHOT_WAIT: Duration = Duration::from_secs(900);
 /// Polling a running command: a quarter of its age, so waiting adds at
 /// most a quarter to how long it takes, within these bounds.
 const POLL_MIN: Duration = Duration::from_millis(5);
@@ -122,7 +124,9 @@ fn err(e: ApiError) -> String {
     e.message
 }
 
-fn create_body(options: &Options, labels: &[(&str, &str)]) -> Value {
+/// The body of a create, from `snapshot` when given (a snapshot `keep`
+/// made, which stands in for the base snapshot or image).
+fn create_body(options: &Options, labels: &[(&str, &str)], snapshot: Option<&str>) -> Value {
     let labels: serde_json::Map<String, Value> = labels
         .iter()
         .map(|(k, v)| (k.to_string(), Value::from(*v)))
@@ -135,16 +139,17 @@ fn create_body(options: &Options, labels: &[(&str, &str)]) -> Value {
     if let Some(n) = options.auto_delete_min {
         body["autoDeleteInterval"] = json!(n);
     }
+    let base = snapshot.or(options.snapshot.as_deref());
     for (key, value) in [
-        ("snapshot", &options.snapshot),
-        ("target", &options.target),
-        ("user", &options.user),
+        ("snapshot", base),
+        ("target", options.target.as_deref()),
+        ("user", options.user.as_deref()),
     ] {
         if let Some(v) = value {
             body[key] = json!(v);
         }
     }
-    if let Some(image) = &options.image {
+    if let Some(image) = options.image.as_ref().filter(|_| snapshot.is_none()) {
         body["buildInfo"] = json!({ "dockerfileContent": format!("FROM {image}\n") });
     }
     for (key, value) in [
@@ -171,9 +176,9 @@ impl<T: Transport> DaytonaSandbox<T> {
         transport: T,
         env_lookup: &dyn Fn(&str) -> Option<String>,
         config: &[(String, String)],
-        run_id: &str,
-        name: &str,
+        (run_id, name): (&str, &str),
         env: Vec<(String, String)>,
+        snapshot: Option<&str>,
     ) -> Result<Self, String> {
         let creds = config::credentials(env_lookup)?;
         let options = config::options(config, env_lookup)?;
@@ -183,6 +188,7 @@ impl<T: Transport> DaytonaSandbox<T> {
             .create(&create_body(
                 &options,
                 &[(LABEL_RUN, run_id), (LABEL_NAME, &label_name)],
+                snapshot,
             ))
             .map_err(err)?;
         let mut sandbox = DaytonaSandbox {
@@ -261,6 +267,64 @@ impl<T: Transport> DaytonaSandbox<T> {
         self.state.scratch = scratch;
         self.state.home = home.trim_end_matches('/').to_string();
         Ok(())
+    }
+
+    /// Keep the sandbox's filesystem as a Daytona snapshot named `name`
+    /// and a suffix of its own, and return that name (what a create takes).
+    /// Daytona does not refuse a name already taken: it keeps the older
+    /// snapshot and drops the new one. The suffix keeps names apart, and
+    /// the snapshot is looked up once the sandbox is back.
+    pub fn keep(&self, name: &str) -> Result<String, String> {
+        self.check_open()?;
+        let name = format!("{name}-{:08x}", random() as u32);
+        self.api
+            .snapshot_sandbox(&self.state.id, &name)
+            .map_err(err)?;
+        let started = Instant::now();
+        let mut wait = Duration::from_millis(100);
+        loop {
+            let state = self.api.sandbox(&self.state.id).map_err(err)?.state;
+            match state.as_str() {
+                "snapshotting" if started.elapsed() > SNAPSHOT_WAIT => {
+                    return Err(format!(
+                        "the Daytona sandbox {} was still snapshotting after {} s",
+                        self.state.id,
+                        SNAPSHOT_WAIT.as_secs()
+                    ));
+                }
+                "snapshotting" => {}
+                "started" => break,
+                other => {
+                    return Err(format!(
+                        "the Daytona sandbox {} is {other} after its snapshot, not started",
+                        self.state.id
+                    ));
+                }
+            }
+            self.api.transport.sleep(wait);
+            wait = (wait * 3 / 2).min(Duration::from_secs(1));
+        }
+        match self.api.snapshot(&name).map_err(err)? {
+            Some((_, state)) if state == "active" => Ok(name),
+            Some((_, state)) => Err(format!("Daytona's snapshot {name} is {state}, not active")),
+            None => Err(format!("Daytona kept no snapshot {name}")),
+        }
+    }
+
+    /// Remove the snapshot named `name`; gone already is fine.
+    pub fn remove_snapshot(
+        transport: T,
+        env_lookup: &dyn Fn(&str) -> Option<String>,
+        config: &[(String, String)],
+        name: &str,
+    ) -> Result<(), String> {
+        let creds = config::credentials(env_lookup)?;
+        let options = config::options(config, env_lookup)?;
+        let api = Api::new(options.api_url, creds, transport);
+        match api.snapshot(name).map_err(err)? {
+            Some((id, _)) => api.delete_snapshot(&id).map_err(err),
+            None => Ok(()),
+        }
     }
 
     /// The states of the sandboxes labelled with `run_id`: closing one
@@ -645,7 +709,7 @@ mod tests {
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect();
         let o = config::options(&cfg, &none).unwrap();
-        let b = create_body(&o, &[(LABEL_RUN, "r1")]);
+        let b = create_body(&o, &[(LABEL_RUN, "r1")], None);
         assert_eq!(b["labels"][LABEL_RUN], "r1");
         assert_eq!(b["buildInfo"]["dockerfileContent"], "FROM debian:12\n");
         assert_eq!(

@@ -33,12 +33,12 @@ fn create(mock: &DaytonaMock) -> DaytonaSandbox<NativeHttp> {
         NativeHttp,
         &creds,
         &config(mock),
-        "run-123",
-        "my-branch",
+        ("run-123", "my-branch"),
         vec![
             ("GREETING".into(), "hello".into()),
             ("DAYTONA_API_KEY".into(), API_KEY.into()),
         ],
+        None,
     )
     .unwrap()
 }
@@ -266,14 +266,21 @@ fn file_operations_round_trip() {
 fn missing_credentials_are_named_before_anything_is_created() {
     let mock = DaytonaMock::start();
     let none = |_: &str| None;
-    let e = DaytonaSandbox::create(NativeHttp, &none, &config(&mock), "r", "n", vec![])
+    let e = DaytonaSandbox::create(NativeHttp, &none, &config(&mock), ("r", "n"), vec![], None)
         .err()
         .unwrap();
     assert!(e.contains("DAYTONA_API_KEY"), "{e}");
     let jwt_only = |k: &str| (k == "DAYTONA_JWT_TOKEN").then(|| JWT.to_string());
-    let e = DaytonaSandbox::create(NativeHttp, &jwt_only, &config(&mock), "r", "n", vec![])
-        .err()
-        .unwrap();
+    let e = DaytonaSandbox::create(
+        NativeHttp,
+        &jwt_only,
+        &config(&mock),
+        ("r", "n"),
+        vec![],
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(e.contains("DAYTONA_ORGANIZATION_ID"), "{e}");
     assert!(mock.seen().is_empty());
 }
@@ -286,7 +293,8 @@ fn a_jwt_acts_for_its_organization() {
         "DAYTONA_ORGANIZATION_ID" => Some(ORGANIZATION.to_string()),
         _ => None,
     };
-    let sb = DaytonaSandbox::create(NativeHttp, &jwt, &config(&mock), "r", "n", vec![]).unwrap();
+    let sb =
+        DaytonaSandbox::create(NativeHttp, &jwt, &config(&mock), ("r", "n"), vec![], None).unwrap();
     assert_eq!(run(&sb, shell("echo hi")).unwrap().1, vec!["hi"]);
     sb.close().unwrap();
     assert!(
@@ -299,9 +307,16 @@ fn a_jwt_acts_for_its_organization() {
         "DAYTONA_ORGANIZATION_ID" => Some("org_other".to_string()),
         _ => None,
     };
-    let e = DaytonaSandbox::create(NativeHttp, &other_org, &config(&mock), "r", "n", vec![])
-        .err()
-        .unwrap();
+    let e = DaytonaSandbox::create(
+        NativeHttp,
+        &other_org,
+        &config(&mock),
+        ("r", "n"),
+        vec![],
+        None,
+    )
+    .err()
+    .unwrap();
     assert!(
         e.contains("403") && e.contains("DAYTONA_ORGANIZATION_ID"),
         "{e}"
@@ -312,7 +327,7 @@ fn a_jwt_acts_for_its_organization() {
 fn a_rejected_key_is_named() {
     let mock = DaytonaMock::start();
     let bad = |k: &str| (k == "DAYTONA_API_KEY").then(|| "expired".to_string());
-    let e = DaytonaSandbox::create(NativeHttp, &bad, &config(&mock), "r", "n", vec![])
+    let e = DaytonaSandbox::create(NativeHttp, &bad, &config(&mock), ("r", "n"), vec![], None)
         .err()
         .unwrap();
     assert!(e.contains("401") && e.contains("DAYTONA_API_KEY"), "{e}");
@@ -446,7 +461,7 @@ fn a_failure_after_create_stops_and_deletes_the_sandbox() {
         retry_after: None,
         times: 5,
     });
-    let e = DaytonaSandbox::create(NativeHttp, &creds, &config(&mock), "r", "n", vec![])
+    let e = DaytonaSandbox::create(NativeHttp, &creds, &config(&mock), ("r", "n"), vec![], None)
         .err()
         .unwrap();
     assert!(e.contains("500"), "{e}");
@@ -460,7 +475,7 @@ fn a_failure_after_create_stops_and_deletes_the_sandbox() {
             "https://proxy.app.daytona.io/toolbox".into(),
         ),
     ];
-    let e = DaytonaSandbox::create(NativeHttp, &creds, &cfg, "r", "n", vec![])
+    let e = DaytonaSandbox::create(NativeHttp, &creds, &cfg, ("r", "n"), vec![], None)
         .err()
         .unwrap();
     assert!(e.contains("--sandbox-opt toolbox-url="), "{e}");
@@ -555,7 +570,8 @@ fn a_cancelled_exec_is_killed_at_the_next_call() {
     let t = Cancellable {
         cancel: Default::default(),
     };
-    let sb = DaytonaSandbox::create(t.clone(), &creds, &config(&mock), "r", "n", vec![]).unwrap();
+    let sb = DaytonaSandbox::create(t.clone(), &creds, &config(&mock), ("r", "n"), vec![], None)
+        .unwrap();
     let e = sb
         .exec(shell("echo started; sleep 30"), &mut |_, line| {
             if line == "started" {
@@ -589,8 +605,15 @@ fn find_pages_through_the_runs_sandboxes_and_closing_one_deletes_it() {
     let mock = DaytonaMock::start();
     mock.set_page_size(1);
     let (first, second) = (create(&mock), create(&mock));
-    let other =
-        DaytonaSandbox::create(NativeHttp, &creds, &config(&mock), "run-9", "b", vec![]).unwrap();
+    let other = DaytonaSandbox::create(
+        NativeHttp,
+        &creds,
+        &config(&mock),
+        ("run-9", "b"),
+        vec![],
+        None,
+    )
+    .unwrap();
     let found = DaytonaSandbox::find(NativeHttp, &creds, &config(&mock), "run-123").unwrap();
     assert_eq!(found.len(), 2, "{found:?}");
     let lists = mock
@@ -619,4 +642,69 @@ fn find_pages_through_the_runs_sandboxes_and_closing_one_deletes_it() {
     );
     drop((first, second));
     other.close().unwrap();
+}
+
+/// `keep` snapshots the sandbox in place (Daytona brings it back to
+/// `started`) under a name of its own; a create from that name starts with
+/// its files; `remove_snapshot` deletes it, and again without an error.
+#[test]
+fn keep_snapshots_the_sandbox_in_place_and_a_create_starts_from_it() {
+    let mock = DaytonaMock::start();
+    let sb = create(&mock);
+    sb.write_file("prepared.txt", b"by the set-up").unwrap();
+    let before = sb.state.encode();
+    let name = sb.keep("sanddune-0123").unwrap();
+    assert!(name.starts_with("sanddune-0123-"), "{name}");
+    assert_eq!(sb.state.encode(), before, "the same sandbox");
+    assert_eq!(sb.read_file("prepared.txt").unwrap(), b"by the set-up");
+    // Another keep of the same key gets another name: Daytona would drop a
+    // snapshot whose name is taken.
+    let again = sb.keep("sanddune-0123").unwrap();
+    assert_ne!(again, name);
+
+    let later = DaytonaSandbox::create(
+        NativeHttp,
+        &creds,
+        &config(&mock),
+        ("run-456", "later"),
+        vec![],
+        Some(&name),
+    )
+    .unwrap();
+    assert_eq!(later.read_file("prepared.txt").unwrap(), b"by the set-up");
+    later.close().unwrap();
+    sb.close().unwrap();
+
+    for _ in 0..2 {
+        DaytonaSandbox::remove_snapshot(NativeHttp, &creds, &config(&mock), &name).unwrap();
+    }
+    let snapshots = mock.snapshots();
+    let removed = snapshots.iter().find(|s| s.name == name).unwrap();
+    assert!(
+        removed.deleted || removed.state != "active",
+        "{snapshots:?}"
+    );
+}
+
+/// A create from a snapshot Daytona no longer has fails, and leaves no
+/// sandbox behind.
+#[test]
+fn a_create_from_a_snapshot_that_is_gone_fails_and_leaves_nothing() {
+    let mock = DaytonaMock::start();
+    let sb = create(&mock);
+    let name = sb.keep("sanddune-4567").unwrap();
+    sb.close().unwrap();
+    assert!(mock.delete_snapshot_behind(&name));
+    let e = DaytonaSandbox::create(
+        NativeHttp,
+        &creds,
+        &config(&mock),
+        ("run-456", "later"),
+        vec![],
+        Some(&name),
+    )
+    .err()
+    .unwrap();
+    assert!(e.contains(&name), "{e}");
+    assert_eq!(mock.sandboxes().len(), 1, "{:?}", mock.sandboxes());
 }
