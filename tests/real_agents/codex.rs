@@ -72,6 +72,35 @@ fn codex_an_unreachable_api_fails_the_run_within_a_minute() {
     );
 }
 
+/// The real CLI in a warm container (ADR 0037): the first run fills a pool
+/// of one, the resumed run claims the container, and codex (its static
+/// build bound in, with the code-mode host beside it; the image has no
+/// node) commits and resumes there, through the credential gateway to the
+/// mock on the host.
+fn codex_commits_and_resumes_in_a_claimed_warm_docker_container() {
+    let agent = agent();
+    let build = agent
+        .modules()
+        .join("@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl");
+    let agent = agent.in_docker_pool(&build);
+    harness::commits_and_reports_usage(&agent, &[], true);
+    let logs = agent.logs();
+    assert_eq!(logs.len(), 2);
+    assert!(
+        logs[1].contains("pool: took a warm container"),
+        "the resumed run claimed the warm container:\n{}",
+        logs[1]
+    );
+    assert!(
+        logs[0].contains("credential gateway: OPENAI_API_KEY stays on the host"),
+        "{}",
+        logs[0]
+    );
+    // The container the claim refilled goes with the pool.
+    let out = agent.sanddune(&["gc", "--drain-pool"]);
+    assert!(out.status.success(), "{}", crate::common::stderr(&out));
+}
+
 pub fn trials() -> Vec<Trial> {
     vec![
         trial!(codex_commits_reports_the_mocks_usage_and_resumes),
@@ -79,5 +108,6 @@ pub fn trials() -> Vec<Trial> {
         trial!(codex_rides_out_a_429_and_a_stream_cut_by_an_error),
         trial!(codex_without_the_signal_runs_to_max_iterations),
         trial!(codex_an_unreachable_api_fails_the_run_within_a_minute),
+        trial!(codex_commits_and_resumes_in_a_claimed_warm_docker_container),
     ]
 }

@@ -1,6 +1,7 @@
 //! What every real-CLI test shares: the pinned CLIs installed from
 //! tests/agent-clis, a real repository, the model mock, and `sanddune run`
-//! with the test-isolated sandbox provider and only the env given.
+//! with the test-isolated sandbox provider (or a bubblewrap jail, or a
+//! warm docker container) and only the env given.
 //!
 //! The CLIs install from the lockfile under `CARGO_TARGET_TMPDIR` once per
 //! lockfile (a cached target dir skips it). Without node and npm each test
@@ -153,8 +154,10 @@ pub struct Agent {
     pub env: Vec<(&'static str, String)>,
     bin: PathBuf,
     user: Option<String>,
-    /// `--sandbox` and its options: test-isolated unless [`Agent::in_jail`].
+    /// `--sandbox` and its options: test-isolated unless [`Agent::in_jail`]
+    /// or [`Agent::in_docker_pool`].
     sandbox: Vec<String>,
+    logs: std::cell::RefCell<Vec<String>>,
 }
 
 impl Agent {
@@ -183,6 +186,7 @@ impl Agent {
             bin,
             user,
             sandbox: vec!["--sandbox".into(), "test-isolated".into()],
+            logs: Default::default(),
         }
     }
 
@@ -202,16 +206,66 @@ impl Agent {
         self
     }
 
+    /// The same agent in a docker sandbox with a warm pool of one
+    /// (`pool=1`, ADR 0037): the first run fills it, the next claims it.
+    /// `dir`, a directory of the installed CLIs whose `bin/` holds a static
+    /// build of the CLI (the test image has no node), is bound read-only at
+    /// `/sanddune-fakes`, whose `bin/` the image's PATH has first. The image
+    /// is the one built for whoever runs sanddune (tests/images). The mock
+    /// is on the host's loopback: the CLI reaches it through the credential
+    /// gateway, as it would reach the real API.
+    pub fn in_docker_pool(mut self, dir: &Path) -> Agent {
+        let image = match &self.user {
+            Some(_) => "sanddune-test-non-root:latest",
+            None => common::engines::IMAGE,
+        };
+        let found = Command::new("docker")
+            .args(["image", "inspect", image])
+            .output();
+        if !found.is_ok_and(|o| o.status.success()) {
+            skip(format!(
+                "docker is not reachable or has no {image} (tests/images/build.sh docker, tests/images/non-root-user.sh)"
+            ));
+        }
+        let dir = dir.canonicalize().unwrap().display().to_string();
+        self.sandbox = [
+            "--sandbox",
+            "docker",
+            "--sandbox-opt",
+            &format!("image={image}"),
+            "--sandbox-opt",
+            "pool=1",
+            "--sandbox-opt",
+            &format!("mount={dir}:/sanddune-fakes:ro"),
+            "--log",
+            "terminal",
+        ]
+        .map(String::from)
+        .to_vec();
+        self
+    }
+
+    /// The installed CLIs' `node_modules`.
+    pub fn modules(&self) -> PathBuf {
+        self.bin.parent().unwrap().to_path_buf()
+    }
+
     /// `sanddune run --sandbox test-isolated --agent NAME --json ARGS` (or
     /// its jail) with nothing of this process's environment but PATH (the
     /// CLIs, node, git) and HOME, plus the agent's `env`: only what its user
     /// would set.
     pub fn run(&self, args: &[&str]) -> Output {
+        let mut all: Vec<&str> = vec!["run"];
+        all.extend(self.sandbox.iter().map(String::as_str));
+        all.extend(["--agent", self.name, "--json"]);
+        all.extend_from_slice(args);
+        self.sanddune(&all)
+    }
+
+    /// `sanddune ARGS` in the repository, as [`Agent::run`] runs it.
+    pub fn sanddune(&self, args: &[&str]) -> Output {
         let mut cmd = Command::new(common::BIN);
-        cmd.arg("run")
-            .args(&self.sandbox)
-            .args(["--agent", self.name, "--json"])
-            .args(args)
+        cmd.args(args)
             .current_dir(self.repo.path())
             .env_clear()
             .env(
@@ -226,7 +280,7 @@ impl Agent {
             .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("SANDDUNE_CACHE_DIR", self.cache_dir())
             .envs(self.env.iter().map(|(k, v)| (k, v)));
-        match &self.user {
+        let out = match &self.user {
             None => cmd.output().unwrap(),
             Some(user) => {
                 let line = format!(
@@ -239,7 +293,15 @@ impl Agent {
                     .output()
                     .unwrap()
             }
-        }
+        };
+        self.logs.borrow_mut().push(stderr(&out));
+        out
+    }
+
+    /// What each run so far wrote to stderr (its log, under `--log
+    /// terminal`).
+    pub fn logs(&self) -> Vec<String> {
+        self.logs.borrow().clone()
     }
 
     /// The compiled-component cache, shared by the tests and writable by
