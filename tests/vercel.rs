@@ -467,3 +467,80 @@ fn a_vercel_snapshot_skips_the_set_up_until_it_is_gone_or_an_input_changes() {
     );
     assert!(sandboxes.iter().all(|s| s.deleted), "{sandboxes:?}");
 }
+
+/// Runs that miss together (a fan-out's first items) each run the set-up,
+/// but once one has kept a snapshot the others do not keep another.
+#[test]
+fn of_runs_that_miss_together_one_keeps_the_snapshot() {
+    let repo = TestRepo::new();
+    let mock = mock_for(&repo);
+    let gate = tempfile::tempdir().unwrap();
+    let (gate, records) = (
+        gate.path().display().to_string(),
+        repo.path()
+            .join(".git/sanddune-snapshots")
+            .display()
+            .to_string(),
+    );
+    // The first set-up waits for the second to start; the second waits
+    // until the first run has kept its snapshot. (The mock runs commands on
+    // this machine, so they see these paths.)
+    let setup = format!(
+        "if mkdir {gate}/first 2>/dev/null; then until [ -e {gate}/second ]; do sleep 0.1; done; \
+         else touch {gate}/second; until ls {records}/*.json >/dev/null 2>&1; do sleep 0.1; done; fi"
+    );
+    std::fs::create_dir_all(repo.path().join(".sanddune")).unwrap();
+    std::fs::write(
+        repo.path().join(".sanddune/config.toml"),
+        format!(
+            "[sandboxOptions]\nsnapshot = \"auto\"\n\n[[hooks.sandbox.onSandboxReady]]\ncommand = {setup:?}\n"
+        ),
+    )
+    .unwrap();
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "a set-up"]);
+    let spawn = |branch: &str| {
+        vercel_command(
+            &repo,
+            &mock,
+            &[
+                "--prompt",
+                "add a note",
+                "--trust",
+                "--log",
+                "terminal",
+                "--branch",
+                branch,
+            ],
+            CREDENTIALS,
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+    };
+    let (a, b) = (spawn("one"), spawn("two"));
+    let logs: Vec<String> = [a, b]
+        .into_iter()
+        .map(|child| {
+            let out = child.wait_with_output().unwrap();
+            assert!(out.status.success(), "{}", stderr(&out));
+            stderr(&out)
+        })
+        .collect();
+    let kept = logs
+        .iter()
+        .filter(|l| l.contains("snapshot: kept the prepared sandbox"))
+        .count();
+    let skipped = logs
+        .iter()
+        .filter(|l| l.contains("another run kept this set-up as snapshot snap_"))
+        .count();
+    assert_eq!((kept, skipped), (1, 1), "{logs:#?}");
+    let live: Vec<_> = mock
+        .snapshots()
+        .into_iter()
+        .filter(|s| !s.deleted)
+        .collect();
+    assert_eq!(live.len(), 1, "{live:?}");
+}

@@ -200,8 +200,27 @@ pub(super) async fn keep(
     spec: &SandboxSpec,
     log: &RunLog,
 ) -> Result<()> {
-    let id = match sandbox.keep(&wanted.name()).await {
-        Ok(id) => id,
+    // Runs that missed together (a fan-out's first items) each get here;
+    // once one has kept a snapshot the others need not.
+    if let Some(other) = read(&wanted.path).filter(|r| r.key == wanted.key) {
+        log.line(&format!(
+            "snapshot: another run kept this set-up as snapshot {} meanwhile; this sandbox is not kept",
+            other.id
+        ));
+        return Ok(());
+    }
+    let kept = sandbox.keep(&wanted.name()).await;
+    // Its state may have changed whatever keep answered.
+    super::sandbox_record::restate(sandbox).await?;
+    let id = match kept {
+        Ok(id) if plain_id(&id) => id,
+        Ok(id) => {
+            log.line(&format!(
+                "warning: snapshot: the provider named the snapshot it kept {:?}, which is not a plain id (printable ASCII, no spaces, at most 256 bytes): it is not recorded",
+                id.chars().take(80).collect::<String>()
+            ));
+            return Ok(());
+        }
         Err(e) => {
             log.line(&format!(
                 "warning: snapshot: the prepared sandbox was not kept: {e}"
@@ -209,7 +228,6 @@ pub(super) async fn keep(
             return Ok(());
         }
     };
-    super::sandbox_record::restate(sandbox).await?;
     match wanted.record(id.clone(), provider, source, spec) {
         Ok(replaced) => {
             log.line(&format!(
@@ -229,6 +247,13 @@ pub(super) async fn keep(
         )),
     }
     Ok(())
+}
+
+/// An id a provider returns goes into the log, a record and `snapshot
+/// ls`: a provider is untrusted, so it must be plain text that cannot
+/// rewrite a terminal or a line.
+fn plain_id(id: &str) -> bool {
+    !id.is_empty() && id.len() <= 256 && id.bytes().all(|b| b.is_ascii_graphic())
 }
 
 fn now() -> u64 {
@@ -286,5 +311,28 @@ pub async fn remove(
             record.display()
         ))),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_id;
+
+    #[test]
+    fn a_snapshot_id_is_plain_printable_ascii() {
+        for id in ["snap_mock12", "sanddune-0123abcd-9f3e2a10", "a:b/c"] {
+            assert!(plain_id(id), "{id}");
+        }
+        let long = "x".repeat(257);
+        for id in [
+            "",
+            "two words",
+            "esc\u{1b}[2J",
+            "line\nbreak",
+            "naïve",
+            long.as_str(),
+        ] {
+            assert!(!plain_id(id), "{id:?}");
+        }
     }
 }
