@@ -18,7 +18,8 @@ use crate::worktree::Repo;
 
 #[derive(Subcommand)]
 pub enum SnapshotCommands {
-    /// List the snapshots kept for this repository (--all: for every one).
+    /// List the snapshots kept for this repository (--all: every
+    /// repository's in Docker and Podman).
     Ls(LsArgs),
     /// Remove snapshots by id or tag (as `ls` prints them), or --all of this
     /// repository's.
@@ -30,7 +31,8 @@ pub struct LsArgs {
     /// The repository (default: the current one).
     #[arg(long, default_value = ".")]
     cwd: PathBuf,
-    /// Every repository's snapshots.
+    /// Every repository's snapshots in Docker and Podman (a provider's,
+    /// such as Vercel's, are recorded per repository: this one's only).
     #[arg(long)]
     all: bool,
 }
