@@ -395,7 +395,7 @@ fn kubernetes_a_run_commits_on_its_branch_and_deletes_its_pod() {
         text.contains("verbs: create, get, list, delete pods; create pods/exec"),
         "{text}"
     );
-    assert!(text.contains("sanddune:plugin@0.7.0"), "{text}");
+    assert!(text.contains("sanddune:plugin@0.8.0"), "{text}");
 }
 
 /// An API server whose exec speaks only `v4.channel.k8s.io` (before 1.30,
