@@ -1,6 +1,6 @@
 # What the docker benches of one run's cost share (sourced by
-# docker_run.sh, pool_big_repo.sh, egress_proxy.sh and credential_gateway.sh,
-# with $root set): the release binary, the test image, a scratch repository
+# docker_run.sh, pool_big_repo.sh, egress_proxy.sh, credential_gateway.sh,
+# snapshot.sh and cloud_snapshot.sh, with $root set): the release binary, the test image, a scratch repository
 # and the helpers that time and read the runs.
 
 # $sanddune: $SANDDUNE, else target/release/sanddune (built if missing).
@@ -67,5 +67,93 @@ if code != 0:
     sys.exit(f"exit {code}")
 sys.stderr.buffer.write(b"".join(out))
 print(f"{result:.4f} {end:.4f}")
+PY
+}
+
+# The snapshot benches' repositories, after bench_repo: $floor, a clone of
+# $repo with no set-up, and $repo with snapshot=auto and a set-up hook that
+# takes $1 seconds and writes $2 files under node_modules (the input: a
+# lockfile).
+snapshot_repos() {
+    local setup_secs=$1 files=$2
+    floor=$work/floor
+    git clone -q "$repo" "$floor"
+    git -C "$floor" config user.name bench
+    git -C "$floor" config user.email bench@sanddune.invalid
+    mkdir -p "$repo/.sanddune"
+    cat >"$repo/.sanddune/config.toml" <<TOML
+[sandboxOptions]
+snapshot = "auto"
+"snapshot.inputs" = "deps.lock"
+
+[[hooks.sandbox.onSandboxReady]]
+command = "sleep $setup_secs && mkdir -p node_modules && for i in \$(seq $files); do echo \$i > node_modules/f\$i; done"
+timeoutMs = 600000
+TOML
+    printf 'node_modules/\n' >"$repo/.gitignore"
+    printf 'left-pad 1.0\n' >"$repo/deps.lock"
+    git -C "$repo" add -A
+    git -C "$repo" commit -qm "a set-up and its lockfile"
+}
+
+# Run "$@" (a `sanddune run ... --json`) with the fake agent's prompt for
+# round $2, its result left in $work/$1-$2.json (arm $1): prints
+# "AGENT_START TOTAL" in seconds, the agent start being its first command
+# (`date` in the sandbox, the same clock).
+agent_start_and_total() {
+    local arm=$1 round=$2 start end said
+    shift 2
+    start=$(now)
+    "$@" --prompt "note $round FAKE:run:date +%s.%N" >"$work/$arm-$round.json" 2>/dev/null
+    end=$(now)
+    said=$(said <"$work/$arm-$round.json")
+    awk -v s="$start" -v a="$said" -v e="$end" 'BEGIN {printf "%.3f %.3f\n", a - s, e - s}'
+}
+
+# The snapshot benches' rounds (snapshot.sh, cloud_snapshot.sh): the cold
+# run of $repo (said as $2), then $1 rounds of a run from the snapshot
+# interleaved with one of $floor, each through the script's
+# `run_once DIR ROUND ARM`; then the report.
+snapshot_bench() {
+    local rounds=$1 agent total round
+    echo "$2"
+    read -r agent total < <(run_once "$repo" 0 cold)
+    echo "  agent start ${agent} s, whole run ${total} s"
+    : >"$work/snap-agent"; : >"$work/snap-total"; : >"$work/floor-agent"; : >"$work/floor-total"
+    for round in $(seq 1 "$rounds"); do
+        read -r agent total < <(run_once "$repo" "$round" snap)
+        echo "$agent" >>"$work/snap-agent"; echo "$total" >>"$work/snap-total"
+        read -r agent total < <(run_once "$floor" "$round" floor)
+        echo "$agent" >>"$work/floor-agent"; echo "$total" >>"$work/floor-total"
+    done
+    snapshot_report "$rounds"
+}
+
+# The medians of arms snap and floor over $1 rounds, and the phases of
+# each arm, from the results run_once left in $work.
+snapshot_report() {
+    local rounds=$1
+    echo "median over $rounds rounds, interleaved:"
+    printf '  %-34s agent start %6.3f s, whole run %6.3f s\n' \
+        "from the snapshot (set-up skipped)" "$(median <"$work/snap-agent")" "$(median <"$work/snap-total")" \
+        "no set-up at all (the floor)" "$(median <"$work/floor-agent")" "$(median <"$work/floor-total")"
+    python3 - "$work" "$rounds" <<'PY'
+import json, sys
+work, rounds = sys.argv[1], int(sys.argv[2])
+def phases(arm, rounds):
+    out = {}
+    for r in rounds:
+        with open(f"{work}/{arm}-{r}.json") as f:
+            for p in json.load(f)["timings"]:
+                out.setdefault(p["phase"], []).append(p["ms"])
+    return {k: sorted(v)[len(v) // 2] for k, v in out.items()}
+cold = phases("cold", [0])
+snap = phases("snap", range(1, rounds + 1))
+floor = phases("floor", range(1, rounds + 1))
+print("phases, ms (cold: its one run; the others: medians):")
+print(f"  {'phase':<22} {'cold':>8} {'snapshot':>9} {'floor':>8}")
+for name in dict.fromkeys([*cold, *snap, *floor]):
+    cell = lambda d: f"{d[name]:.0f}" if name in d else "-"
+    print(f"  {name:<22} {cell(cold):>8} {cell(snap):>9} {cell(floor):>8}")
 PY
 }
