@@ -754,6 +754,180 @@ fn kubernetes_gc_brings_a_killed_runs_commit_out_and_deletes_its_pod() {
     assert_eq!(c.live_pods(), Vec::<String>::new(), "{}", stdout(&out));
 }
 
+/// `sanddune run --sandbox kubernetes` with `pool=1`, merged to HEAD.
+fn pooled_run(c: &Cluster, repo: &TestRepo, prompt: &str, extra: &[&str]) -> std::process::Output {
+    let mut args = vec![
+        "--strategy",
+        "merge-to-head",
+        "--sandbox-opt",
+        "pool=1",
+        "--log",
+        "terminal",
+        "--json",
+    ];
+    args.extend_from_slice(extra);
+    let out = c.run(repo, prompt, &args).output().unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    out
+}
+
+/// `pool=1` (ADR 0037): the run after a pooled run, in another process,
+/// takes the pod it left waiting. The waiting pod's spec holds no env and
+/// its first process waits for the claim; the claiming run's log names the
+/// pod, the run takes the id the pod was labelled with, its env is its own,
+/// the pod's first process is the provider's (no wait left) and its commit
+/// lands. The claimed pod goes with its run, a new one waits, and
+/// `gc --drain-pool` deletes that one.
+fn kubernetes_a_run_claims_the_pod_the_last_run_left_waiting() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    let first = pooled_run(
+        &c,
+        &repo,
+        "first\nFAKE:file:first.md",
+        &["--env", "SANDDUNE_TEST_SECRET=one"],
+    );
+    let log = stderr(&first);
+    assert!(
+        log.contains("pool: no warm sandbox was waiting; creating one"),
+        "{log}"
+    );
+    assert!(log.contains("pool: started 1 warm sandbox(es)"), "{log}");
+    let warm = c.live_pods();
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    let pod = c.pod(&warm[0]).unwrap();
+    let container = &pod["spec"]["containers"][0];
+    assert!(
+        container["command"].to_string().contains("USR1"),
+        "{container}"
+    );
+    assert!(
+        container["env"].as_array().is_none_or(|e| e.is_empty()),
+        "the waiting pod's spec holds a run's env: {container}"
+    );
+    let reserved = pod["metadata"]["labels"]["sanddune.run"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    // It names its slot (pool key and run id), not the host's paths.
+    let slot = pod["metadata"]["annotations"]["sanddune.pool"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        slot.ends_with(&format!("/{reserved}")) && !slot.starts_with('/'),
+        "{pod}"
+    );
+
+    let second = pooled_run(
+        &c,
+        &repo,
+        "second\nFAKE:file:second.md\nFAKE:run:echo secret=$SANDDUNE_TEST_SECRET; tr '\\0' ' ' </proc/1/cmdline",
+        &["--env", "SANDDUNE_TEST_SECRET=two"],
+    );
+    let log = stderr(&second);
+    assert!(
+        log.contains(&format!("pool: took a warm pod ({})", warm[0])),
+        "{log}"
+    );
+    assert!(
+        log.contains(&format!("on branch sanddune/run-{reserved}")),
+        "the run took the id the pod was made for: {log}"
+    );
+    let result: Value = serde_json::from_str(&stdout(&second)).unwrap();
+    let said = result["stdout"].as_str().unwrap_or_default();
+    assert!(said.contains("secret=two"), "the run's env: {said}");
+    assert!(
+        said.contains("sleep infinity") && !said.contains("USR1"),
+        "the pod's first process is the provider's: {said}"
+    );
+    for file in ["first.md", "second.md"] {
+        assert!(repo.path().join(file).exists(), "{file} not merged");
+    }
+    let now = c.live_pods();
+    assert_eq!(now.len(), 1, "topped up: {now:?}");
+    assert_ne!(now[0], warm[0], "the claimed pod went with its run");
+
+    let gc = c.sanddune(&repo, &["gc"]).output().unwrap();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert_eq!(c.live_pods(), now, "gc left the waiting one");
+    let gc = c.sanddune(&repo, &["gc", "--drain-pool"]).output().unwrap();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert!(
+        stdout(&gc).contains("which no run claimed"),
+        "{}",
+        stdout(&gc)
+    );
+    assert_eq!(c.live_pods(), Vec::<String>::new());
+    assert!(
+        repo.git(&["branch", "--list", "sanddune/run-*"]).is_empty(),
+        "the slot's branch was left"
+    );
+}
+
+/// A warm pod deleted behind sanddune's back (by a user, an eviction) is
+/// not used: the claim says why, the run creates its own pod and lands its
+/// commit, and the pool is topped up.
+fn kubernetes_a_warm_pod_deleted_behind_sanddunes_back_is_not_used() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    pooled_run(&c, &repo, "first\nFAKE:file:first.md", &[]);
+    let warm = c.live_pods();
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    let now = DeleteParams {
+        grace_period_seconds: Some(0),
+        ..Default::default()
+    };
+    c.runtime.block_on(c.pods.delete(&warm[0], &now)).unwrap();
+    let second = pooled_run(&c, &repo, "second\nFAKE:file:second.md", &[]);
+    let log = stderr(&second);
+    assert!(
+        log.contains("pool: the warm pod was not used (it did not take the claim's signal"),
+        "{log}"
+    );
+    assert!(repo.path().join("second.md").exists(), "not merged");
+    let left = c.live_pods();
+    assert_eq!(left.len(), 1, "topped up: {left:?}");
+    assert!(!left.contains(&warm[0]));
+    let gc = c.sanddune(&repo, &["gc", "--drain-pool"]).output().unwrap();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert_eq!(c.live_pods(), Vec::<String>::new());
+}
+
+/// A warm pod no run claims ends itself after `pool-idle` (its first
+/// process exits, the pod is Succeeded), with no daemon; `gc` then deletes
+/// it with its slot.
+fn kubernetes_a_warm_pod_no_run_claims_ends_itself() {
+    let repo = TestRepo::new();
+    let c = cluster(&repo);
+    pooled_run(
+        &c,
+        &repo,
+        "note\nFAKE:file:note.md",
+        &["--sandbox-opt", "pool-idle=30s"],
+    );
+    let warm = c.live_pods();
+    assert_eq!(warm.len(), 1, "{warm:?}");
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while c.live_pods() == warm {
+        assert!(Instant::now() < deadline, "the warm pod did not end itself");
+        std::thread::sleep(Duration::from_secs(1));
+    }
+    let phase = c.pod(&warm[0]).map(|p| p["status"]["phase"].clone());
+    assert_eq!(phase, Some(json!("Succeeded")), "it ended as it should");
+    let gc = c.sanddune(&repo, &["gc"]).output().unwrap();
+    assert!(gc.status.success(), "{}", stderr(&gc));
+    assert!(
+        stdout(&gc).contains("which no run claimed"),
+        "{}",
+        stdout(&gc)
+    );
+    assert!(
+        c.pod(&warm[0])
+            .is_none_or(|p| !p["metadata"]["deletionTimestamp"].is_null()),
+        "gc left the ended pod"
+    );
+}
+
 /// A run killed while its pod is still Pending (never scheduled, so its
 /// `activeDeadlineSeconds` never starts) leaves gc a record with no state:
 /// gc finds the pod by the run's labels and deletes it, whether or not the
@@ -1274,6 +1448,18 @@ fn main() -> std::process::ExitCode {
         (
             "kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim",
             kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim,
+        ),
+        (
+            "kubernetes_a_run_claims_the_pod_the_last_run_left_waiting",
+            kubernetes_a_run_claims_the_pod_the_last_run_left_waiting,
+        ),
+        (
+            "kubernetes_a_warm_pod_deleted_behind_sanddunes_back_is_not_used",
+            kubernetes_a_warm_pod_deleted_behind_sanddunes_back_is_not_used,
+        ),
+        (
+            "kubernetes_a_warm_pod_no_run_claims_ends_itself",
+            kubernetes_a_warm_pod_no_run_claims_ends_itself,
         ),
         (
             "kubernetes_the_pod_carries_the_labels_ttl_and_limits",

@@ -117,10 +117,10 @@ fn a_run_claims_the_container_the_last_run_left_waiting(engine: &str, link: bool
     let log = stderr(&first);
     let first = result(&first);
     assert!(
-        log.contains("pool: no warm container was waiting; creating one"),
+        log.contains("pool: no warm sandbox was waiting; creating one"),
         "{log}"
     );
-    assert!(log.contains("pool: started 1 warm container(s)"), "{log}");
+    assert!(log.contains("pool: started 1 warm sandbox(es)"), "{log}");
     let warm = waiting(engine, &repo);
     assert_eq!(warm.len(), 1, "{warm:?}");
     assert_eq!(warm[0].1, "running");

@@ -12,6 +12,7 @@ pub mod link;
 pub mod logging;
 pub mod output;
 pub mod pods;
+pub mod pool;
 pub mod process;
 pub mod request;
 pub mod tty;

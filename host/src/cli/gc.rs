@@ -22,11 +22,11 @@ use bollard::query_parameters::ListContainersOptionsBuilder;
 use clap::Args;
 
 use crate::capability::containers::Engine;
-use crate::capability::containers::pool::{self, POOL_LABEL, SlotState};
 use crate::capability::containers::{
     OWNER_LABEL, PLUGIN_LABEL, RUN_LABEL, connect_negotiated, engine_name, force_remove,
     owner_alive,
 };
+use crate::capability::pool::{self, POOL_LABEL, SlotState};
 use crate::error::{Error, Result};
 use crate::run::reclaim::{self, Reclaimed};
 use crate::worktree::{Orphan, Repo, WORKTREES_DIR};

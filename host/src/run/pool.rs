@@ -19,12 +19,12 @@ use std::sync::Arc;
 
 use super::place::Place;
 use super::strategy::{BranchStrategy, run_id, source_branch};
-use crate::capability::containers::pool::{
-    self, FillSlot, PoolOptions, PoolTicket, SlotState, pool_dir,
-};
 use crate::capability::containers::{Engine, connect_negotiated, force_remove};
 use crate::capability::gateway::Gateway;
-use crate::capability::link;
+use crate::capability::pool::{
+    self, FillSlot, PoolOptions, PoolTicket, SlotRecord, SlotState, pool_dir,
+};
+use crate::capability::{link, pods};
 use crate::plugin::sandbox::{SandboxProvider, SandboxSpec};
 use crate::worktree::Repo;
 
@@ -101,12 +101,14 @@ impl RunPool {
             return None;
         }
         let Some((id, claimed)) = pool::claim(&self.dir) else {
-            self.note = Some("pool: no warm container was waiting; creating one".into());
+            self.note = Some("pool: no warm sandbox was waiting; creating one".into());
             return None;
         };
         // Its engine is known now: what the provider's preflight will ask
         // of it is asked beside the worktree's and the agent's planning.
-        crate::capability::containers::warm_up(engine_of(&claimed.record.engine));
+        if claimed.record.engine != pool::KUBERNETES {
+            crate::capability::containers::warm_up(engine_of(&claimed.record.engine));
+        }
         let (name, temporary) = (format!("run-{id}"), format!("sanddune/run-{id}"));
         let ready = match &self.strategy {
             BranchStrategy::Head => Ok(()),
@@ -124,7 +126,7 @@ impl RunPool {
             return None;
         }
         self.note = Some(format!(
-            "pool: claimed the warm sandbox made ahead for run {id}: its worktree and container are this run's"
+            "pool: claimed the warm sandbox made ahead for run {id}: its worktree and sandbox are this run's"
         ));
         self.claimed = Some(Arc::new(PoolTicket::Claim(claimed)));
         Some(id)
@@ -202,7 +204,7 @@ impl Refill {
                 Ok(()) => started += 1,
                 Err(e) => {
                     return vec![format!(
-                        "warning: pool: a warm container could not be started: {e}"
+                        "warning: pool: a warm sandbox could not be started: {e}"
                     )];
                 }
             }
@@ -211,7 +213,7 @@ impl Refill {
             return vec![];
         }
         vec![format!(
-            "pool: started {started} warm container(s) for the runs to come (idle lifetime {}s)",
+            "pool: started {started} warm sandbox(es) for the runs to come (idle lifetime {}s)",
             self.options.idle.as_secs()
         )]
     }
@@ -344,7 +346,7 @@ pub async fn sweep(repo: &Repo, drain: bool) -> Vec<String> {
             let (record, claimed) = match pool::slot_state(&slot.path()) {
                 SlotState::Claimed | SlotState::Filling => continue,
                 SlotState::Ready(record) if !drain => {
-                    if running(&record.engine, &record.container).await != Some(false) {
+                    if running(&record, &id).await != Some(false) {
                         continue;
                     }
                     (Some(record), false)
@@ -364,7 +366,7 @@ pub async fn sweep(repo: &Repo, drain: bool) -> Vec<String> {
                 }
             };
             if let Some(record) = record.as_ref().filter(|_| !claimed) {
-                remove_container(&record.engine, &record.container).await;
+                remove(record, &id).await;
             }
             let _ = std::fs::remove_dir_all(link::pooled_dir(&id));
             // A run that claimed the slot and died holds its worktree by a
@@ -397,10 +399,14 @@ fn engine_of(name: &str) -> Engine {
     }
 }
 
-/// Whether the container runs; None when the engine does not answer.
-async fn running(engine: &str, container: &str) -> Option<bool> {
-    let docker = connect_negotiated(engine_of(engine)).await.ok()?;
-    match docker.inspect_container(container, None).await {
+/// Whether slot `id`'s container or pod runs; None when its engine or
+/// cluster does not answer.
+async fn running(record: &SlotRecord, id: &str) -> Option<bool> {
+    if record.engine == pool::KUBERNETES {
+        return pods::pool::waiting(record, id).await;
+    }
+    let docker = connect_negotiated(engine_of(&record.engine)).await.ok()?;
+    match docker.inspect_container(&record.container, None).await {
         Ok(info) => Some(info.state.and_then(|s| s.running) == Some(true)),
         Err(bollard::errors::Error::DockerResponseServerError {
             status_code: 404, ..
@@ -409,8 +415,10 @@ async fn running(engine: &str, container: &str) -> Option<bool> {
     }
 }
 
-async fn remove_container(engine: &str, container: &str) {
-    if let Ok(docker) = connect_negotiated(engine_of(engine)).await {
-        let _ = force_remove(&docker, container).await;
+async fn remove(record: &SlotRecord, id: &str) {
+    if record.engine == pool::KUBERNETES {
+        let _ = pods::pool::remove(record, id).await;
+    } else if let Ok(docker) = connect_negotiated(engine_of(&record.engine)).await {
+        let _ = force_remove(&docker, &record.container).await;
     }
 }

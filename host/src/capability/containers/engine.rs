@@ -23,13 +23,14 @@ use super::policy::{
     ContainerGrant, PLUGIN_LABEL, RUN_LABEL, check_spec, container_labels, labelled_mine,
     readable_source, split_container_path, writable_target,
 };
-use super::pool::{self, Claimed, POOL_LABEL, PoolTicket, SlotRecord};
+use super::pool;
 use super::snapshot::Kept;
 use super::{ContainerSpec, Engine, EngineInfo, ExecOptions, ExecStatus, InteractiveExecOptions};
 use crate::capability::PluginState;
 use crate::capability::egress::PROXY_PORT;
 use crate::capability::link::{self, SandboxLink};
 use crate::capability::output::OutputLine;
+use crate::capability::pool::{Claimed, POOL_LABEL, PoolTicket, SlotRecord};
 
 /// Per-instance state: the connected engine and what this instance created.
 #[derive(Default)]
@@ -571,7 +572,7 @@ impl Ctx {
                         .map(|(k, v)| (k.to_string(), v.to_string()))
                 })
                 .collect();
-            match claim.adopt(&self.docker, &fingerprint, env).await {
+            match pool::adopt(claim, &self.docker, &fingerprint, env).await {
                 Ok(id) => {
                     // Its forwarder runs since it was started.
                     return match self.contain(&id, None).await {
@@ -599,7 +600,11 @@ impl Ctx {
             let pipe = wake
                 .as_ref()
                 .map(|_| format!("{}/{}", link::MOUNT, pool::WAKE));
-            body.entrypoint = Some(pool::waiting_entrypoint(slot.idle, pipe.as_deref(), main));
+            body.entrypoint = Some(crate::capability::pool::waiting_entrypoint(
+                slot.idle,
+                pipe.as_deref(),
+                main,
+            ));
             labels.insert(POOL_LABEL.into(), slot.dir.display().to_string());
         }
         body.labels = Some(labels);
@@ -668,7 +673,16 @@ impl Ctx {
                 }
                 if let Some(slot) = waiting {
                     let engine = engine_name(self.engine.unwrap_or(Engine::Docker));
-                    slot.created(&id, engine, &fingerprint, forwarder, wake);
+                    slot.created(SlotRecord {
+                        container: id.clone(),
+                        engine: engine.into(),
+                        fingerprint,
+                        until: 0,
+                        link: forwarder.is_some().then(|| slot.link.clone()),
+                        forwarder,
+                        wake,
+                        cluster: None,
+                    });
                 }
                 Ok((id, link))
             }

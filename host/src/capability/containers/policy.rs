@@ -7,10 +7,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::containment::Containment;
-use super::pool::PoolTicket;
 use super::snapshot::Snapshot;
 use super::{ContainerSpec, Mount};
 use crate::capability::link::MOUNT as LINK_MOUNT;
+use crate::capability::pool::PoolTicket;
 
 /// Label keys the host sets on every container it creates for a plugin.
 pub const RUN_LABEL: &str = "sanddune.run";

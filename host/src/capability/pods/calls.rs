@@ -14,11 +14,12 @@ use super::cluster::{self, Cluster};
 use super::exec::{exec, exec_bytes, exec_interactive};
 use super::lifecycle::{self, claims_resource};
 use super::policy::{labelled_mine, labels_for, pod_for, selector};
-use super::{ClusterInfo, ExecOptions, ExecStatus, PodGrant, PodSpec};
+use super::{ClusterInfo, ExecOptions, ExecStatus, PodGrant, PodSpec, pool};
 use crate::capability::containers::{
     archive, first_file, readable_source, split_container_path, writable_target,
 };
 use crate::capability::output::OutputLine;
+use crate::capability::pool::PoolTicket;
 use crate::capability::{Brokered, PluginState};
 
 /// The label the agent-sandbox controller puts on a claimed sandbox's pod.
@@ -131,8 +132,40 @@ impl Ctx {
         }
     }
 
-    async fn create(&self, spec: PodSpec, timeout: Duration) -> Result<String, String> {
-        let pod = pod_for(spec, &self.grant, &self.plugin, &self.cluster.namespace)?;
+    async fn create(&self, mut spec: PodSpec, timeout: Duration) -> Result<String, String> {
+        let ticket = self.grant.pool.as_deref();
+        // A pooled pod's spec holds no env: the claiming run's goes to
+        // each exec.
+        let env = match ticket {
+            Some(_) => std::mem::take(&mut spec.env),
+            None => vec![],
+        };
+        let mut pod = pod_for(spec, &self.grant, &self.plugin, &self.cluster.namespace)?;
+        // Only a pooled create pays for the digest.
+        let fingerprint = ticket
+            .map(|_| pool::fingerprint(&pod, &self.cluster, &self.plugin))
+            .unwrap_or_default();
+        // A sandbox of more than one pod claims for its first.
+        if let Some(PoolTicket::Claim(claim)) = ticket
+            && claim.outcome().is_none()
+        {
+            let wanted = (&pod, fingerprint.as_str());
+            match pool::adopt(claim, &self.cluster, &self.brokered, wanted, env).await {
+                Ok(name) => return Ok(name),
+                Err(why) => {
+                    claim.missed(why);
+                    let id = claim.dir.file_name().unwrap_or_default().to_string_lossy();
+                    let _ = pool::remove(&claim.record, &id).await;
+                }
+            }
+        }
+        let waiting = match ticket {
+            Some(PoolTicket::Fill(slot)) => {
+                pool::make_waiting(&mut pod, slot)?;
+                Some(slot)
+            }
+            _ => None,
+        };
         let pods: Api<Pod> = Api::namespaced(self.cluster.client.clone(), &self.cluster.namespace);
         let created = pods
             .create(&Default::default(), &pod)
@@ -140,12 +173,29 @@ impl Ctx {
             .map_err(|e| self.cluster.error("create", "pods", e))?;
         let name = created.metadata.name.unwrap_or_default();
         match lifecycle::wait_ready(&self.cluster, &name, timeout).await {
-            Ok(()) => Ok(name),
+            Ok(()) => {
+                if let Some(slot) = waiting {
+                    slot.created(pool::record(&name, fingerprint, &self.cluster));
+                }
+                Ok(name)
+            }
             Err(e) => {
                 let _ = lifecycle::delete_pod(&self.cluster, &name).await;
                 Err(e)
             }
         }
+    }
+
+    /// An exec's env: the run's first when its warm pod's spec holds none
+    /// of it, then the exec's own, which wins.
+    fn exec_env(&self, pod: &str, own: Vec<(String, String)>) -> Vec<(String, String)> {
+        let Some(PoolTicket::Claim(claim)) = self.grant.pool.as_deref() else {
+            return own;
+        };
+        let mut env = claim.exec_env(pod).unwrap_or_default();
+        env.retain(|(k, _)| !own.iter().any(|(o, _)| o == k));
+        env.extend(own);
+        env
     }
 
     async fn copy_in(&self, pod: &str, host_path: &str, pod_path: &str) -> Result<(), String> {
@@ -292,6 +342,10 @@ impl PluginState {
         timeout_ms: u64,
     ) -> Result<String, String> {
         let r = match self.pods_ctx() {
+            // A template's pods are kept warm by its SandboxWarmPool.
+            Ok(ctx) if ctx.grant.pool.is_some() => Err(format!(
+                "pool=N keeps warm pods the host creates, not SandboxClaims of template `{template}`: give the template a SandboxWarmPool instead, and drop pool="
+            )),
             Ok(ctx) => {
                 let labels = labels_for(&ctx.grant, &ctx.plugin);
                 let timeout = Duration::from_millis(timeout_ms);
@@ -316,7 +370,13 @@ impl PluginState {
         tx: Option<mpsc::Sender<OutputLine>>,
     ) -> Result<ExecStatus, String> {
         let r = match self.pods_checked(&pod).await {
-            Ok((ctx, _)) => exec(&ctx.cluster, &ctx.brokered, &pod, options, tx).await,
+            Ok((ctx, _)) => {
+                let options = ExecOptions {
+                    env: ctx.exec_env(&pod, options.env),
+                    ..options
+                };
+                exec(&ctx.cluster, &ctx.brokered, &pod, options, tx).await
+            }
             Err(e) => Err(e),
         };
         self.pods_logged(r)

@@ -13,6 +13,9 @@ use super::{ClusterInfo, PodGrant};
 pub(super) struct Cluster {
     pub(super) client: Client,
     pub(super) context: String,
+    /// Reached by the in-cluster config of the pod sanddune runs in (its
+    /// `context` is only a word then).
+    pub(super) in_cluster: bool,
     pub(super) server: String,
     /// The kubeconfig user (or the pod's service account).
     pub(super) user: String,
@@ -65,6 +68,7 @@ fn root_cause(e: &(dyn std::error::Error + 'static)) -> String {
 /// namespace exists.
 pub(super) async fn connect(grant: &PodGrant) -> Result<(Cluster, ClusterInfo), String> {
     let (config, context, user) = load(grant).await?;
+    let in_cluster = from_pod();
     let namespace = grant
         .namespace
         .clone()
@@ -79,6 +83,7 @@ pub(super) async fn connect(grant: &PodGrant) -> Result<(Cluster, ClusterInfo), 
     let cluster = Cluster {
         client,
         context,
+        in_cluster,
         server,
         user,
         namespace,
@@ -146,11 +151,20 @@ fn untested_release(major: &str, minor: &str) -> Option<String> {
     }
 }
 
-/// The config for the grant's context, with that context's name and user.
-async fn load(grant: &PodGrant) -> Result<(Config, String, String), String> {
+/// What a cluster reached by the in-cluster config is called.
+const IN_CLUSTER: &str = "in-cluster";
+
+/// Whether the cluster is reached by the in-cluster config: sanddune runs
+/// in a pod and no kubeconfig names another.
+fn from_pod() -> bool {
     let from_file = std::env::var_os("KUBECONFIG").is_some()
         || std::env::home_dir().is_some_and(|h| h.join(".kube/config").exists());
-    if !from_file && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some() {
+    !from_file && std::env::var_os("KUBERNETES_SERVICE_HOST").is_some()
+}
+
+/// The config for the grant's context, with that context's name and user.
+async fn load(grant: &PodGrant) -> Result<(Config, String, String), String> {
+    if from_pod() {
         if let Some(context) = &grant.context {
             return Err(format!(
                 "context={context}: there is no kubeconfig here, only the in-cluster config of the pod sanddune runs in"
@@ -159,7 +173,7 @@ async fn load(grant: &PodGrant) -> Result<(Config, String, String), String> {
         let config = Config::incluster().map_err(|e| format!("the in-cluster config: {e}"))?;
         return Ok((
             config,
-            "in-cluster".into(),
+            IN_CLUSTER.into(),
             "the pod's service account".into(),
         ));
     }

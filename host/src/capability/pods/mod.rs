@@ -12,15 +12,20 @@
 //!
 //! `policy` decides what a plugin may ask, with no cluster; `cluster`
 //! connects and names the errors; `lifecycle` waits for a pod to be ready
-//! and says why it is not; `exec` runs commands and moves files.
+//! and says why it is not; `exec` runs commands and moves files; `pool`
+//! starts pods ahead of their runs and wakes the one a run claims.
 
 mod calls;
 mod cluster;
 mod exec;
 mod lifecycle;
 mod policy;
+pub mod pool;
 
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::capability::pool::PoolTicket;
 
 pub use calls::PodState;
 pub use cluster::default_target;
@@ -42,6 +47,8 @@ pub struct PodGrant {
     pub readable: Vec<PathBuf>,
     /// Host paths `copy-file-out` may write (the worktree, the scratch dir).
     pub writable: Vec<PathBuf>,
+    /// The run's warm pod (`pool=N`), or the slot a fill makes one for.
+    pub pool: Option<Arc<PoolTicket>>,
 }
 
 /// What `connect` found.

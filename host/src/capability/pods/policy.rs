@@ -164,7 +164,7 @@ pub(super) fn labelled_mine(
 
 /// `value` as a label value: at most 63 of `[A-Za-z0-9._-]`, beginning and
 /// ending with a letter or digit.
-fn label_value(value: &str) -> String {
+pub(super) fn label_value(value: &str) -> String {
     let mapped: String = value
         .chars()
         .map(|c| {
@@ -210,6 +210,7 @@ mod tests {
             namespace: None,
             readable: vec![],
             writable: vec![],
+            pool: None,
         }
     }
 

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::spec::{ProviderConfig, SandboxSpec};
-use crate::capability::containers::pool::PoolOptions;
 use crate::capability::containers::snapshot::{Snapshot, SnapshotOptions};
 use crate::capability::containers::{Containment, GitShield};
+use crate::capability::pool::PoolOptions;
 use crate::capability::{
     Capabilities, ContainerGrant, DirectoryAccess, Grants, HttpGrant, PodGrant,
 };
@@ -171,17 +171,17 @@ fn take_snapshot(
 }
 
 /// The pool options of `config` (ADR 0037), taken out of it for a provider
-/// with the containers capability; refused for any other, whose sandbox
-/// the host cannot start ahead.
+/// with the containers or the pods capability; refused for any other, whose
+/// sandbox the host cannot start ahead.
 fn take_pool(
     config: &mut ProviderConfig,
     caps: &Capabilities,
     info: &ProviderInfo,
 ) -> Result<Option<PoolOptions>> {
-    if !caps.containers {
+    if !caps.containers && !caps.pods {
         if let Some((key, value)) = config.iter().find(|(k, _)| PoolOptions::is_key(k)) {
             return Err(Error::input(format!(
-                "sandbox provider `{}` cannot keep warm sandboxes ({key}={value}): only providers that run containers through the host (docker, podman) can; nothing was created",
+                "sandbox provider `{}` cannot keep warm sandboxes ({key}={value}): only providers that run containers or pods through the host (docker, podman, kubernetes) can; nothing was created",
                 info.name
             )));
         }
@@ -336,5 +336,6 @@ fn pod_grant(
         namespace: option("namespace"),
         readable: files.readable,
         writable: files.writable,
+        pool: spec.pool.clone(),
     })
 }

@@ -4,8 +4,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::capability::containers::GitShield;
-use crate::capability::containers::pool::PoolTicket;
 use crate::capability::gateway::Gateway;
+use crate::capability::pool::PoolTicket;
 use crate::plugin::api::{CreateOptions, EnvVar};
 
 /// A provider's options as the user gave them, in order (keys may repeat).
