@@ -1065,6 +1065,36 @@ fn kubernetes_a_template_claims_a_warm_pod_and_deletes_the_claim() {
         .output()
         .unwrap();
     assert!(stderr(&out).contains("template=nope"), "{}", stderr(&out));
+    // pool=N does not pool a template's pods (its SandboxWarmPool does):
+    // the run goes on, and its top-up says why it started none.
+    let out = c
+        .run_without_image(
+            &repo,
+            "add another note",
+            &[
+                "--branch",
+                "k8s-claimed-2",
+                "--sandbox-opt",
+                &option,
+                "--sandbox-opt",
+                "pool=1",
+                "--log",
+                "terminal",
+            ],
+        )
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("warning: pool: a warm sandbox could not be started")
+            && stderr(&out).contains("give the template a SandboxWarmPool instead"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        repo.git(&["branch", "--list", "sanddune/run-*"]).is_empty(),
+        "the failed fill left its branch"
+    );
     for (plural, object) in objects.iter().rev() {
         let kind = object["kind"].as_str().unwrap();
         let _ = c.runtime.block_on(
