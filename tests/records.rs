@@ -354,6 +354,52 @@ fn gc_neither_deletes_nor_kills_in_a_directory_a_forged_sandbox_record_names() {
     working.wait().unwrap();
 }
 
+/// A snapshot record planted in the git dir (ADR 0038) names a component
+/// file as the provider that keeps it: neither `gc` nor `snapshot rm`
+/// loads it without the user's approval (`--yes`, `--grant`), each says
+/// so, and the record stays for a later try.
+fn gc_loads_no_component_a_forged_snapshot_record_names() {
+    let repo = TestRepo::new();
+    let hostile = plugin_file("sanddune-test-plugin-hostile");
+    let records = repo.path().join(".git/sanddune-snapshots");
+    std::fs::create_dir_all(&records).unwrap();
+    let planted = records.join(format!("{}.json", "ab".repeat(20)));
+    let record = serde_json::json!({
+        "key": "ab".repeat(20), "id": "snap_planted",
+        "provider": hostile, "providerName": "vercel",
+        "config": [], "created": 1, "runId": "1-abcd",
+        "worktree": repo.path(), "branch": "main",
+    });
+    std::fs::write(&planted, record.to_string()).unwrap();
+
+    let out = sanddune_within(&repo, &["gc", "--snapshot-max-age", "1s"]);
+    let said = stderr(&out);
+    assert!(
+        said.contains("snapshot snap_planted") && said.contains("--yes"),
+        "{said}"
+    );
+    assert!(planted.exists(), "the record went without its snapshot");
+    let out = sanddune_within(&repo, &["snapshot", "rm", "snap_planted"]);
+    assert!(!out.status.success(), "{}", stdout(&out));
+    assert!(stderr(&out).contains("--yes"), "{}", stderr(&out));
+    assert!(planted.exists());
+
+    // One whose id would rewrite the terminal is not read, so not printed.
+    let mut record = record;
+    record["id"] = "snap\u{1b}]0;owned\u{7}".into();
+    std::fs::write(
+        records.join(format!("{}.json", "cd".repeat(20))),
+        record.to_string(),
+    )
+    .unwrap();
+    for args in [&["snapshot", "ls"][..], &["gc", "--snapshot-max-age", "1s"]] {
+        let out = sanddune_within(&repo, args);
+        let all = format!("{}{}", stdout(&out), stderr(&out));
+        assert!(all.contains("snap_planted"), "{all}");
+        assert!(!all.contains('\u{1b}') && !all.contains("owned"), "{all:?}");
+    }
+}
+
 fn gc_collects_no_worktree_through_a_linked_worktrees_dir() {
     let repo = TestRepo::new();
     let outside = tempfile::tempdir().unwrap();
@@ -451,6 +497,7 @@ fn main() -> std::process::ExitCode {
         trial!(gc_passes_over_lock_files_that_are_links_or_fifos_warning_about_them),
         trial!(gc_removes_an_orphaned_worktree_only_where_sanddune_made_it),
         trial!(gc_neither_deletes_nor_kills_in_a_directory_a_forged_sandbox_record_names),
+        trial!(gc_loads_no_component_a_forged_snapshot_record_names),
         trial!(gc_collects_no_worktree_through_a_linked_worktrees_dir),
         trial!(gc_moves_no_branch_a_forged_lock_and_pending_sync_name),
     ])

@@ -14,7 +14,7 @@ use sha2::{Digest, Sha256};
 
 use super::log::RunLog;
 use super::reclaim::load_provider;
-use crate::capability::containers::snapshot::{Snapshot, SnapshotOptions, hex};
+use crate::capability::containers::snapshot::{SnapshotOptions, hex, setup_material};
 use crate::error::{Error, Result};
 use crate::plugin::PluginRuntime;
 use crate::plugin::sandbox::{Sandbox, SandboxProvider, SandboxSpec};
@@ -58,9 +58,7 @@ pub(super) struct Wanted {
 /// and its options. An option changed (another image, another runtime)
 /// makes another snapshot.
 fn key(provider: &SandboxProvider, options: &SnapshotOptions, spec: &SandboxSpec) -> String {
-    let setup = SnapshotOptions::default();
-    let snapshot = Snapshot::new(&setup, &spec.setup, &spec.worktree, &spec.git_dir);
-    let mut material = snapshot.material();
+    let mut material = setup_material(&spec.git_dir, &spec.setup);
     // An isolated sandbox gets committed work only, and its worktree on
     // the host may hold no files: the inputs are read from the commit.
     // Git's object id of one is a hash of its contents.
@@ -134,8 +132,14 @@ pub(super) async fn create(
     timings.time("sandbox create", provider.create(spec)).await
 }
 
+/// A record, unless its words could rewrite a terminal: `snapshot ls`,
+/// gc and the run's log print them, and only the host should have written
+/// it.
 fn read(path: &Path) -> Option<KeptSnapshot> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+    let kept: KeptSnapshot = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    let printable = |s: &str| !s.chars().any(char::is_control);
+    (plain_id(&kept.id) && plain_id(&kept.provider_name) && printable(&kept.provider))
+        .then_some(kept)
 }
 
 impl Wanted {

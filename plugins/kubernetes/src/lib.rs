@@ -17,7 +17,6 @@ pub mod env_files;
 mod component {
     use std::cell::Cell;
     use std::fs;
-    use std::path::Path;
 
     wit_bindgen::generate!({ world: "sandbox-plugin", path: "../../wit", generate_all });
 
@@ -263,20 +262,6 @@ mod component {
             load.extend(argv);
             Ok(load)
         }
-
-        fn mkdir_parent(&self, path: &str) -> Result<(), String> {
-            let full = self.resolve(path);
-            match Path::new(&full).parent() {
-                Some(parent) if parent != Path::new("/") => self
-                    .run_script_ok(
-                        &format!("mkdir {}", parent.display()),
-                        shell_fs::MKDIR_P,
-                        &[&parent.display().to_string()],
-                    )
-                    .map(drop),
-                _ => Ok(()),
-            }
-        }
     }
 
     impl ShellFs for PodSandbox {
@@ -335,7 +320,7 @@ mod component {
         }
 
         fn copy_file_in(&self, host_path: String, sandbox_path: String) -> Result<(), String> {
-            self.mkdir_parent(&sandbox_path)?;
+            // The host makes the missing parents as it extracts.
             pods::copy_in(&self.pod, &host_path, &self.resolve(&sandbox_path))
         }
 
@@ -354,9 +339,7 @@ mod component {
         fn write_file(&self, path: String, data: Vec<u8>) -> Result<(), String> {
             let file = self.scratch_file()?;
             fs::write(&file, &data).map_err(|e| format!("writing {file}: {e}"))?;
-            let r = self
-                .mkdir_parent(&path)
-                .and_then(|()| pods::copy_in(&self.pod, &file, &self.resolve(&path)));
+            let r = pods::copy_in(&self.pod, &file, &self.resolve(&path));
             let _ = fs::remove_file(&file);
             r
         }

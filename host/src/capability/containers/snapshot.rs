@@ -144,17 +144,23 @@ struct State {
     container: Option<(String, Vec<String>)>,
 }
 
+/// What any snapshot's key starts with: the repository `repo` and the
+/// sandbox's set-up `setup` (its hooks, in order). Per repository: another
+/// one's set-up output is never restored here.
+pub(crate) fn setup_material(repo: &Path, setup: &[String]) -> String {
+    let mut material = format!("sanddune snapshot 1\nrepository {repo:?}\n");
+    for command in setup {
+        material.push_str(&format!("setup {command:?}\n"));
+    }
+    material
+}
+
 impl Snapshot {
     /// A snapshot for a sandbox whose set-up is `setup` (the sandbox hooks,
     /// in order) in the worktree `worktree`, with `options`' inputs there.
     pub fn new(options: &SnapshotOptions, setup: &[String], worktree: &Path, repo: &Path) -> Self {
-        // Per repository: another one's set-up output is never restored here.
-        let mut material = format!("sanddune snapshot 1\nrepository {repo:?}\n");
-        for command in setup {
-            material.push_str(&format!("setup {command:?}\n"));
-        }
         Snapshot {
-            material,
+            material: setup_material(repo, setup),
             inputs: options.inputs.clone(),
             worktree: worktree.to_path_buf(),
             repo: repo.display().to_string(),
