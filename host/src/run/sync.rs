@@ -147,19 +147,27 @@ pub async fn sync_out(
     worktree: &Worktree,
     synced: &str,
 ) -> Result<(String, u64)> {
-    let head = sandbox_sh(sandbox, "git rev-parse HEAD".into())
-        .await?
+    // One exec reads HEAD and bundles what is new (an exec is about
+    // 100 ms on a cluster); nothing is new when HEAD is where it was.
+    let out = sandbox_sh(
+        sandbox,
+        format!(
+            "head=$(git rev-parse HEAD) && echo \"$head\" && \
+             {{ [ \"$head\" = {s} ] || git bundle create -q .git/sanddune-out.bundle {s}..HEAD; }}",
+            s = q(synced)
+        ),
+    )
+    .await?;
+    let head = out
         .stdout
+        .lines()
+        .next()
+        .unwrap_or_default()
         .trim()
         .to_string();
     if head == synced {
         return Ok((head, 0));
     }
-    sandbox_sh(
-        sandbox,
-        format!("git bundle create -q .git/sanddune-out.bundle {synced}..HEAD"),
-    )
-    .await?;
     let tmp = worktree.sync_tempdir()?;
     let bundle = tmp.path().join("out.bundle");
     let inside = format!("{}/.git/sanddune-out.bundle", sandbox.worktree_path());
