@@ -586,7 +586,7 @@ fn a_warm_container_is_claimed_as_the_user(engine: &str, image: &str) {
         stderr(&out)
     };
     let first = run("fix the typo");
-    assert!(first.contains("pool: started 1 warm container"), "{first}");
+    assert!(first.contains("pool: started 1 warm sandbox"), "{first}");
     let second = run("add a note");
     assert!(second.contains("pool: took a warm container"), "{second}");
     let after: u32 = git(&repo, &["rev-list", "--count", "HEAD"])
